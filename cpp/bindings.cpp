@@ -1,0 +1,406 @@
+// pybind11 bindings of sscrf._core: convert numpy arrays, validate shapes,
+// ids and finiteness, release the GIL, call the kernels. No logic lives here.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <string>
+
+#include "corpus.hpp"
+#include "lattice.hpp"
+#include "linear_layer.hpp"
+#include "objective.hpp"
+#include "parallel.hpp"
+
+namespace py = pybind11;
+using namespace sscrf;
+
+namespace {
+
+template <class T>
+using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+using Doubles = Array<double>;
+using Bools = Array<bool>;
+
+[[noreturn]] void fail(const std::string& msg) { throw py::value_error(msg); }
+
+std::string shape_of(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+void require_shape(const py::array& a, std::initializer_list<py::ssize_t> shape,
+                   const char* name) {
+  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+  py::ssize_t i = 0;
+  for (auto d : shape) ok = ok && a.shape(i++) == d;
+  if (!ok) {
+    std::string want = "(";
+    i = 0;
+    for (auto d : shape) want += (i++ ? ", " : "") + std::to_string(d);
+    fail(std::string(name) + " must have shape " + want + (shape.size() == 1 ? ",)" : ")") +
+         ", got " + shape_of(a));
+  }
+}
+
+void require_finite(const double* p, py::ssize_t size, const char* name) {
+  for (py::ssize_t i = 0; i < size; ++i)
+    if (!std::isfinite(p[i])) fail(std::string(name) + " contains NaN or infinite values");
+}
+
+int checked_threads(int n_threads) {
+  if (n_threads < 1) fail("n_threads must be a positive integer, got " + std::to_string(n_threads));
+  return n_threads;
+}
+
+// One chain from dense arrays; the returned arrays own the converted data.
+struct ChainArrays {
+  Doubles emissions, transitions, start, end;
+  Bools mask, edge_mask;
+  bool has_mask = false, has_edge_mask = false;
+  Chain chain;
+};
+
+ChainArrays make_chain(const py::object& emissions, const py::object& transitions,
+                       const py::object& start, const py::object& end, const py::object& mask,
+                       const py::object& edge_mask) {
+  ChainArrays c;
+  c.emissions = Doubles::ensure(emissions);
+  if (!c.emissions || c.emissions.ndim() != 2)
+    fail("emissions must be a 2-D float array (n, S)");
+  const py::ssize_t n = c.emissions.shape(0), S = c.emissions.shape(1);
+  if (S < 1) fail("emissions must have at least one label column, got shape " + shape_of(c.emissions));
+  c.transitions = Doubles::ensure(transitions);
+  if (!c.transitions) fail("transitions must be a float array (S, S)");
+  require_shape(c.transitions, {S, S}, "transitions");
+  require_finite(c.emissions.data(), c.emissions.size(), "emissions");
+  require_finite(c.transitions.data(), c.transitions.size(), "transitions");
+  const double* start_p = nullptr;
+  const double* end_p = nullptr;
+  if (!start.is_none()) {
+    c.start = Doubles::ensure(start);
+    if (!c.start) fail("start must be a float array (S,)");
+    require_shape(c.start, {S}, "start");
+    require_finite(c.start.data(), S, "start");
+    start_p = c.start.data();
+  }
+  if (!end.is_none()) {
+    c.end = Doubles::ensure(end);
+    if (!c.end) fail("end must be a float array (S,)");
+    require_shape(c.end, {S}, "end");
+    require_finite(c.end.data(), S, "end");
+    end_p = c.end.data();
+  }
+  const uint8_t* mask_p = nullptr;
+  const uint8_t* edge_p = nullptr;
+  if (!mask.is_none()) {
+    c.mask = Bools::ensure(mask);
+    if (!c.mask) fail("mask must be a bool array (n, S)");
+    require_shape(c.mask, {n, S}, "mask");
+    mask_p = reinterpret_cast<const uint8_t*>(c.mask.data());
+  }
+  if (!edge_mask.is_none()) {
+    c.edge_mask = Bools::ensure(edge_mask);
+    if (!c.edge_mask) fail("edge_mask must be a bool array (n-1, S, S)");
+    require_shape(c.edge_mask, {n > 0 ? n - 1 : 0, S, S}, "edge_mask");
+    edge_p = reinterpret_cast<const uint8_t*>(c.edge_mask.data());
+  }
+  c.chain.n = n;
+  c.chain.S = static_cast<int>(S);
+  c.chain.emissions = c.emissions.data();
+  c.chain.transitions = c.transitions.data();
+  c.chain.start = start_p;
+  c.chain.end = end_p;
+  c.chain.node_mask = mask_p;
+  c.chain.edge_mask = edge_p;
+  return c;
+}
+
+template <class F>
+auto run_chain(F&& f) {
+  try {
+    return f();
+  } catch (const NoLabeling&) {
+    fail("mask and edge_mask allow no labeling of the sequence");
+  }
+}
+
+// ---- corpus and layout -----------------------------------------------------
+
+std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object& indices_o,
+                                    const py::object& values_o, const py::object& offsets_o,
+                                    int64_t n_attributes, const py::object& labels_o,
+                                    const py::object& weights_o, const py::object& mask_o) {
+  auto indptr = Array<int64_t>::ensure(indptr_o);
+  auto indices = Array<int32_t>::ensure(indices_o);
+  auto values = Doubles::ensure(values_o);
+  auto offsets = Array<int64_t>::ensure(offsets_o);
+  if (!indptr || indptr.ndim() != 1 || indptr.size() < 1) fail("indptr must be a 1-D int array of length n_tokens + 1");
+  if (!indices || indices.ndim() != 1) fail("indices must be a 1-D int array");
+  if (!values || values.ndim() != 1) fail("values must be a 1-D float array");
+  if (!offsets || offsets.ndim() != 1 || offsets.size() < 1) fail("offsets must be a 1-D int array of length n_sequences + 1");
+  if (n_attributes < 0 || n_attributes > INT32_MAX) fail("n_attributes out of range");
+  auto c = std::make_shared<Corpus>();
+  c->n_tokens = indptr.size() - 1;
+  c->n_sequences = offsets.size() - 1;
+  c->n_attributes = static_cast<int32_t>(n_attributes);
+  const int64_t nnz = indices.size();
+  if (values.size() != nnz) fail("values and indices must have the same length");
+  const int64_t* ip = indptr.data();
+  if (ip[0] != 0 || ip[c->n_tokens] != nnz) fail("indptr must start at 0 and end at len(indices)");
+  for (int64_t t = 0; t < c->n_tokens; ++t)
+    if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
+  const int32_t* ix = indices.data();
+  for (int64_t k = 0; k < nnz; ++k)
+    if (ix[k] < 0 || ix[k] >= n_attributes)
+      fail("attribute id " + std::to_string(ix[k]) + " out of range [0, " + std::to_string(n_attributes) + ")");
+  require_finite(values.data(), nnz, "feature values");
+  const int64_t* op = offsets.data();
+  if (op[0] != 0 || op[c->n_sequences] != c->n_tokens) fail("offsets must start at 0 and end at n_tokens");
+  for (int64_t s = 0; s < c->n_sequences; ++s)
+    if (op[s + 1] < op[s]) fail("offsets must be non-decreasing");
+  c->indptr.assign(ip, ip + c->n_tokens + 1);
+  c->indices.assign(ix, ix + nnz);
+  c->values.assign(values.data(), values.data() + nnz);
+  c->offsets.assign(op, op + c->n_sequences + 1);
+  if (!labels_o.is_none()) {
+    auto labels = Array<int32_t>::ensure(labels_o);
+    if (!labels) fail("labels must be an int array");
+    require_shape(labels, {c->n_tokens}, "labels");
+    for (int64_t t = 0; t < c->n_tokens; ++t)
+      if (labels.data()[t] < 0) fail("labels must be non-negative label ids");
+    c->labels.assign(labels.data(), labels.data() + c->n_tokens);
+  }
+  if (!weights_o.is_none()) {
+    auto weights = Doubles::ensure(weights_o);
+    if (!weights) fail("weights must be a float array");
+    require_shape(weights, {c->n_sequences}, "weights");
+    require_finite(weights.data(), c->n_sequences, "weights");
+    for (int64_t s = 0; s < c->n_sequences; ++s)
+      if (weights.data()[s] < 0) fail("weights must be non-negative");
+    c->weights.assign(weights.data(), weights.data() + c->n_sequences);
+  }
+  if (!mask_o.is_none()) {
+    auto mask = Bools::ensure(mask_o);
+    if (!mask || mask.ndim() != 2 || mask.shape(0) != c->n_tokens)
+      fail("mask must be a bool array (n_tokens, S)");
+    c->mask_labels = static_cast<int>(mask.shape(1));
+    const uint8_t* mp = reinterpret_cast<const uint8_t*>(mask.data());
+    c->mask.assign(mp, mp + mask.size());
+  }
+  {
+    py::gil_scoped_release release;
+    c->build_chunks();
+  }
+  return c;
+}
+
+std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::object& label_ids_o,
+                                    int n_labels) {
+  auto row_ptr = Array<int64_t>::ensure(row_ptr_o);
+  auto label_ids = Array<int32_t>::ensure(label_ids_o);
+  if (!row_ptr || row_ptr.ndim() != 1 || row_ptr.size() < 1) fail("row_ptr must be a 1-D int array of length n_attributes + 1");
+  if (!label_ids || label_ids.ndim() != 1) fail("label_ids must be a 1-D int array");
+  if (n_labels < 1) fail("n_labels must be at least 1");
+  auto l = std::make_shared<Layout>();
+  l->S = n_labels;
+  l->n_attributes = static_cast<int32_t>(row_ptr.size() - 1);
+  const int64_t* rp = row_ptr.data();
+  const int32_t* li = label_ids.data();
+  if (rp[0] != 0 || rp[l->n_attributes] != label_ids.size()) fail("row_ptr must start at 0 and end at len(label_ids)");
+  for (int32_t a = 0; a < l->n_attributes; ++a) {
+    if (rp[a + 1] < rp[a]) fail("row_ptr must be non-decreasing");
+    for (int64_t k = rp[a]; k < rp[a + 1]; ++k) {
+      if (li[k] < 0 || li[k] >= n_labels) fail("label id " + std::to_string(li[k]) + " out of range");
+      if (k > rp[a] && li[k] <= li[k - 1]) fail("label_ids must be strictly increasing within each attribute");
+    }
+  }
+  l->row_ptr.assign(rp, rp + l->n_attributes + 1);
+  l->label_ids.assign(li, li + label_ids.size());
+  return l;
+}
+
+Doubles checked_theta(const Corpus& corpus, const Layout& layout, const py::object& theta_o,
+                      bool use_mask) {
+  auto theta = Doubles::ensure(theta_o);
+  if (!theta) fail("theta must be a 1-D float array");
+  require_shape(theta, {layout.n_parameters()}, "theta");
+  require_finite(theta.data(), theta.size(), "theta");
+  if (corpus.n_attributes > layout.n_attributes)
+    fail("the corpus has more attributes than the model layout");
+  if (use_mask && !corpus.mask.empty() && corpus.mask_labels != layout.S)
+    fail("mask has " + std::to_string(corpus.mask_labels) + " label columns, the model has " + std::to_string(layout.S));
+  return theta;
+}
+
+void require_labels(const Corpus& corpus, const Layout& layout) {
+  if (corpus.labels.empty() && corpus.n_tokens > 0) fail("this corpus has no labels");
+  for (int32_t y : corpus.labels)
+    if (y >= layout.S) fail("label id " + std::to_string(y) + " out of range for " + std::to_string(layout.S) + " labels");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "sscrf compiled core (private): lattice kernels and chunked objectives";
+
+  m.def("build_info", [] {
+    py::dict d;
+#ifdef _OPENMP
+    d["openmp"] = true;
+#else
+    d["openmp"] = false;
+#endif
+    d["max_threads"] = max_threads();
+#if defined(__clang__)
+    d["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    d["compiler"] = std::string("gcc ") + __VERSION__;
+#else
+    d["compiler"] = "unknown";
+#endif
+    return d;
+  });
+
+  m.def("log_partition",
+        [](py::object E, py::object T, py::object start, py::object end, py::object mask,
+           py::object edge_mask) {
+          auto c = make_chain(E, T, start, end, mask, edge_mask);
+          return run_chain([&] {
+            Workspace ws;
+            py::gil_scoped_release release;
+            return log_partition(c.chain, ws);
+          });
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("start") = py::none(),
+        py::arg("end") = py::none(), py::arg("mask") = py::none(),
+        py::arg("edge_mask") = py::none());
+
+  m.def("marginals",
+        [](py::object E, py::object T, py::object start, py::object end, py::object mask,
+           py::object edge_mask) {
+          auto c = make_chain(E, T, start, end, mask, edge_mask);
+          const py::ssize_t n = c.chain.n, S = c.chain.S;
+          py::array_t<double> node({n, S});
+          py::array_t<double> edge({n > 0 ? n - 1 : 0, S, S});
+          double* node_p = node.mutable_data();
+          double* edge_p = edge.mutable_data();
+          run_chain([&] {
+            Workspace ws;
+            py::gil_scoped_release release;
+            return forward_backward(c.chain, ws, node_p, edge_p, nullptr);
+          });
+          return py::make_tuple(node, edge);
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("start") = py::none(),
+        py::arg("end") = py::none(), py::arg("mask") = py::none(),
+        py::arg("edge_mask") = py::none());
+
+  m.def("viterbi",
+        [](py::object E, py::object T, py::object start, py::object end, py::object mask,
+           py::object edge_mask) {
+          auto c = make_chain(E, T, start, end, mask, edge_mask);
+          std::vector<int32_t> path(c.chain.n);
+          const double score = run_chain([&] {
+            Workspace ws;
+            py::gil_scoped_release release;
+            return viterbi(c.chain, ws, path.data());
+          });
+          py::array_t<int64_t> out(static_cast<py::ssize_t>(path.size()));
+          for (size_t i = 0; i < path.size(); ++i) out.mutable_data()[i] = path[i];
+          return py::make_tuple(out, score);
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("start") = py::none(),
+        py::arg("end") = py::none(), py::arg("mask") = py::none(),
+        py::arg("edge_mask") = py::none());
+
+  py::class_<Corpus, std::shared_ptr<Corpus>>(m, "Corpus",
+                                              "Validated CSR attributes of a corpus, split into chunks.")
+      .def(py::init(&make_corpus), py::arg("indptr"), py::arg("indices"), py::arg("values"),
+           py::arg("offsets"), py::arg("n_attributes"), py::arg("labels") = py::none(),
+           py::arg("weights") = py::none(), py::arg("mask") = py::none())
+      .def_readonly("n_tokens", &Corpus::n_tokens)
+      .def_readonly("n_sequences", &Corpus::n_sequences)
+      .def_readonly("n_attributes", &Corpus::n_attributes)
+      .def_property_readonly("n_chunks", [](const Corpus& c) { return c.chunks.size(); })
+      .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); });
+
+  py::class_<Layout, std::shared_ptr<Layout>>(m, "Layout",
+                                              "Which labels each attribute scores (row-sparse W).")
+      .def(py::init(&make_layout), py::arg("row_ptr"), py::arg("label_ids"), py::arg("n_labels"))
+      .def_readonly("n_attributes", &Layout::n_attributes)
+      .def_readonly("n_labels", &Layout::S)
+      .def_property_readonly("n_weights", &Layout::n_weights)
+      .def_property_readonly("n_parameters", &Layout::n_parameters);
+
+  m.def("likelihood",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          require_labels(corpus, layout);
+          checked_threads(n_threads);
+          py::array_t<double> grad(layout.n_parameters());
+          double* g = grad.mutable_data();
+          double loss;
+          {
+            py::gil_scoped_release release;
+            loss = likelihood_objective(corpus, layout, theta.data(), g, n_threads);
+          }
+          return py::make_tuple(loss, grad);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+
+  m.def("viterbi_corpus",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+          auto theta = checked_theta(corpus, layout, theta_o, true);
+          checked_threads(n_threads);
+          py::array_t<int32_t> labels(corpus.n_tokens);
+          py::array_t<double> scores(corpus.n_sequences);
+          int32_t* lp = labels.mutable_data();
+          double* sp = scores.mutable_data();
+          std::fill(sp, sp + corpus.n_sequences, 0.0);
+          try {
+            py::gil_scoped_release release;
+            decode_viterbi(corpus, layout, theta.data(), n_threads, lp, sp);
+          } catch (const NoLabeling&) {
+            fail("the allowed label sets leave no labeling for some sentence");
+          }
+          return py::make_tuple(labels, scores);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+
+  m.def("marginals_corpus",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+          auto theta = checked_theta(corpus, layout, theta_o, true);
+          checked_threads(n_threads);
+          py::array_t<double> node({static_cast<py::ssize_t>(corpus.n_tokens),
+                                    static_cast<py::ssize_t>(layout.S)});
+          py::array_t<double> log_z(corpus.n_sequences);
+          double* np = node.mutable_data();
+          double* zp = log_z.mutable_data();
+          std::fill(zp, zp + corpus.n_sequences, 0.0);
+          try {
+            py::gil_scoped_release release;
+            decode_marginals(corpus, layout, theta.data(), n_threads, np, zp);
+          } catch (const NoLabeling&) {
+            fail("the allowed label sets leave no labeling for some sentence");
+          }
+          return py::make_tuple(node, log_z);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+
+  m.def("log_probability_corpus",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          require_labels(corpus, layout);
+          checked_threads(n_threads);
+          py::array_t<double> out(corpus.n_sequences);
+          double* op = out.mutable_data();
+          {
+            py::gil_scoped_release release;
+            sequence_log_probabilities(corpus, layout, theta.data(), n_threads, op);
+          }
+          return out;
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+}

@@ -1,0 +1,54 @@
+// A corpus as the kernels see it: a CSR attribute matrix over tokens, the
+// sequence boundaries, optional labels, weights and label masks, and the
+// fixed partition into chunks that makes evaluation deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sscrf {
+
+// A run of whole sequences of at most kChunkTokens tokens (or one longer
+// sequence). Chunks depend on the corpus only, never on the thread count.
+struct Chunk {
+  int64_t seq_begin = 0, seq_end = 0;  // sequences [seq_begin, seq_end)
+  int64_t tok_begin = 0, tok_end = 0;  // tokens [tok_begin, tok_end)
+  // Sequence indices cutting the chunk into work groups of about
+  // kGroupTokens tokens: group g is [group_bounds[g], group_bounds[g+1]).
+  std::vector<int64_t> group_bounds;
+  // Attribute -> occurrences in this chunk, for the back-projection
+  // Xᵀ·∂E by attribute: attribute attributes[i] occurs at the tokens
+  // token[attr_ptr[i] .. attr_ptr[i+1]) (relative to tok_begin) with value[...].
+  std::vector<int32_t> attributes;
+  std::vector<int64_t> attr_ptr;
+  std::vector<int32_t> token;
+  std::vector<double> value;
+};
+
+constexpr int64_t kChunkTokens = 32768;
+constexpr int64_t kGroupTokens = 256;
+
+struct Corpus {
+  int64_t n_tokens = 0;
+  int64_t n_sequences = 0;
+  int32_t n_attributes = 0;
+  std::vector<int64_t> indptr;   // [n_tokens + 1]
+  std::vector<int32_t> indices;  // [nnz] attribute ids
+  std::vector<double> values;    // [nnz] attribute values
+  std::vector<int64_t> offsets;  // [n_sequences + 1] token offsets
+  std::vector<int32_t> labels;   // [n_tokens] gold label ids, or empty
+  std::vector<double> weights;   // [n_sequences] sequence weights, or empty (all 1)
+  std::vector<uint8_t> mask;     // [n_tokens][mask_labels] allowed labels, or empty
+  int mask_labels = 0;
+  std::vector<Chunk> chunks;
+
+  double weight(int64_t seq) const { return weights.empty() ? 1.0 : weights[seq]; }
+  const uint8_t* mask_at(int64_t token) const {
+    return mask.empty() ? nullptr : &mask[token * mask_labels];
+  }
+  // Splits into chunks and builds their attribute indices; call once the
+  // arrays above are filled and validated.
+  void build_chunks();
+};
+
+}  // namespace sscrf

@@ -1,0 +1,82 @@
+// Shared types of the lattice kernels: one chain's log-potentials, its masks,
+// and reusable per-thread buffers. The kernels know nothing of features.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sscrf {
+
+// Raised when the masks leave no labeling with non-zero probability.
+struct NoLabeling : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// exp(T - column max) once per evaluation, shared by every sequence.
+// factor: [S][S], factor[a][b] = exp(T[a][b] - col_max[b]); col_max: [S].
+struct TransitionFactors {
+  int S = 0;
+  std::vector<double> factor;
+  std::vector<double> col_max;
+  TransitionFactors() = default;
+  TransitionFactors(const double* transitions, int S);
+};
+
+// One sequence of n tokens and S labels.
+//   emissions:   [n][S], emissions[t][b] = E[t, b]
+//   transitions: [S][S], transitions[a][b] = T[a, b] (previous a, next b)
+//   start, end:  [S], added to the first / last token's labels
+//   node_mask:   [n][S] or nullptr, non-zero = label allowed at that token
+//   edge_mask:   [n-1][S][S] or nullptr, edge_mask[t-1][a][b] non-zero =
+//                y_{t-1}=a, y_t=b allowed
+//   factors:     exp of the transitions (TransitionFactors), or nullptr to
+//                compute them per call
+struct Chain {
+  int64_t n = 0;
+  int S = 0;
+  const double* emissions = nullptr;
+  const double* transitions = nullptr;
+  const double* start = nullptr;
+  const double* end = nullptr;
+  const uint8_t* node_mask = nullptr;
+  const uint8_t* edge_mask = nullptr;
+  const TransitionFactors* factors = nullptr;
+};
+
+// Buffers reused across sequences by one thread, so the hot loop allocates
+// nothing once they have grown to the longest sequence.
+struct Workspace {
+  std::vector<double> node_potential;  // [n][S] log-potential of each node
+  std::vector<double> alpha, beta;     // [n][S]
+  std::vector<double> psi;             // [n][S] exp(node potential - row max)
+  std::vector<double> row_max;         // [n]
+  std::vector<double> scale;           // [n]
+  std::vector<double> tmp;             // [S] or [S][S]
+  std::vector<int32_t> backpointer;    // [n][S]
+  std::vector<double> emissions;       // [n][S] scores of the current sequence
+  std::vector<double> edge_scratch;    // [S][S]
+  TransitionFactors own_factors;
+};
+
+// Forward-backward. Returns log Z over the labelings the masks allow.
+//   node:     [n][S] node marginals p(y_t = b), or nullptr
+//   edge:     [n-1][S][S] edge marginals p(y_{t-1} = a, y_t = b), or nullptr
+//   edge_sum: [S][S], Σ_t of the edge marginals is ADDED here, or nullptr
+// The emissions are read before any output is written, so `node` may alias
+// `chain.emissions`. Throws NoLabeling when the masks allow nothing.
+double forward_backward(const Chain& chain, Workspace& ws, double* node,
+                        double* edge, double* edge_sum);
+
+// log Z only (a forward pass).
+double log_partition(const Chain& chain, Workspace& ws);
+
+// Best labeling into path [n]; returns its score. Ties go to the lower
+// label index. Throws NoLabeling when the masks allow nothing.
+double viterbi(const Chain& chain, Workspace& ws, int32_t* path);
+
+// Score of the labeling y [n] (no masks are consulted).
+double labeling_score(const Chain& chain, const int32_t* y);
+
+}  // namespace sscrf

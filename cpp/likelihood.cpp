@@ -1,0 +1,64 @@
+// The supervised likelihood objective and the corpus decoders.
+#include <algorithm>
+
+#include "objective.hpp"
+
+namespace sscrf {
+
+double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
+                            double* grad, int n_threads) {
+  const int S = layout.S;
+  return evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        // ∂(log Z - score(y))/∂E[t,b] = p_t(b) - [y_t = b]; likewise for T
+        // with edge marginals and transition counts.
+        const int32_t* y = &corpus.labels[corpus.offsets[s]];
+        const double w = corpus.weight(s);
+        const double score = labeling_score(c, y);  // before dE overwrites E
+        double log_z;
+        if (w == 1.0) {
+          log_z = forward_backward(c, ws, dE, nullptr, dT);
+        } else {
+          ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+          log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
+          for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
+          for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
+        }
+        for (int64_t t = 0; t < c.n; ++t) {
+          dE[t * S + y[t]] -= w;
+          if (t > 0) dT[y[t - 1] * S + y[t]] -= w;
+        }
+        return w * (log_z - score);
+      });
+}
+
+void decode_viterbi(const Corpus& corpus, const Layout& layout, const double* theta,
+                    int n_threads, int32_t* labels, double* scores) {
+  for_each_sequence(corpus, layout, theta, n_threads, true,
+                    [&](int64_t s, const Chain& c, Workspace& ws) {
+                      scores[s] = viterbi(c, ws, labels + corpus.offsets[s]);
+                    });
+}
+
+void decode_marginals(const Corpus& corpus, const Layout& layout, const double* theta,
+                      int n_threads, double* node, double* log_z) {
+  const int S = layout.S;
+  for_each_sequence(corpus, layout, theta, n_threads, true,
+                    [&](int64_t s, const Chain& c, Workspace& ws) {
+                      log_z[s] = forward_backward(c, ws, node + corpus.offsets[s] * S,
+                                                  nullptr, nullptr);
+                    });
+}
+
+void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
+                                const double* theta, int n_threads, double* out) {
+  std::fill(out, out + corpus.n_sequences, 0.0);  // empty sequences: log 1
+  for_each_sequence(corpus, layout, theta, n_threads, false,
+                    [&](int64_t s, const Chain& c, Workspace& ws) {
+                      const int32_t* y = &corpus.labels[corpus.offsets[s]];
+                      out[s] = labeling_score(c, y) - log_partition(c, ws);
+                    });
+}
+
+}  // namespace sscrf

@@ -1,0 +1,43 @@
+// The sparse linear layer E = X·W and its back-projection ∂W = Xᵀ·∂E.
+//
+// W is stored by attribute: attribute a may score the labels
+// label_ids[row_ptr[a] .. row_ptr[a+1]) (ascending) with the weights
+// theta[row_ptr[a] .. row_ptr[a+1]). A dense model gives every attribute all
+// S labels; an `observed` model only the labels seen with it. One layout,
+// one code path; full rows take a vectorised branch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "corpus.hpp"
+
+namespace sscrf {
+
+struct Layout {
+  int32_t n_attributes = 0;
+  int S = 0;
+  std::vector<int64_t> row_ptr;    // [n_attributes + 1]
+  std::vector<int32_t> label_ids;  // [n_weights]
+
+  // The flat parameter vector is [W entries | T (S×S) | start (S) | end (S)].
+  int64_t n_weights() const { return static_cast<int64_t>(label_ids.size()); }
+  int64_t n_parameters() const { return n_weights() + static_cast<int64_t>(S) * S + 2 * S; }
+  int64_t transitions_offset() const { return n_weights(); }
+  int64_t start_offset() const { return n_weights() + static_cast<int64_t>(S) * S; }
+  int64_t end_offset() const { return start_offset() + S; }
+};
+
+// E[t - tok_begin][b] = Σ_k X[t, a_k] W[a_k, b] for tokens [tok_begin, tok_end).
+//   emissions: [(tok_end - tok_begin)][S], overwritten
+void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
+                  const Layout& layout, const double* weights, double* emissions);
+
+// grad_W[a, b] += Σ_{t in chunk} X[t, a] ∂E[t, b] for the chunk's attribute
+// slot i (one attribute: threads on distinct slots write distinct entries).
+//   d_emissions: [chunk tokens][S], the chunk's residual rows
+void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
+                            const double* d_emissions, double* grad_weights);
+
+}  // namespace sscrf

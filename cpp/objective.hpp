@@ -1,0 +1,151 @@
+// Chunked, deterministic evaluation of a per-sequence objective over a
+// corpus (DESIGN.md "Chunks, determinism, bounded memory"), and the
+// objectives and decoders built on it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "corpus.hpp"
+#include "lattice.hpp"
+#include "linear_layer.hpp"
+#include "parallel.hpp"
+
+namespace sscrf {
+
+// Evaluates Σ_seq kernel(seq) and its gradient with respect to theta
+// (layout of Layout), writing the gradient into grad [n_parameters].
+//
+// Per chunk: work groups of sequences run in parallel; each sequence's
+// emissions are scored into the chunk's residual rows, and the kernel
+//   double kernel(int64_t seq, const Chain& chain, Workspace& ws,
+//                 double* d_emissions, double* d_transitions)
+// returns the sequence's loss, overwrites its rows with ∂loss/∂E (they alias
+// chain.emissions) and adds ∂loss/∂T into d_transitions [S][S]. Group sums
+// are then reduced in group order, ∂start / ∂end read off the first / last
+// residual rows (the start and end weights enter the score as E[0] and
+// E[n-1] do), and the rows back-projected by attribute. Every sum runs in an
+// order fixed by the corpus, so the result has the same bits for any
+// thread count.
+template <class Kernel>
+double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double* theta,
+                        double* grad, int n_threads, Kernel&& kernel) {
+  const int S = layout.S;
+  const int64_t SS = static_cast<int64_t>(S) * S;
+  const double* W = theta;
+  const double* T = theta + layout.transitions_offset();
+  const double* start = theta + layout.start_offset();
+  const double* end = theta + layout.end_offset();
+  std::fill(grad, grad + layout.n_parameters(), 0.0);
+  double* grad_T = grad + layout.transitions_offset();
+  double* grad_start = grad + layout.start_offset();
+  double* grad_end = grad + layout.end_offset();
+
+  const TransitionFactors factors(T, S);
+  std::vector<Workspace> workspaces(n_threads);
+  std::vector<double> residual, group_sums;
+  ExceptionCarrier errors;
+  double loss = 0.0;
+  for (const Chunk& ch : corpus.chunks) {
+    const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
+    residual.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
+    group_sums.assign(static_cast<size_t>(n_groups) * (1 + SS), 0.0);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+    for (int64_t g = 0; g < n_groups; ++g) {
+      errors.run([&] {
+        Workspace& ws = workspaces[thread_id()];
+        double* sums = &group_sums[g * (1 + SS)];
+        for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
+          const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
+          if (te == tb) continue;
+          double* E = &residual[(tb - ch.tok_begin) * S];
+          score_tokens(corpus, tb, te, layout, W, E);
+          Chain c;
+          c.n = te - tb;
+          c.S = S;
+          c.emissions = E;
+          c.transitions = T;
+          c.start = start;
+          c.end = end;
+          c.factors = &factors;
+          sums[0] += kernel(s, c, ws, E, sums + 1);
+        }
+      });
+    }
+    errors.rethrow();
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const double* sums = &group_sums[g * (1 + SS)];
+      loss += sums[0];
+      for (int64_t i = 0; i < SS; ++i) grad_T[i] += sums[1 + i];
+    }
+    for (int64_t s = ch.seq_begin; s < ch.seq_end; ++s) {
+      const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
+      if (te == tb) continue;
+      const double* first = &residual[(tb - ch.tok_begin) * S];
+      const double* last = &residual[(te - 1 - ch.tok_begin) * S];
+      for (int b = 0; b < S; ++b) {
+        grad_start[b] += first[b];
+        grad_end[b] += last[b];
+      }
+    }
+    const int64_t n_attr = static_cast<int64_t>(ch.attributes.size());
+#pragma omp parallel for schedule(dynamic, 64) num_threads(n_threads)
+    for (int64_t i = 0; i < n_attr; ++i)
+      back_project_attribute(ch, static_cast<size_t>(i), layout, residual.data(), grad);
+  }
+  return loss;
+}
+
+// Runs f(seq, chain, ws) for every non-empty sequence in parallel, with the
+// sequence's emissions scored into ws.emissions and the corpus mask (if any)
+// on the chain. For decoders, whose outputs per sequence are disjoint.
+template <class F>
+void for_each_sequence(const Corpus& corpus, const Layout& layout, const double* theta,
+                       int n_threads, bool use_mask, F&& f) {
+  const int S = layout.S;
+  const double* T = theta + layout.transitions_offset();
+  const TransitionFactors factors(T, S);
+  std::vector<Workspace> workspaces(n_threads);
+  ExceptionCarrier errors;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(n_threads)
+  for (int64_t s = 0; s < corpus.n_sequences; ++s) {
+    errors.run([&] {
+      const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
+      if (te == tb) return;
+      Workspace& ws = workspaces[thread_id()];
+      ws.emissions.resize(static_cast<size_t>(te - tb) * S);
+      score_tokens(corpus, tb, te, layout, theta, ws.emissions.data());
+      Chain c;
+      c.n = te - tb;
+      c.S = S;
+      c.emissions = ws.emissions.data();
+      c.transitions = T;
+      c.start = theta + layout.start_offset();
+      c.end = theta + layout.end_offset();
+      c.node_mask = use_mask ? corpus.mask_at(tb) : nullptr;
+      c.factors = &factors;
+      f(s, c, ws);
+    });
+  }
+  errors.rethrow();
+}
+
+// Supervised negative log-likelihood Σ_seq w_seq (log Z - score(y)); returns
+// it and writes its gradient into grad.
+double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
+                            double* grad, int n_threads);
+
+// Viterbi labels [n_tokens] and best scores [n_sequences] (masks honoured).
+void decode_viterbi(const Corpus& corpus, const Layout& layout, const double* theta,
+                    int n_threads, int32_t* labels, double* scores);
+
+// Node marginals [n_tokens][S] and log Z [n_sequences] (masks honoured).
+void decode_marginals(const Corpus& corpus, const Layout& layout, const double* theta,
+                      int n_threads, double* node, double* log_z);
+
+// log p(y | x) [n_sequences] of the corpus labels (no masks).
+void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
+                                const double* theta, int n_threads, double* out);
+
+}  // namespace sscrf
