@@ -1,0 +1,485 @@
+"""Reading and writing CoNLL column files and CoNLL-U.
+
+CoNLL column files (CoNLL-2000, CoNLL-2003, BC2GM, ...) hold one token per
+line as whitespace-separated columns, the label last, with a blank line
+between sentences. ``#`` is an ordinary token there, not a comment: CoNLL-2000
+and BC2GM contain the token ``#``. CoNLL-U files hold ten tab-separated
+columns and ``#`` comment lines.
+
+Every format error raises :class:`~sscrf.errors.SscrfError` with a message of
+the form ``"FILE:LINE: problem"``.
+"""
+
+import os
+import re
+import secrets
+from typing import List, NamedTuple, Optional
+
+from .errors import SscrfError
+
+__all__ = [
+    "ConllCorpus",
+    "read_conll",
+    "write_conll",
+    "read_conllu",
+    "label_inventory",
+    "CONLLU_COLUMNS",
+]
+
+#: Column names of CoNLL-U, in file order.
+CONLLU_COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+
+# ASCII whitespace only: str.split() would also split on U+00A0, U+2009 and
+# other Unicode spaces, which occur inside tokens of real corpora.
+_SEP = re.compile(r"[ \t\r\f\v]+")
+_SEP_CHARS = " \t\r\f\v"
+_CELL_FORBIDDEN = re.compile(r"[ \t\r\n\f\v]")
+
+_CONLLU_WORD_ID = re.compile(r"[0-9]+")
+_CONLLU_RANGE_ID = re.compile(r"[0-9]+-[0-9]+")
+_CONLLU_EMPTY_ID = re.compile(r"[0-9]+\.[0-9]+")
+
+
+class ConllCorpus(NamedTuple):
+    """Sentences read from a CoNLL or CoNLL-U file.
+
+    Attributes
+    ----------
+    tokens : list of list of list of str
+        ``tokens[i][j]`` is the list of column strings of token ``j`` of
+        sentence ``i`` (the label column excluded).
+    labels : list of list or None
+        ``labels[i][j]`` is the label of token ``j`` of sentence ``i``: a
+        ``str``, or with ``label_sets=True`` also a ``frozenset`` of str
+        (ambiguous annotation) or ``None`` (not annotated). ``None`` as a
+        whole when the file was read without labels.
+    lines : list of int
+        1-based line number of each sentence's first token, for messages
+        that point back into the file.
+    """
+
+    tokens: List[List[List[str]]]
+    labels: Optional[List[list]]
+    lines: List[int]
+
+
+class _Source:
+    """A text source given as a path or an open file; yields (lineno, line)."""
+
+    def __init__(self, path, encoding):
+        if hasattr(path, "read"):
+            self.file = path
+            self.owned = False
+            name = getattr(path, "name", None)
+            # A file opened from a descriptor has an int name, which says nothing.
+            self.name = name if isinstance(name, str) else "<stream>"
+        else:
+            self.name = os.fsdecode(os.fspath(path))
+            self.file = open(self.name, encoding=encoding)
+            self.owned = True
+        self.encoding = encoding
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.owned:
+            self.file.close()
+
+    def lines(self):
+        lineno = 0
+        try:
+            for lineno, line in enumerate(self.file, 1):
+                if not isinstance(line, str):
+                    raise SscrfError(f"{self.name}: open the file in text mode, not binary")
+                # Streams opened with newline="" keep "\r\n".
+                yield lineno, line.rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            # The decoder works on blocks, so the line count is only a lower bound.
+            raise SscrfError(
+                f"{self.name}: cannot decode as {self.encoding} at or after line "
+                f"{lineno + 1}: {exc.reason}"
+            ) from None
+
+    def error(self, lineno, message):
+        return SscrfError(f"{self.name}:{lineno}: {message}")
+
+
+def _label_list(labels, what="labels"):
+    """Validate an explicit label list: unique strings, order kept."""
+    if isinstance(labels, (str, bytes)):
+        raise SscrfError(f"{what} must be an iterable of label strings, not a single string")
+    out = list(labels)
+    seen = set()
+    for label in out:
+        if not isinstance(label, str):
+            raise SscrfError(f"{what} must contain strings, found {label!r}")
+        if label in seen:
+            raise SscrfError(f"{what} contains {label!r} twice")
+        seen.add(label)
+    return out
+
+
+def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding="utf-8"):
+    """Read a CoNLL column file.
+
+    Columns are separated by runs of spaces or tabs; sentences by blank (or
+    whitespace-only) lines. Lines whose first column is ``-DOCSTART-`` are
+    skipped and end the current sentence. ``#`` is not a comment.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or text file object
+        The file. An open file's ``.name`` (or ``"<stream>"``) is used in
+        messages.
+    has_labels : bool, default True
+        Whether the last column is the label.
+    label_sets : bool, default False
+        Read partial and ambiguous annotations: a label cell ``A|B|C`` becomes
+        ``frozenset({"A", "B", "C"})`` (``A|A`` becomes ``"A"``) and ``*``
+        becomes ``None`` (not annotated). Without the flag, ``|`` and ``*`` are
+        ordinary characters of a label.
+    labels : iterable of str, optional
+        The allowed labels; any other label, alone or inside a set, is an
+        error.
+    encoding : str, default "utf-8"
+        Used when ``path`` is a path.
+
+    Returns
+    -------
+    ConllCorpus
+        ``labels`` is ``None`` when ``has_labels`` is false. An empty file
+        gives an empty corpus.
+
+    Raises
+    ------
+    SscrfError
+        ``"FILE:LINE: ..."`` for a token line whose number of columns differs
+        from the file's first token line, a label line with no token column,
+        an empty member in a label set, or a label outside ``labels``.
+    """
+    allowed = None if labels is None else set(_label_list(labels))
+    tokens, all_labels, lines = [], [], []
+    sent_tokens, sent_labels = [], []
+    ncols = None
+
+    def end_sentence():
+        nonlocal sent_tokens, sent_labels
+        if sent_tokens:
+            tokens.append(sent_tokens)
+            all_labels.append(sent_labels)
+            sent_tokens, sent_labels = [], []
+
+    with _Source(path, encoding) as src:
+        for lineno, line in src.lines():
+            stripped = line.strip(_SEP_CHARS)
+            if not stripped:
+                end_sentence()
+                continue
+            cols = _SEP.split(stripped)
+            if cols[0] == "-DOCSTART-":
+                end_sentence()
+                continue
+            if ncols is None:
+                ncols = len(cols)
+                if has_labels and ncols < 2:
+                    raise src.error(
+                        lineno, "expected token columns before the label column, found 1 column"
+                    )
+            elif len(cols) != ncols:
+                raise src.error(lineno, f"expected {ncols} columns, found {len(cols)}")
+            if not sent_tokens:
+                lines.append(lineno)
+            if has_labels:
+                sent_tokens.append(cols[:-1])
+                sent_labels.append(_parse_label(cols[-1], label_sets, allowed, src, lineno))
+            else:
+                sent_tokens.append(cols)
+        end_sentence()
+    return ConllCorpus(tokens, all_labels if has_labels else None, lines)
+
+
+def _parse_label(cell, label_sets, allowed, src, lineno):
+    if label_sets:
+        if cell == "*":
+            return None
+        if "|" in cell:
+            members = cell.split("|")
+            for m in members:
+                if not m:
+                    raise src.error(lineno, f"empty label in label set {cell!r}")
+                if m == "*":
+                    raise src.error(lineno, f"'*' inside label set {cell!r}")
+            if allowed is not None:
+                for m in members:
+                    if m not in allowed:
+                        raise src.error(lineno, f"unknown label {m!r} in label set {cell!r}")
+            members = frozenset(members)
+            if len(members) == 1:
+                (single,) = members
+                return single
+            return members
+    if allowed is not None and cell not in allowed:
+        raise src.error(lineno, f"unknown label {cell!r}")
+    return cell
+
+
+def label_inventory(label_sequences, labels=None):
+    """The label set of a corpus.
+
+    Parameters
+    ----------
+    label_sequences : iterable of sequences
+        Label sequences; an element is a ``str``, a ``set``/``frozenset``/
+        ``tuple`` of str (ambiguous annotation), or ``None`` (not annotated).
+    labels : iterable of str, optional
+        The label set to use, in this order. Every label in
+        ``label_sequences`` must belong to it.
+
+    Returns
+    -------
+    list of str
+        ``list(labels)`` when given, else every label seen alone or inside a
+        set, sorted.
+
+    Raises
+    ------
+    SscrfError
+        For duplicate or non-string entries in ``labels``, a label element of
+        another type, or (with ``labels``) a label outside ``labels``, naming
+        the sentence and token index.
+    """
+    allowed = None if labels is None else _label_list(labels)
+    allowed_set = None if allowed is None else set(allowed)
+    seen = set()
+    for i, seq in enumerate(label_sequences):
+        if isinstance(seq, str):
+            # A bare string would be read as one label per character.
+            raise SscrfError(f"sentence {i}: labels must be a sequence of labels, not a string")
+        for j, label in enumerate(seq):
+            if label is None:
+                continue
+            if isinstance(label, str):
+                members = (label,)
+            elif isinstance(label, (set, frozenset, tuple)):
+                members = label
+            else:
+                raise SscrfError(
+                    f"sentence {i}, token {j}: a label must be a str, a set of str or None, "
+                    f"found {type(label).__name__}"
+                )
+            for m in members:
+                if not isinstance(m, str):
+                    raise SscrfError(
+                        f"sentence {i}, token {j}: label set members must be str, found {m!r}"
+                    )
+                if allowed_set is not None and m not in allowed_set:
+                    raise SscrfError(f"sentence {i}, token {j}: unknown label {m!r}")
+                seen.add(m)
+    if allowed is not None:
+        return allowed
+    return sorted(seen)
+
+
+def _format_cell(value, i, what):
+    if not isinstance(value, str):
+        raise SscrfError(f"sentence {i}: {what} must be str, found {type(value).__name__}")
+    # A cell that is empty or holds whitespace would not read back as one column.
+    if not value or _CELL_FORBIDDEN.search(value):
+        raise SscrfError(f"sentence {i}: {what} {value!r} is empty or contains whitespace")
+    return value
+
+
+def _format_label(label, i, what):
+    if label is None:
+        return "*"
+    if isinstance(label, (set, frozenset, tuple)):
+        if not label:
+            raise SscrfError(f"sentence {i}: empty label set in {what}")
+        members = sorted(set(label))
+        for m in members:
+            _format_cell(m, i, f"{what} set member")
+            if "|" in m or m == "*":
+                raise SscrfError(
+                    f"sentence {i}: {what} set member {m!r} cannot be written as part of a set"
+                )
+        return "|".join(members)
+    return _format_cell(label, i, what)
+
+
+def _check_lengths(tokens, seqs, what):
+    if isinstance(seqs, str):
+        raise SscrfError(f"{what} must be a list of label sequences, not a string")
+    seqs = list(seqs)
+    if len(seqs) != len(tokens):
+        raise SscrfError(f"{len(tokens)} sentences of tokens but {len(seqs)} of {what}")
+    for i, (sent, seq) in enumerate(zip(tokens, seqs)):
+        if isinstance(seq, str):
+            raise SscrfError(f"sentence {i}: {what} must be a sequence of labels, not a string")
+        if len(seq) != len(sent):
+            raise SscrfError(f"sentence {i}: {len(sent)} tokens but {len(seq)} {what}")
+    return seqs
+
+
+def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", encoding="utf-8"):
+    """Write sentences as a CoNLL column file.
+
+    Each line holds a token's columns, then its label (if ``labels`` is
+    given), then its predicted label (if ``predicted`` is given); a blank line
+    follows each sentence. A label that is a set (``set``, ``frozenset`` or
+    ``tuple``) is written as its sorted members joined by ``|``, and ``None``
+    as ``*``, so that ``read_conll(..., label_sets=True)`` reads them back.
+
+    Parameters
+    ----------
+    path_or_file : str, os.PathLike or text file object
+        A path is written atomically: to a temporary file in the same
+        directory, then renamed over the target.
+    tokens : list of list
+        ``tokens[i][j]`` is a list of column strings, or a single ``str`` for
+        a one-column token.
+    labels, predicted : list of list, optional
+        One label per token. Shapes must match ``tokens``.
+    sep : str, default " "
+        Column separator: spaces and/or tabs.
+    encoding : str, default "utf-8"
+        Used when writing to a path.
+
+    Raises
+    ------
+    SscrfError
+        For mismatched lengths (naming the sentence index), a cell that is
+        empty or contains whitespace (it would not read back), or a bad
+        ``sep``.
+    """
+    if not sep or sep.strip(" \t"):
+        raise SscrfError(f"sep must be spaces or tabs, got {sep!r}")
+    if isinstance(tokens, str):
+        raise SscrfError("tokens must be a list of sentences, not a string")
+    tokens = list(tokens)
+    for i, sent in enumerate(tokens):
+        if isinstance(sent, str):
+            # Iterating it would write one character per token.
+            raise SscrfError(f"sentence {i}: a sentence must be a list of tokens, not a string")
+    if labels is not None:
+        labels = _check_lengths(tokens, labels, "labels")
+    if predicted is not None:
+        predicted = _check_lengths(tokens, predicted, "predicted labels")
+
+    def write_to(f):
+        for i, sent in enumerate(tokens):
+            out = []
+            for j, token in enumerate(sent):
+                cols = [token] if isinstance(token, str) else list(token)
+                if not cols:
+                    raise SscrfError(f"sentence {i}: token {j} has no columns")
+                cells = [_format_cell(c, i, "token column") for c in cols]
+                if labels is not None:
+                    cells.append(_format_label(labels[i][j], i, "label"))
+                if predicted is not None:
+                    cells.append(_format_label(predicted[i][j], i, "predicted label"))
+                out.append(sep.join(cells))
+            out.append("")
+            f.write("\n".join(out) + "\n")
+
+    if hasattr(path_or_file, "write"):
+        write_to(path_or_file)
+        return
+    path = os.fsdecode(os.fspath(path_or_file))
+    directory, base = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+    # os.open with mode 0o666 lets the umask decide permissions, as open() would;
+    # tempfile would create the file 0600.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as f:
+            write_to(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding="utf-8"):
+    """Read a CoNLL-U file.
+
+    Lines starting with ``#`` are comments, blank lines end sentences, and
+    tokens are the lines whose ID is an integer: multiword-token ranges
+    (``3-4``) and empty nodes (``5.1``) are skipped.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or text file object
+        The file.
+    label_column : str or None, default "upos"
+        Column holding the label, one of :data:`CONLLU_COLUMNS`; ``None``
+        reads no labels.
+    token_columns : sequence of str, default ("form",)
+        Columns that make up each token, in this order.
+    encoding : str, default "utf-8"
+        Used when ``path`` is a path.
+
+    Returns
+    -------
+    ConllCorpus
+        ``tokens[i][j]`` is the list of the requested columns; ``labels`` is
+        ``None`` when ``label_column`` is ``None``.
+
+    Raises
+    ------
+    SscrfError
+        ``"FILE:LINE: ..."`` for a word line without exactly 10 tab-separated
+        columns or with an ID that is neither an integer, a range nor a
+        decimal; also for unknown column names.
+    """
+    if isinstance(token_columns, str):
+        token_columns = (token_columns,)
+    token_columns = tuple(token_columns)
+    if not token_columns:
+        raise SscrfError("token_columns must name at least one column")
+    for name in token_columns + (() if label_column is None else (label_column,)):
+        if name not in CONLLU_COLUMNS:
+            raise SscrfError(
+                f"unknown CoNLL-U column {name!r}; columns are {', '.join(CONLLU_COLUMNS)}"
+            )
+    tok_idx = [CONLLU_COLUMNS.index(c) for c in token_columns]
+    lab_idx = None if label_column is None else CONLLU_COLUMNS.index(label_column)
+
+    tokens, all_labels, lines = [], [], []
+    sent_tokens, sent_labels = [], []
+
+    def end_sentence():
+        nonlocal sent_tokens, sent_labels
+        if sent_tokens:
+            tokens.append(sent_tokens)
+            all_labels.append(sent_labels)
+            sent_tokens, sent_labels = [], []
+
+    with _Source(path, encoding) as src:
+        for lineno, line in src.lines():
+            if not line.strip(_SEP_CHARS):
+                end_sentence()
+                continue
+            if line.startswith("#"):
+                continue
+            # Tabs only: FORM and LEMMA may contain spaces in UD v2.
+            cols = line.split("\t")
+            if len(cols) != 10:
+                raise src.error(lineno, f"expected 10 tab-separated columns, found {len(cols)}")
+            word_id = cols[0]
+            if _CONLLU_RANGE_ID.fullmatch(word_id) or _CONLLU_EMPTY_ID.fullmatch(word_id):
+                continue
+            if not _CONLLU_WORD_ID.fullmatch(word_id):
+                raise src.error(lineno, f"bad ID {word_id!r}")
+            if not sent_tokens:
+                lines.append(lineno)
+            sent_tokens.append([cols[k] for k in tok_idx])
+            if lab_idx is not None:
+                sent_labels.append(cols[lab_idx])
+        end_sentence()
+    return ConllCorpus(tokens, None if lab_idx is None else all_labels, lines)

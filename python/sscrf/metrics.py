@@ -1,0 +1,267 @@
+"""Evaluation: token accuracy and chunk precision/recall/F1 with conlleval semantics.
+
+Chunks are read from tags the way ``conlleval.pl`` (CoNLL-2000 shared task,
+version 2004-01-26) reads them, so scores match the numbers published with
+that script. Every function takes whole corpora: lists of sentences, each a
+list of label strings.
+"""
+
+from .errors import SscrfError
+
+__all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report"]
+
+_SCHEMES = ("iob1", "iob2", "iobes")
+
+# (previous tag, tag) pairs from conlleval.pl's endOfChunk and startOfChunk.
+_END = {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"), ("E", "O")}
+_START = {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"), ("O", "E")}
+# conlleval.pl knows no S tag (S-X S-X would be one chunk) and reads E-X B-X
+# as one chunk, so IOBES needs the pairs that the widespread IOBES extension
+# of conlleval.pl adds.
+_END_IOBES = _END | {
+    ("B", "S"), ("I", "S"), ("E", "S"), ("E", "B"),
+    ("S", "E"), ("S", "I"), ("S", "O"), ("S", "S"), ("S", "B"),
+}
+_START_IOBES = _START | {
+    ("S", "B"), ("E", "B"),
+    ("B", "S"), ("I", "S"), ("O", "S"), ("S", "S"), ("E", "S"),
+    ("S", "I"), ("S", "E"),
+}
+
+
+def _split_tag(label, where):
+    """Split a label into conlleval's (tag, type): at the first hyphen, else (label, "")."""
+    if not isinstance(label, str):
+        raise SscrfError(f"{where}: chunk labels must be str, found {label!r}")
+    tag, hyphen, chunk_type = label.partition("-")
+    if not hyphen:
+        return label, ""
+    return tag, chunk_type
+
+
+def _end_of_chunk(prev_tag, tag, prev_type, chunk_type, pairs):
+    if (prev_tag, tag) in pairs:
+        return True
+    if prev_tag != "O" and prev_tag != "." and prev_type != chunk_type:
+        return True
+    # Bracket tags mark one-token chunks.
+    return prev_tag == "]" or prev_tag == "["
+
+
+def _start_of_chunk(prev_tag, tag, prev_type, chunk_type, pairs):
+    if (prev_tag, tag) in pairs:
+        return True
+    if tag != "O" and tag != "." and prev_type != chunk_type:
+        return True
+    return tag == "[" or tag == "]"
+
+
+def _check_scheme(scheme):
+    if scheme not in _SCHEMES:
+        raise SscrfError(f"unknown tagging scheme {scheme!r}; use one of {', '.join(_SCHEMES)}")
+
+
+def _chunks(labels, scheme, sentence=None):
+    end_pairs, start_pairs = (_END_IOBES, _START_IOBES) if scheme == "iobes" else (_END, _START)
+    out = []
+    begin = None
+    open_type = None
+    prev_tag, prev_type = "O", ""
+    for j, label in enumerate(labels):
+        where = f"token {j}" if sentence is None else f"sentence {sentence}, token {j}"
+        tag, chunk_type = _split_tag(label, where)
+        starts = _start_of_chunk(prev_tag, tag, prev_type, chunk_type, start_pairs)
+        # A start without an end (only for odd tags, e.g. O inside a chunk
+        # begun by an untyped tag) closes the open chunk: chunks never overlap.
+        if begin is not None and (
+            starts or _end_of_chunk(prev_tag, tag, prev_type, chunk_type, end_pairs)
+        ):
+            out.append((open_type, begin, j))
+            begin = None
+        if starts:
+            begin, open_type = j, chunk_type
+        prev_tag, prev_type = tag, chunk_type
+    # conlleval ends every sentence with a boundary read as O; closing
+    # unconditionally keeps chunks inside their sentence.
+    if begin is not None:
+        out.append((open_type, begin, len(labels)))
+    return out
+
+
+def chunks(labels, scheme="iob2"):
+    """Chunks of one label sequence, as conlleval.pl finds them.
+
+    A label ``B-NP`` splits at its first hyphen into tag ``B`` and type
+    ``NP``; a label without a hyphen is a tag with the empty type. A chunk
+    starts at ``B``, at ``I`` after ``O`` or after another type, and at any
+    tag other than ``O`` whose type differs from the previous one; it ends
+    before a token that starts a chunk or is ``O``. So ``I-X`` after ``O``
+    starts a chunk, ``B-X B-X`` is two chunks and ``I-X I-Y`` is two chunks.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        One sentence's labels.
+    scheme : {"iob2", "iob1", "iobes"}, default "iob2"
+        ``"iob1"`` and ``"iob2"`` both use conlleval.pl's rules unchanged
+        (they read both schemes, and IOE). ``"iobes"`` adds the rules for
+        ``S-`` tags and for ``E-X B-X`` being two chunks.
+
+    Returns
+    -------
+    list of (str, int, int)
+        ``(type, begin, end)`` of each chunk in order, ``end`` exclusive.
+
+    Raises
+    ------
+    SscrfError
+        For an unknown scheme or a label that is not a ``str`` (e.g. ``None``
+        from a partial annotation).
+    """
+    _check_scheme(scheme)
+    if isinstance(labels, str):
+        raise SscrfError("labels must be a sequence of labels, not a string")
+    return _chunks(list(labels), scheme)
+
+
+def _check_corpora(y_true, y_pred):
+    if isinstance(y_true, str) or isinstance(y_pred, str):
+        raise SscrfError("y_true and y_pred must be lists of label sequences, not strings")
+    y_true, y_pred = list(y_true), list(y_pred)
+    if len(y_true) != len(y_pred):
+        raise SscrfError(f"{len(y_true)} true sentences but {len(y_pred)} predicted sentences")
+    for i, (t, p) in enumerate(zip(y_true, y_pred)):
+        if isinstance(t, str) or isinstance(p, str):
+            raise SscrfError(f"sentence {i}: labels must be a sequence of labels, not a string")
+        if len(t) != len(p):
+            raise SscrfError(f"sentence {i}: {len(t)} true labels but {len(p)} predicted labels")
+    return y_true, y_pred
+
+
+def token_accuracy(y_true, y_pred):
+    """Fraction of tokens whose predicted label equals the true label.
+
+    Parameters
+    ----------
+    y_true, y_pred : list of sequences of str
+        True and predicted labels, sentence by sentence, of matching shapes.
+
+    Returns
+    -------
+    float
+        In [0, 1], over all tokens of all sentences.
+
+    Raises
+    ------
+    SscrfError
+        For mismatched numbers of sentences or sentence lengths (naming the
+        sentence index), or when there are no tokens at all.
+    """
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    n = correct = 0
+    for t, p in zip(y_true, y_pred):
+        n += len(t)
+        correct += sum(1 for a, b in zip(t, p) if a == b)
+    if n == 0:
+        raise SscrfError("no tokens: accuracy is undefined")
+    return correct / n
+
+
+def _prf(n_true, n_pred, n_correct):
+    precision = n_correct / n_pred if n_pred else 0.0
+    recall = n_correct / n_true if n_true else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "n_true": n_true,
+        "n_pred": n_pred,
+        "n_correct": n_correct,
+    }
+
+
+def chunk_scores(y_true, y_pred, scheme="iob2"):
+    """Chunk precision, recall and F1, overall and per chunk type.
+
+    A predicted chunk is correct when a true chunk has the same type, begin
+    and end. Chunks are found per sentence by :func:`chunks`.
+
+    Parameters
+    ----------
+    y_true, y_pred : list of sequences of str
+        True and predicted labels, sentence by sentence, of matching shapes.
+    scheme : {"iob2", "iob1", "iobes"}, default "iob2"
+        See :func:`chunks`.
+
+    Returns
+    -------
+    dict
+        ``precision``, ``recall``, ``f1`` (fractions in [0, 1]; precision is
+        0 with no predicted chunk, recall 0 with no true chunk, F1 0 when
+        both are 0), ``n_true``, ``n_pred``, ``n_correct`` (chunk counts) and
+        ``per_type``: ``{type: dict with the same six keys}`` for every type
+        seen in either corpus.
+
+    Raises
+    ------
+    SscrfError
+        For mismatched shapes (naming the sentence index), an unknown scheme
+        or a non-string label.
+    """
+    _check_scheme(scheme)
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    counts = {}  # type -> [n_true, n_pred, n_correct]
+    for i, (t, p) in enumerate(zip(y_true, y_pred)):
+        true_chunks = _chunks(list(t), scheme, i)
+        pred_chunks = _chunks(list(p), scheme, i)
+        for c in true_chunks:
+            counts.setdefault(c[0], [0, 0, 0])[0] += 1
+        for c in pred_chunks:
+            counts.setdefault(c[0], [0, 0, 0])[1] += 1
+        for c in set(true_chunks) & set(pred_chunks):
+            counts[c[0]][2] += 1
+    totals = [sum(c[k] for c in counts.values()) for k in range(3)]
+    scores = _prf(*totals)
+    scores["per_type"] = {ty: _prf(*counts[ty]) for ty in sorted(counts)}
+    return scores
+
+
+def format_chunk_report(scores, accuracy=None):
+    """A conlleval-style text report.
+
+    Parameters
+    ----------
+    scores : dict
+        As returned by :func:`chunk_scores`.
+    accuracy : float, optional
+        Token accuracy as a fraction (e.g. from :func:`token_accuracy`),
+        shown on the overall line when given.
+
+    Returns
+    -------
+    str
+        A header line with chunk counts, an overall line, then one line per
+        chunk type sorted by type (the last number is the count of predicted
+        chunks, as in conlleval); values in percent with 2 decimals. Ends
+        with a newline.
+    """
+    lines = [
+        f"{scores['n_true']} phrases; found: {scores['n_pred']} phrases; "
+        f"correct: {scores['n_correct']}."
+    ]
+    overall = "" if accuracy is None else f"accuracy: {100 * accuracy:6.2f}%; "
+    overall += (
+        f"precision: {100 * scores['precision']:6.2f}%; "
+        f"recall: {100 * scores['recall']:6.2f}%; "
+        f"FB1: {100 * scores['f1']:6.2f}"
+    )
+    lines.append(overall)
+    for ty in sorted(scores["per_type"]):
+        s = scores["per_type"][ty]
+        lines.append(
+            f"{ty:>17}: precision: {100 * s['precision']:6.2f}%; "
+            f"recall: {100 * s['recall']:6.2f}%; "
+            f"FB1: {100 * s['f1']:6.2f}  {s['n_pred']}"
+        )
+    return "\n".join(lines) + "\n"
