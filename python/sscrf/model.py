@@ -1,0 +1,507 @@
+"""The CRF estimator: scikit-learn style hyperparameters, fit, predict, save.
+
+A model is an attribute vocabulary (:mod:`sscrf.features`), a label list, a
+layout saying which labels each attribute may score, and one flat parameter
+vector ``coef_ = [W entries | T (S×S) | start (S) | end (S)]`` that the C++
+core reads directly.
+"""
+
+import inspect
+import os
+
+import numpy as np
+
+from . import _core, serialization
+from .errors import SscrfError
+from .features import FeatureExtractor, default_templates
+from .objectives import OBJECTIVES, Objective
+from .trainer import minimize
+
+FEATURE_SETS = ("auto", "observed", "dense")
+_MODEL_KIND = "sscrf.CRF"
+
+
+class CRF:
+    """Linear-chain conditional random field.
+
+    Parameters
+    ----------
+    c2 : float
+        L2 coefficient: the loss is ``−log-likelihood + c2·‖θ‖²`` (CRFsuite's
+        convention), over every weight including transitions.
+    max_iterations : int
+        L-BFGS iteration limit.
+    epsilon, period, delta : float, int, float
+        Convergence tests (CRFsuite's): gradient norm below
+        ``epsilon·max(1, ‖θ‖)``, or relative improvement over the last
+        ``period`` iterations below ``delta``.
+    n_threads : int or None
+        Threads for training and decoding; None uses every core. More threads
+        than cores is allowed; results do not depend on the count.
+    feature_set : {"auto", "observed", "dense"}
+        ``observed`` keeps the attribute-label pairs seen in labeled data
+        (CRFsuite's default); ``dense`` keeps every pair; ``auto`` is
+        ``observed`` for supervised training.
+    labels : list of str or None
+        The label set; None takes every label seen in ``fit``.
+    templates : None, "default", template text or list of lines
+        None: tokens are feature dicts. Otherwise tokens are lists of column
+        strings and attributes come from CRF++-style templates; ``"default"``
+        uses :func:`sscrf.features.default_templates` for the number of
+        columns of the training data.
+    min_freq : int
+        Attributes seen at fewer tokens are dropped.
+    verbose : bool
+        Show training progress on stderr.
+
+    Attributes
+    ----------
+    classes_ : list of str
+        The labels, in the model's internal order.
+    coef_ : ndarray
+        The flat parameter vector.
+    training_ : dict
+        Iterations, evaluations, final loss, stop reason, seconds, loss history.
+    """
+
+    def __init__(self, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
+                 n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
+                 verbose=True):
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.n_threads = n_threads
+        self.feature_set = feature_set
+        self.labels = labels
+        self.templates = templates
+        self.min_freq = min_freq
+        self.verbose = verbose
+
+    # -- scikit-learn protocol ----------------------------------------------
+
+    @classmethod
+    def _param_names(cls):
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        """Hyperparameters as a dict (scikit-learn protocol)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set hyperparameters (scikit-learn protocol); returns self."""
+        valid = set(self._param_names())
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for CRF; valid: {sorted(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        defaults = {p.name: p.default for p in inspect.signature(CRF.__init__).parameters.values()
+                    if p.name != "self"}
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
+        return f"CRF({', '.join(changed)})"
+
+    # -- training -----------------------------------------------------------
+
+    def fit(self, X, y, init=None, callback=None):
+        """Train on labeled sentences.
+
+        Parameters
+        ----------
+        X : list of sentences
+            A sentence is a list of tokens: feature dicts, or lists of column
+            strings when the model has templates.
+        y : list of list of str
+            One label per token.
+        init : CRF, path or None
+            Warm start: weights of attributes and labels this model shares
+            with ``init`` start from ``init``'s values, the rest from 0.
+        callback : callable or None
+            ``callback(iteration, loss, theta)`` after each L-BFGS iteration;
+            returning True stops training.
+
+        Returns
+        -------
+        self
+        """
+        self._check_hyperparameters()
+        X, y = _check_labeled(X, y)
+        if isinstance(init, (str, os.PathLike)):
+            init = CRF.load(init)
+        self.classes_ = self._label_set(y)
+        label_index = {label: i for i, label in enumerate(self.classes_)}
+        templates = self.templates
+        if isinstance(templates, str) and templates.strip() == "default":
+            templates = default_templates(_n_columns(X))
+        self.extractor_ = FeatureExtractor(templates, self.min_freq)
+        (features,) = self.extractor_.fit_transform(X)
+        token_labels = _encode_labels(y, label_index)
+        self.feature_set_ = "observed" if self.feature_set == "auto" else self.feature_set
+        self.row_ptr_, self.label_ids_ = _layout_arrays(
+            features, token_labels, len(self.classes_), self.feature_set_)
+        layout = self._layout()
+        n_threads = self._threads()
+        corpus = _compile(features, labels=token_labels)
+        terms = [OBJECTIVES["likelihood"](corpus, layout, n_threads)]
+        theta0 = np.zeros(layout.n_parameters)
+        if init is not None:
+            self._warm_start(init, theta0)
+        result = minimize(
+            Objective(terms, self.c2), theta0, max_iterations=self.max_iterations,
+            epsilon=self.epsilon, period=self.period, delta=self.delta, callback=callback,
+            verbose=self.verbose)
+        self.coef_ = result.theta
+        self.training_ = {
+            "iterations": result.n_iterations, "evaluations": result.n_evaluations,
+            "loss": result.loss, "stop_reason": result.stop_reason,
+            "seconds": result.seconds, "history": list(result.history)}
+        return self
+
+    def _check_hyperparameters(self):
+        if self.feature_set not in FEATURE_SETS:
+            raise SscrfError(f"feature_set must be one of {FEATURE_SETS}, not {self.feature_set!r}")
+        if not (isinstance(self.c2, (int, float)) and np.isfinite(self.c2) and self.c2 >= 0):
+            raise SscrfError(f"c2 must be a finite number ≥ 0, not {self.c2!r}")
+        if not (isinstance(self.max_iterations, (int, np.integer)) and self.max_iterations >= 0):
+            raise SscrfError(f"max_iterations must be an integer ≥ 0, not {self.max_iterations!r}")
+        self._threads()
+
+    def _threads(self):
+        n = self.n_threads
+        if n is None:
+            return os.cpu_count() or 1
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise SscrfError(f"n_threads must be a positive integer or None, not {n!r}")
+        return int(n)
+
+    def _label_set(self, y):
+        if self.labels is not None:
+            labels = list(self.labels)
+            if len(set(labels)) != len(labels) or not all(isinstance(l, str) for l in labels):
+                raise SscrfError("labels must be distinct strings")
+            known = set(labels)
+            for s, seq in enumerate(y):
+                for t, label in enumerate(seq):
+                    if label not in known:
+                        raise SscrfError(f"sentence {s}, token {t}: label {label!r} is not in labels=")
+            return labels
+        labels = sorted({label for seq in y for label in seq})
+        if not labels:
+            raise SscrfError("no labels: the training data is empty")
+        return labels
+
+    def _warm_start(self, init, theta):
+        init._check_fitted()
+        old_index = init.extractor_.attributes_
+        new_index = self.extractor_.attribute_index()
+        old_to_new_attr = np.array([new_index.get(a, -1) for a in old_index], dtype=np.int64)
+        label_map = {label: i for i, label in enumerate(self.classes_)}
+        old_to_new_label = np.array([label_map.get(l, -1) for l in init.classes_], dtype=np.int64)
+        S_old, S = len(init.classes_), len(self.classes_)
+        n_old = len(init.label_ids_)
+        old_attr = np.repeat(np.arange(len(old_index)), np.diff(init.row_ptr_))
+        new_attr = old_to_new_attr[old_attr]
+        new_label = old_to_new_label[init.label_ids_]
+        ok = (new_attr >= 0) & (new_label >= 0)
+        keys = _layout_keys(self.row_ptr_, self.label_ids_, S)
+        wanted = new_attr[ok] * S + new_label[ok]
+        pos = np.searchsorted(keys, wanted)
+        pos = np.minimum(pos, max(len(keys) - 1, 0))
+        hit = (len(keys) > 0) & (keys[pos] == wanted) if len(keys) else np.zeros(0, bool)
+        theta[pos[hit]] = init.coef_[:n_old][ok][hit]
+        # transitions, start and end of shared labels
+        nw = len(self.label_ids_)
+        T_old = init.coef_[n_old:n_old + S_old * S_old].reshape(S_old, S_old)
+        T_new = theta[nw:nw + S * S].reshape(S, S)
+        both = np.flatnonzero(old_to_new_label >= 0)
+        T_new[np.ix_(old_to_new_label[both], old_to_new_label[both])] = T_old[np.ix_(both, both)]
+        for k in (1, 2):  # start, end
+            old = init.coef_[n_old + S_old * S_old + (k - 1) * S_old:][:S_old]
+            new = theta[nw + S * S + (k - 1) * S:][:S]
+            new[old_to_new_label[both]] = old[both]
+
+    # -- inference ----------------------------------------------------------
+
+    def predict(self, X):
+        """Viterbi labeling of each sentence.
+
+        Returns
+        -------
+        list of list of str
+            An empty sentence gets an empty labeling.
+        """
+        self._check_fitted()
+        corpus, offsets = self._compile_inputs(X)
+        labels, _ = _core.viterbi_corpus(corpus, self._layout(), self.coef_, self._threads())
+        names = np.asarray(self.classes_, dtype=object)[labels]
+        return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
+
+    def predict_single(self, x):
+        """Viterbi labeling of one sentence (a list of tokens)."""
+        return self.predict([x])[0]
+
+    def predict_marginals(self, X):
+        """Per token, a dict label → marginal probability (sklearn-crfsuite's shape)."""
+        self._check_fitted()
+        corpus, offsets = self._compile_inputs(X)
+        node, _ = _core.marginals_corpus(corpus, self._layout(), self.coef_, self._threads())
+        classes = self.classes_
+        out = []
+        for s in range(len(offsets) - 1):
+            rows = node[offsets[s]:offsets[s + 1]].tolist()
+            out.append([dict(zip(classes, row)) for row in rows])
+        return out
+
+    def predict_marginals_array(self, X):
+        """Node marginals as arrays: a list of (n_s, S) ndarrays, columns in ``classes_`` order."""
+        self._check_fitted()
+        corpus, offsets = self._compile_inputs(X)
+        node, _ = _core.marginals_corpus(corpus, self._layout(), self.coef_, self._threads())
+        return [node[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)]
+
+    def sequence_log_probability(self, X, y=None):
+        """log p(y | x) of given labelings, or of the Viterbi ones when ``y`` is None.
+
+        Returns
+        -------
+        ndarray (n_sentences,)
+        """
+        self._check_fitted()
+        if y is None:
+            y = self.predict(X)
+        X, y = _check_labeled(X, y, allow_empty_sentences=True)
+        label_index = {label: i for i, label in enumerate(self.classes_)}
+        features = self.extractor_.transform(X)
+        token_labels = _encode_labels(y, label_index, unknown="error")
+        corpus = _compile(features, labels=token_labels)
+        return _core.log_probability_corpus(corpus, self._layout(), self.coef_, self._threads())
+
+    def score(self, X, y):
+        """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors."""
+        X, y = _check_labeled(X, y, allow_empty_sentences=True)
+        predicted = self.predict(X)
+        total = sum(len(s) for s in y)
+        if total == 0:
+            raise SscrfError("score needs at least one token")
+        correct = sum(p == g for ps, gs in zip(predicted, y) for p, g in zip(ps, gs))
+        return correct / total
+
+    # -- introspection (sklearn-crfsuite names) -------------------------------
+
+    @property
+    def state_features_(self):
+        """dict (attribute, label) → weight, non-zero weights only."""
+        self._check_fitted()
+        attrs = np.repeat(np.arange(len(self.row_ptr_) - 1), np.diff(self.row_ptr_))
+        w = self.coef_[:len(self.label_ids_)]
+        names, classes = self.extractor_.attributes_, self.classes_
+        return {(names[a], classes[l]): float(v)
+                for a, l, v in zip(attrs.tolist(), self.label_ids_.tolist(), w.tolist()) if v != 0.0}
+
+    @property
+    def transition_features_(self):
+        """dict (previous label, next label) → weight."""
+        self._check_fitted()
+        S = len(self.classes_)
+        T = self.transitions_
+        return {(self.classes_[a], self.classes_[b]): float(T[a, b])
+                for a in range(S) for b in range(S)}
+
+    @property
+    def transitions_(self):
+        """(S, S) transition weights, [previous, next]."""
+        self._check_fitted()
+        nw, S = len(self.label_ids_), len(self.classes_)
+        return self.coef_[nw:nw + S * S].reshape(S, S)
+
+    @property
+    def start_weights_(self):
+        """(S,) weights of each label at the first token."""
+        nw, S = len(self.label_ids_), len(self.classes_)
+        return self.coef_[nw + S * S:nw + S * S + S]
+
+    @property
+    def end_weights_(self):
+        """(S,) weights of each label at the last token."""
+        nw, S = len(self.label_ids_), len(self.classes_)
+        return self.coef_[nw + S * S + S:]
+
+    @property
+    def n_parameters_(self):
+        """Length of ``coef_``."""
+        self._check_fitted()
+        return len(self.coef_)
+
+    # -- persistence --------------------------------------------------------
+
+    def save(self, path):
+        """Write the model to ``path`` (JSON header + arrays, atomic, no pickle)."""
+        self._check_fitted()
+        params = {k: v for k, v in self.get_params().items()
+                  if k not in ("templates", "labels")}
+        meta = {
+            "kind": _MODEL_KIND,
+            "labels": list(self.classes_),
+            "features": self.extractor_.to_state(),
+            "params": params,
+            "feature_set": self.feature_set_,
+            "training": {k: v for k, v in getattr(self, "training_", {}).items() if k != "history"},
+        }
+        serialization.save(path, meta, {"row_ptr": self.row_ptr_.astype(np.int64),
+                                        "label_ids": self.label_ids_.astype(np.int32),
+                                        "coef": self.coef_.astype(np.float64)})
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save`, validating it.
+
+        Raises
+        ------
+        SscrfError
+            If the file is not a valid sscrf model.
+        """
+        meta, arrays = serialization.load(path)
+        try:
+            if meta.get("kind") != _MODEL_KIND:
+                raise SscrfError("not a CRF model")
+            labels = meta["labels"]
+            if not (isinstance(labels, list) and labels and all(isinstance(l, str) for l in labels)
+                    and len(set(labels)) == len(labels)):
+                raise SscrfError("bad label list")
+            params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
+            model = cls(**params)
+            model.extractor_ = FeatureExtractor.from_state(meta["features"])
+            model.templates = (None if model.extractor_.templates is None
+                               else list(model.extractor_.templates.lines))
+            model.classes_ = labels
+            model.feature_set_ = meta["feature_set"]
+            model.training_ = dict(meta.get("training", {}))
+            model.row_ptr_, model.label_ids_ = arrays["row_ptr"], arrays["label_ids"]
+            model.coef_ = arrays["coef"]
+            n_attr = len(model.extractor_.attributes_ or [])
+            S = len(labels)
+            if (model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1
+                    or model.coef_.ndim != 1
+                    or len(model.coef_) != len(model.label_ids_) + S * S + 2 * S):
+                raise SscrfError("array sizes do not match the vocabulary and labels")
+            if not np.all(np.isfinite(model.coef_)):
+                raise SscrfError("non-finite weights")
+            model._layout()  # validates row_ptr and label ids
+        except SscrfError as e:
+            raise SscrfError(f"{os.fspath(path)}: invalid model file: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise SscrfError(f"{os.fspath(path)}: invalid model file: {e!r}") from None
+        return model
+
+    # -- internals ----------------------------------------------------------
+
+    def _check_fitted(self):
+        if not hasattr(self, "coef_"):
+            raise SscrfError("this CRF is not fitted yet; call fit or load a model")
+
+    def _layout(self):
+        cached = getattr(self, "_layout_cache", None)
+        if cached is None or cached[0] is not self.coef_ if hasattr(self, "coef_") else True:
+            pass
+        key = (id(self.row_ptr_), id(self.label_ids_))
+        if cached is None or cached[0] != key:
+            layout = _core.Layout(self.row_ptr_, self.label_ids_, len(self.classes_))
+            self._layout_cache = (key, layout)
+        return self._layout_cache[1]
+
+    def _compile_inputs(self, X):
+        X = _check_sentences(X, "X")
+        features = self.extractor_.transform(X)
+        return _compile(features), features.offsets
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_layout_cache", None)
+        return state
+
+
+# -- helpers ------------------------------------------------------------------
+
+def _check_sentences(X, name):
+    if isinstance(X, (str, bytes, dict)) or not hasattr(X, "__len__"):
+        raise SscrfError(f"{name} must be a list of sentences, not {type(X).__name__}")
+    return list(X)
+
+
+def _check_labeled(X, y, allow_empty_sentences=False):
+    X = _check_sentences(X, "X")
+    y = _check_sentences(y, "y")
+    if len(X) != len(y):
+        raise SscrfError(f"X has {len(X)} sentences but y has {len(y)}")
+    for s, (xs, ys) in enumerate(zip(X, y)):
+        if isinstance(ys, (str, bytes)) or not hasattr(ys, "__len__"):
+            raise SscrfError(f"y[{s}] must be a list of labels, not {type(ys).__name__}")
+        if not hasattr(xs, "__len__") or len(xs) != len(ys):
+            raise SscrfError(f"sentence {s}: {len(xs) if hasattr(xs, '__len__') else '?'} tokens "
+                             f"but {len(ys)} labels")
+        if not allow_empty_sentences and len(xs) == 0:
+            raise SscrfError(f"sentence {s} is empty; training sentences need at least one token")
+        for t, label in enumerate(ys):
+            if not isinstance(label, str):
+                raise SscrfError(f"sentence {s}, token {t}: a label must be a string, "
+                                 f"not {type(label).__name__}")
+    if not X and not allow_empty_sentences:
+        raise SscrfError("the training data is empty")
+    return X, y
+
+
+def _n_columns(X):
+    for sentence in X:
+        for token in sentence:
+            return len(token)
+    return 1
+
+
+def _encode_labels(y, label_index, unknown="error"):
+    out = np.empty(sum(len(s) for s in y), dtype=np.int32)
+    k = 0
+    for s, seq in enumerate(y):
+        for t, label in enumerate(seq):
+            i = label_index.get(label)
+            if i is None:
+                raise SscrfError(f"sentence {s}, token {t}: label {label!r} is not one of the "
+                                 f"model's labels")
+            out[k] = i
+            k += 1
+    return out
+
+
+def _compile(features, labels=None, weights=None, mask=None):
+    return _core.Corpus(features.indptr, features.indices, features.values, features.offsets,
+                        features.n_attributes, labels, weights, mask)
+
+
+def _layout_keys(row_ptr, label_ids, S):
+    attrs = np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
+    return attrs * S + label_ids
+
+
+def _layout_arrays(features, token_labels, S, feature_set):
+    """row_ptr (A+1,) int64 and label_ids (nnz,) int32 of the chosen feature set.
+
+    ``observed``: the (attribute, label) pairs that co-occur in labeled
+    tokens (``token_labels[t] ≥ 0``); ``dense``: every pair.
+    """
+    A = features.n_attributes
+    if feature_set == "dense":
+        row_ptr = np.arange(A + 1, dtype=np.int64) * S
+        label_ids = np.tile(np.arange(S, dtype=np.int32), A)
+        return row_ptr, label_ids
+    token_of_entry = np.repeat(np.arange(features.n_tokens, dtype=np.int64),
+                               np.diff(features.indptr))
+    labels = token_labels[token_of_entry]
+    keep = labels >= 0
+    keys = np.unique(features.indices[keep].astype(np.int64) * S + labels[keep])
+    attrs = keys // S
+    counts = np.bincount(attrs, minlength=A)
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    np.cumsum(counts, out=row_ptr[1:])
+    return row_ptr, (keys % S).astype(np.int32)

@@ -1,0 +1,117 @@
+"""Model files: a JSON header plus raw numpy arrays, no pickle.
+
+Layout of a file::
+
+    b"SSCRF\\0"  (6 bytes)  magic
+    uint32 LE             format version
+    uint64 LE             header length H
+    H bytes               JSON header (UTF-8)
+    arrays                raw little-endian bytes, in the order the header lists
+    32 bytes              SHA-256 of everything before it
+
+The header holds ``"arrays": [{"name", "dtype", "shape"}, ...]`` and the
+caller's metadata under ``"meta"``. Loading checks the magic, the version,
+the checksum (so a truncated or altered file is refused before anything is
+parsed), that every declared array fits in the file, and allows only plain
+numeric dtypes: nothing in the file can run code. Files are written to a
+temporary file beside the target and renamed into place.
+"""
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+
+import numpy as np
+
+from .errors import SscrfError
+
+MAGIC = b"SSCRF\0"
+FORMAT_VERSION = 1
+_ALLOWED_DTYPES = {"<f8", "<i4", "<i8", "|u1", "|b1"}
+_PREFIX = struct.Struct("<6sIQ")
+_DIGEST_SIZE = 32
+
+
+def write_atomic(path, data):
+    """Write bytes to ``path`` through a temporary file and a rename."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".sscrf-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save(path, meta, arrays):
+    """Save ``meta`` (JSON-serialisable dict) and ``arrays`` (name -> ndarray)."""
+    entries, blobs = [], []
+    for name, array in arrays.items():
+        a = np.ascontiguousarray(array)
+        dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+        a = a.astype(dtype, copy=False)
+        if a.dtype.str not in _ALLOWED_DTYPES:
+            raise SscrfError(f"cannot save array {name!r} of dtype {a.dtype}")
+        entries.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape)})
+        blobs.append(a.tobytes())
+    header = json.dumps({"meta": meta, "arrays": entries}, sort_keys=True).encode("utf-8")
+    body = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header)) + header + b"".join(blobs)
+    write_atomic(path, body + hashlib.sha256(body).digest())
+
+
+def load(path):
+    """Load a file written by :func:`save`; returns ``(meta, arrays)``.
+
+    Raises
+    ------
+    SscrfError
+        Naming the file and what is wrong with it.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise SscrfError(f"{path}: cannot read model file: {e.strerror}") from None
+    if len(data) < _PREFIX.size + _DIGEST_SIZE or not data.startswith(MAGIC):
+        raise SscrfError(f"{path}: not an sscrf model file (bad magic or too short)")
+    body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
+    _, version, header_len = _PREFIX.unpack_from(body)
+    if version != FORMAT_VERSION:
+        raise SscrfError(f"{path}: model format version {version} is not supported "
+                         f"(this sscrf reads version {FORMAT_VERSION})")
+    if hashlib.sha256(body).digest() != digest:
+        raise SscrfError(f"{path}: model file is truncated or corrupted (checksum mismatch)")
+    if header_len > len(body) - _PREFIX.size:
+        raise SscrfError(f"{path}: model header runs past the end of the file")
+    try:
+        header = json.loads(body[_PREFIX.size:_PREFIX.size + header_len].decode("utf-8"))
+        entries, meta = header["arrays"], header["meta"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise SscrfError(f"{path}: malformed model header: {e}") from None
+    arrays = {}
+    offset = _PREFIX.size + header_len
+    for entry in entries:
+        try:
+            name, dtype, shape = entry["name"], entry["dtype"], tuple(int(d) for d in entry["shape"])
+        except (KeyError, TypeError, ValueError):
+            raise SscrfError(f"{path}: malformed array entry in model header") from None
+        if dtype not in _ALLOWED_DTYPES or any(d < 0 for d in shape):
+            raise SscrfError(f"{path}: array {name!r} has a disallowed dtype or shape")
+        nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+        if offset + nbytes > len(body):
+            raise SscrfError(f"{path}: array {name!r} runs past the end of the file")
+        arrays[name] = np.frombuffer(body, dtype=dtype, count=nbytes // np.dtype(dtype).itemsize,
+                                     offset=offset).reshape(shape).copy()
+        offset += nbytes
+    if offset != len(body):
+        raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")
+    return meta, arrays

@@ -1,0 +1,166 @@
+"""L-BFGS training loop: stopping rules, progress display, interruption.
+
+Wraps ``scipy.optimize.minimize(method="L-BFGS-B")`` with CRFsuite's
+stopping tests (relative improvement over the last ``period`` iterations
+below ``delta``; gradient norm below ``epsilon·max(1, ‖θ‖)``), a
+per-iteration callback, a progress display on stderr, a guard against a
+non-finite loss, and Ctrl-C handling that keeps the best parameters so far.
+"""
+
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.optimize
+
+from .errors import SscrfError
+
+
+@dataclass
+class TrainResult:
+    """Outcome of :func:`minimize`.
+
+    Attributes
+    ----------
+    theta : ndarray
+        Best parameters found (lowest loss evaluated).
+    loss : float
+    n_iterations, n_evaluations : int
+    stop_reason : str
+    seconds : float
+    history : list of float
+        Loss after each iteration.
+    """
+
+    theta: np.ndarray
+    loss: float
+    n_iterations: int
+    n_evaluations: int
+    stop_reason: str
+    seconds: float
+    history: list = field(default_factory=list)
+
+
+class _Stop(Exception):
+    pass
+
+
+class NonFiniteLoss(SscrfError):
+    """The loss or its gradient became NaN or infinite during training."""
+
+
+def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
+             memory=6, callback=None, verbose=False):
+    """Minimise ``objective(theta) -> (loss, grad)`` by L-BFGS.
+
+    Parameters
+    ----------
+    objective : callable
+    theta0 : ndarray (P,)
+    max_iterations : int
+    epsilon : float
+        Stop when ``‖g‖ / max(1, ‖θ‖) < epsilon``.
+    period, delta : int, float
+        Stop when ``(f[k-period] - f[k]) / f[k] < delta`` (CRFsuite's test).
+    memory : int
+        Number of correction pairs L-BFGS keeps (CRFsuite's default is 6).
+    callback : callable or None
+        ``callback(iteration, loss, theta)`` after each iteration; returning
+        True stops training.
+    verbose : bool
+        Print progress to stderr.
+
+    Returns
+    -------
+    TrainResult
+    """
+    best = {"loss": math.inf, "theta": np.array(theta0, dtype=np.float64), "grad_norm": math.nan}
+    history = []
+    counts = {"evaluations": 0}
+    started = time.perf_counter()
+    show = _Progress(verbose, max_iterations)
+
+    def fun(theta):
+        loss, grad = objective(theta)
+        counts["evaluations"] += 1
+        if not (math.isfinite(loss) and np.all(np.isfinite(grad))):
+            raise NonFiniteLoss(
+                f"the training loss became non-finite ({loss}) at evaluation "
+                f"{counts['evaluations']}; the model keeps the last good parameters. "
+                "Lower the learning signal (e.g. a larger c2 or smaller term weights)."
+            )
+        if loss < best["loss"]:
+            best["loss"], best["theta"] = loss, theta.copy()
+            best["grad_norm"] = float(np.linalg.norm(grad))
+        return loss, grad
+
+    reason = {"text": "reached max_iterations"}
+
+    def on_iteration(intermediate_result):
+        k = len(history) + 1
+        loss = float(intermediate_result.fun)
+        history.append(loss)
+        show.line(k, loss, best["grad_norm"], counts["evaluations"], time.perf_counter() - started)
+        if callback is not None and callback(k, loss, intermediate_result.x):
+            reason["text"] = "stopped by callback"
+            raise StopIteration
+        x_norm = float(np.linalg.norm(intermediate_result.x))
+        if best["grad_norm"] / max(1.0, x_norm) < epsilon:
+            reason["text"] = "gradient norm below epsilon"
+            raise StopIteration
+        if k > period and loss != 0.0 and (history[-1 - period] - loss) / abs(loss) < delta:
+            reason["text"] = f"improvement over {period} iterations below delta"
+            raise StopIteration
+
+    stop_reason = None
+    try:
+        result = scipy.optimize.minimize(
+            fun, np.asarray(theta0, dtype=np.float64), jac=True, method="L-BFGS-B",
+            callback=on_iteration,
+            options={"maxiter": max_iterations, "maxcor": memory, "ftol": 0.0, "gtol": 0.0,
+                     "maxfun": max(20 * max_iterations, 100)},
+        )
+        if len(history) >= max_iterations:
+            stop_reason = "reached max_iterations"
+        elif reason["text"] != "reached max_iterations":
+            stop_reason = reason["text"]
+        else:
+            stop_reason = f"optimiser: {result.message}"
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
+        warnings.warn(
+            f"training interrupted after {len(history)} iterations; keeping the best "
+            "parameters so far", RuntimeWarning, stacklevel=3)
+    except NonFiniteLoss as e:
+        e.result = TrainResult(best["theta"], best["loss"], len(history), counts["evaluations"],
+                               "non-finite loss", time.perf_counter() - started, history)
+        raise
+    seconds = time.perf_counter() - started
+    show.done(len(history), best["loss"], counts["evaluations"], seconds, stop_reason)
+    return TrainResult(best["theta"], best["loss"], len(history), counts["evaluations"],
+                       stop_reason, seconds, history)
+
+
+class _Progress:
+    """One line per iteration on stderr (every tenth when stderr is not a terminal)."""
+
+    def __init__(self, enabled, max_iterations):
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self.width = len(str(max_iterations))
+
+    def line(self, k, loss, grad_norm, evaluations, seconds):
+        if not self.enabled or (not self.tty and k % 10 and k != 1):
+            return
+        text = (f"iter {k:>{self.width}}  loss {loss:.6g}  |g| {grad_norm:.3g}  "
+                f"evals {evaluations}  {seconds:.1f}s")
+        end = "\r" if self.tty else "\n"
+        print(text.ljust(70), end=end, file=sys.stderr, flush=True)
+
+    def done(self, k, loss, evaluations, seconds, reason):
+        if self.enabled:
+            print(f"done: {k} iterations, {evaluations} evaluations, loss {loss:.6g}, "
+                  f"{seconds:.1f}s ({reason})".ljust(70), file=sys.stderr, flush=True)
