@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "fast_math.hpp"
 #include "lattice.hpp"
 
 namespace sscrf {
@@ -12,11 +13,15 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// Every factor of the scaled recursions is <= 1, so a product that underflows
-// is below 1e-308 in units where the surviving mass (the scale sum) is at
-// least kMinScale: its loss is a relative error under 1e-100. Below that we
-// can no longer vouch for the result and recompute the sequence in log space.
-constexpr double kMinScale = 1e-200;
+// The scaled pass is trusted only while every label that some allowed
+// labeling reaches keeps a forward value of at least kMinAlpha (alpha is
+// normalised per token, so this is a ratio to the token's total). Each
+// value is a sum of non-negative products; a product that underflowed is
+// below 2.2e-308, so what it loses is under 1e-17 of any value we keep. A
+// reachable label below the bound (an allowed potential whose exp
+// underflowed, or a path squeezed below the bound) sends the whole
+// sequence to log space, where nothing underflows.
+constexpr double kMinAlpha = 1e-290;
 
 // Node marginals of a consistent scaled pass sum to 1 up to rounding; a
 // larger gap means alpha or beta overflowed or lost the mass that matters.
@@ -66,6 +71,7 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   ws.row_max.resize(n);
   ws.scale.resize(n);
   ws.tmp.resize(S);
+  ws.reachable.resize(2 * static_cast<size_t>(S));
   const double* np = ws.node_potential.data();
   const double* col_max = f.col_max.data();
   double* acc = ws.tmp.data();
@@ -79,8 +85,22 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
       m = std::max(m, psi[b]);
     }
     if (m == kNegInf) return false;
-    for (int b = 0; b < S; ++b) psi[b] = std::exp(psi[b] - m);
+#pragma omp simd
+    for (int b = 0; b < S; ++b) psi[b] = exp_nonpositive(psi[b] - m);
     ws.row_max[t] = m;
+
+    // reachable[b]: the masks allow some labeling of tokens 0..t ending in b.
+    uint8_t* reach = &ws.reachable[(t % 2) * S];
+    const uint8_t* reach_prev = &ws.reachable[((t + 1) % 2) * S];
+    const uint8_t* em = (c.edge_mask && t > 0) ? c.edge_mask + (t - 1) * S * S : nullptr;
+    for (int b = 0; b < S; ++b) {
+      bool r = np[t * S + b] != kNegInf;
+      if (r && em) {
+        r = false;
+        for (int a = 0; a < S && !r; ++a) r = reach_prev[a] && em[a * S + b];
+      }
+      reach[b] = r;
+    }
 
     double* alpha = &ws.alpha[t * S];
     if (t == 0) {
@@ -89,7 +109,6 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
       // alpha'_t(b) = psi_t(b) * Σ_a alpha_{t-1}(a) * factor_t(a, b)
       const double* prev = &ws.alpha[(t - 1) * S];
       std::fill(acc, acc + S, 0.0);
-      const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
       for (int a = 0; a < S; ++a) {
         const double pa = prev[a];
         const double* fa = &f.factor[a * S];
@@ -104,8 +123,15 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
       for (int b = 0; b < S; ++b) alpha[b] = psi[b] * acc[b];
     }
     double s = 0.0;
-    for (int b = 0; b < S; ++b) s += alpha[b];
-    if (!(s >= kMinScale) || !std::isfinite(s)) return false;
+    bool any = false;
+    for (int b = 0; b < S; ++b) {
+      s += alpha[b];
+      if (reach[b]) {
+        any = true;
+        if (!(alpha[b] >= kMinAlpha)) return false;
+      }
+    }
+    if (!any) return false;
     const double inv = 1.0 / s;
     for (int b = 0; b < S; ++b) alpha[b] *= inv;
     ws.scale[t] = s;
@@ -131,6 +157,15 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws,
   double* local_edge_sum = edge_sum ? ws.tmp.data() + S : nullptr;
   if (local_edge_sum) std::fill(local_edge_sum, local_edge_sum + S * S, 0.0);
   std::fill(&ws.beta[(n - 1) * S], &ws.beta[(n - 1) * S] + S, 1.0);
+  // Without an edge mask or full edge output, Σ_t p_t(a, b) factors as
+  // factor(a, b) · Σ_t alpha_{t-1}(a) g_t(b): accumulate the outer products
+  // and multiply by the factors once.
+  const bool fast = !c.edge_mask && !edge;
+  double* outer = ws.edge_scratch.data();
+  if (fast && local_edge_sum) {
+    ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+    outer = ws.edge_scratch.data();
+  }
   for (int64_t t = n - 1; t >= 1; --t) {
     // g(b) = psi_t(b) beta_t(b) / scale_t;  beta_{t-1}(a) = Σ_b factor_t(a,b) g(b)
     const double* psi = &ws.psi[t * S];
@@ -139,35 +174,43 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws,
     for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
     double* beta_prev = &ws.beta[(t - 1) * S];
     const double* alpha_prev = &ws.alpha[(t - 1) * S];
+    if (fast) {
+      // beta_{t-1} = Σ_b g(b) · factorᵀ[b]: independent accumulators, no reduction chain
+      std::fill(beta_prev, beta_prev + S, 0.0);
+      for (int b = 0; b < S; ++b) {
+        const double gb = g[b];
+        const double* ft = &f.factor_t[b * S];
+#pragma omp simd
+        for (int a = 0; a < S; ++a) beta_prev[a] += gb * ft[a];
+      }
+      if (local_edge_sum) {
+        for (int a = 0; a < S; ++a) {
+          const double pa = alpha_prev[a];
+          double* row = outer + a * S;
+#pragma omp simd
+          for (int b = 0; b < S; ++b) row[b] += pa * g[b];
+        }
+      }
+      continue;
+    }
     const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
     double* edge_t = edge ? edge + (t - 1) * S * S : nullptr;
     for (int a = 0; a < S; ++a) {
       const double* fa = &f.factor[a * S];
       double sum = 0.0;
-      if (em) {
-        const uint8_t* ema = em + a * S;
-        for (int b = 0; b < S; ++b) sum += ema[b] ? fa[b] * g[b] : 0.0;
-      } else {
-#pragma omp simd reduction(+ : sum)
-        for (int b = 0; b < S; ++b) sum += fa[b] * g[b];
-      }
+      for (int b = 0; b < S; ++b) sum += (em && !em[a * S + b]) ? 0.0 : fa[b] * g[b];
       beta_prev[a] = sum;
       // p(y_{t-1}=a, y_t=b) = alpha_{t-1}(a) factor_t(a,b) g(b)
       const double pa = alpha_prev[a];
-      if (edge_t) {
-        double* row = edge_t + a * S;
-        for (int b = 0; b < S; ++b) row[b] = (em && !em[a * S + b]) ? 0.0 : pa * fa[b] * g[b];
-      }
-      if (local_edge_sum) {
-        double* row = local_edge_sum + a * S;
-        if (em) {
-          for (int b = 0; b < S; ++b) row[b] += em[a * S + b] ? pa * fa[b] * g[b] : 0.0;
-        } else {
-#pragma omp simd
-          for (int b = 0; b < S; ++b) row[b] += pa * fa[b] * g[b];
-        }
+      for (int b = 0; b < S; ++b) {
+        const double p = (em && !em[a * S + b]) ? 0.0 : pa * fa[b] * g[b];
+        if (edge_t) edge_t[a * S + b] = p;
+        if (local_edge_sum) local_edge_sum[a * S + b] += p;
       }
     }
+  }
+  if (fast && local_edge_sum) {
+    for (int i = 0; i < S * S; ++i) local_edge_sum[i] = outer[i] * f.factor[i];
   }
   for (int64_t t = 0; t < n; ++t) {
     const double* alpha = &ws.alpha[t * S];
@@ -186,6 +229,8 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws,
   return true;
 }
 
+// Log-space forward pass; ws.alpha[t] holds log alpha normalised so that
+// its log-sum-exp is 0 (magnitudes stay small on long chains). Returns log Z.
 double log_space_forward(const Chain& c, Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S;
@@ -194,55 +239,77 @@ double log_space_forward(const Chain& c, Workspace& ws) {
   ws.alpha.resize(static_cast<size_t>(n) * S);
   ws.tmp.resize(S);
   double* v = ws.tmp.data();
-  for (int b = 0; b < S; ++b) ws.alpha[b] = np[b];
-  for (int64_t t = 1; t < n; ++t) {
-    const double* prev = &ws.alpha[(t - 1) * S];
-    const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
-    for (int b = 0; b < S; ++b) {
-      for (int a = 0; a < S; ++a)
-        v[a] = (em && !em[a * S + b]) ? kNegInf : prev[a] + T[a * S + b];
-      ws.alpha[t * S + b] = np[t * S + b] + log_sum_exp(v, S);
+  double log_z = 0.0;
+  for (int64_t t = 0; t < n; ++t) {
+    double* la = &ws.alpha[t * S];
+    if (t == 0) {
+      for (int b = 0; b < S; ++b) la[b] = np[b];
+    } else {
+      const double* prev = &ws.alpha[(t - 1) * S];
+      const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
+      for (int b = 0; b < S; ++b) {
+        for (int a = 0; a < S; ++a)
+          v[a] = (em && !em[a * S + b]) ? kNegInf : prev[a] + T[a * S + b];
+        la[b] = np[t * S + b] + log_sum_exp(v, S);
+      }
     }
+    const double norm = log_sum_exp(la, S);
+    if (norm == kNegInf) throw NoLabeling("the masks allow no labeling of this sequence");
+    for (int b = 0; b < S; ++b) la[b] -= norm;
+    log_z += norm;
   }
-  const double log_z = log_sum_exp(&ws.alpha[(n - 1) * S], S);
-  if (log_z == kNegInf) throw NoLabeling("the masks allow no labeling of this sequence");
   return log_z;
 }
 
-void log_space_backward(const Chain& c, Workspace& ws, double log_z, double* node,
-                        double* edge, double* edge_sum) {
+// Log-space backward pass (log beta normalised per token) and marginals,
+// each normalised over its own token so that rounding cannot accumulate.
+void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edge,
+                        double* edge_sum) {
   const int64_t n = c.n;
   const int S = c.S;
   const double* np = ws.node_potential.data();
   const double* T = c.transitions;
   ws.beta.resize(static_cast<size_t>(n) * S);
-  ws.tmp.resize(S);
+  ws.tmp.resize(static_cast<size_t>(S) * S);
   double* v = ws.tmp.data();
   std::fill(&ws.beta[(n - 1) * S], &ws.beta[(n - 1) * S] + S, 0.0);
   for (int64_t t = n - 1; t >= 1; --t) {
     const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
-    const double* beta = &ws.beta[t * S];
+    const double* lb = &ws.beta[t * S];
+    double* lb_prev = &ws.beta[(t - 1) * S];
+    double top = kNegInf;
     for (int a = 0; a < S; ++a) {
       for (int b = 0; b < S; ++b)
-        v[b] = (em && !em[a * S + b]) ? kNegInf : T[a * S + b] + np[t * S + b] + beta[b];
-      ws.beta[(t - 1) * S + a] = log_sum_exp(v, S);
+        v[b] = (em && !em[a * S + b]) ? kNegInf : T[a * S + b] + np[t * S + b] + lb[b];
+      lb_prev[a] = log_sum_exp(v, S);
+      top = std::max(top, lb_prev[a]);
     }
+    if (top != kNegInf)
+      for (int a = 0; a < S; ++a) lb_prev[a] -= top;
     if (edge || edge_sum) {
-      const double* alpha_prev = &ws.alpha[(t - 1) * S];
-      for (int a = 0; a < S; ++a) {
-        for (int b = 0; b < S; ++b) {
-          const bool allowed = !(em && !em[a * S + b]);
-          const double p = allowed ? std::exp(alpha_prev[a] + T[a * S + b] + np[t * S + b] +
-                                              beta[b] - log_z)
-                                   : 0.0;
-          if (edge) edge[(t - 1) * S * S + a * S + b] = p;
-          if (edge_sum) edge_sum[a * S + b] += p;
-        }
+      // p(a, b) ∝ exp(la_{t-1}(a) + T(a,b) + node_t(b) + lb_t(b))
+      const double* la_prev = &ws.alpha[(t - 1) * S];
+      for (int a = 0; a < S; ++a)
+        for (int b = 0; b < S; ++b)
+          v[a * S + b] = (em && !em[a * S + b])
+                             ? kNegInf
+                             : la_prev[a] + T[a * S + b] + np[t * S + b] + lb[b];
+      const double norm = log_sum_exp(v, S * S);
+      for (int i = 0; i < S * S; ++i) {
+        const double p = std::exp(v[i] - norm);
+        if (edge) edge[(t - 1) * S * S + i] = p;
+        if (edge_sum) edge_sum[i] += p;
       }
     }
   }
   if (node) {
-    for (int64_t i = 0; i < n * S; ++i) node[i] = std::exp(ws.alpha[i] + ws.beta[i] - log_z);
+    ws.tmp.resize(S);
+    double* u = ws.tmp.data();
+    for (int64_t t = 0; t < n; ++t) {
+      for (int b = 0; b < S; ++b) u[b] = ws.alpha[t * S + b] + ws.beta[t * S + b];
+      const double norm = log_sum_exp(u, S);
+      for (int b = 0; b < S; ++b) node[t * S + b] = std::exp(u[b] - norm);
+    }
   }
 }
 
@@ -254,7 +321,10 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
     for (int b = 0; b < S; ++b) col_max[b] = std::max(col_max[b], transitions[a * S + b]);
   for (int a = 0; a < S; ++a)
     for (int b = 0; b < S; ++b)
-      factor[a * S + b] = std::exp(transitions[a * S + b] - col_max[b]);
+      factor[a * S + b] = exp_nonpositive(transitions[a * S + b] - col_max[b]);
+  factor_t.resize(factor.size());
+  for (int a = 0; a < S; ++a)
+    for (int b = 0; b < S; ++b) factor_t[b * S + a] = factor[a * S + b];
 }
 
 double forward_backward(const Chain& c, Workspace& ws, double* node, double* edge,
@@ -267,7 +337,7 @@ double forward_backward(const Chain& c, Workspace& ws, double* node, double* edg
     if (scaled_backward(c, f, ws, node, edge, edge_sum)) return log_z;
   }
   const double log_z = log_space_forward(c, ws);
-  log_space_backward(c, ws, log_z, node, edge, edge_sum);
+  log_space_backward(c, ws, node, edge, edge_sum);
   return log_z;
 }
 

@@ -19,6 +19,7 @@ struct NoLabeling : std::invalid_argument {
 struct TransitionFactors {
   int S = 0;
   std::vector<double> factor;
+  std::vector<double> factor_t;  // [S][S] transposed: factor_t[b][a] = factor[a][b]
   std::vector<double> col_max;
   TransitionFactors() = default;
   TransitionFactors(const double* transitions, int S);
@@ -57,6 +58,7 @@ struct Workspace {
   std::vector<int32_t> backpointer;    // [n][S]
   std::vector<double> emissions;       // [n][S] scores of the current sequence
   std::vector<double> edge_scratch;    // [S][S]
+  std::vector<uint8_t> reachable;      // [2][S]
   TransitionFactors own_factors;
 };
 

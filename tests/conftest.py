@@ -1,0 +1,11 @@
+"""Shared test configuration."""
+
+
+def pytest_configure(config):
+    # When a Hypothesis test fails, its plugin writes a patch with the failing
+    # example and, through libcst, touches mypy_extensions.TypedDict, whose
+    # DeprecationWarning ``filterwarnings = error`` turns into an INTERNALERROR
+    # that hides the real failure.
+    config.addinivalue_line(
+        "filterwarnings", "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning"
+    )

@@ -1,0 +1,526 @@
+"""sscrf.lattice (log Z, marginals, Viterbi) against brute-force enumeration.
+
+Every quantity is compared with ``reference.brute_force`` on tiny chains drawn
+by Hypothesis (n <= 6, S <= 4, masks, start/end, scores up to +-1e3), and with
+log-space tree reductions (``reference.log_forward``) on 10^5-token chains.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import sscrf.lattice as lattice
+from reference import (
+    all_labelings,
+    brute_force,
+    labeling_allowed,
+    labeling_score,
+    log_forward,
+    log_viterbi_score,
+    node_marginal_at,
+    random_chain,
+)
+
+FUNCTIONS = [lattice.log_partition, lattice.marginals, lattice.viterbi]
+SCALES = [1.0, 10.0, 100.0, 1000.0]
+MARGINAL_ATOL = 1e-10
+TINY = settings(max_examples=150, deadline=None)
+
+
+# ---------------------------------------------------------------------------
+# Strategies
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def chains(draw, max_n=6, max_S=4, scales=SCALES, masks=True, integer=False):
+    """A dict of lattice arguments plus ``scale``; masks may allow no labeling."""
+    n = draw(st.integers(1, max_n))
+    S = draw(st.integers(1, max_S))
+    scale = draw(st.sampled_from(scales))
+    if integer:
+        # Small integers: sums are exact in any order, so ties are exact.
+        elements = st.integers(-3, 3).map(float)
+    else:
+        elements = st.floats(-scale, scale, allow_nan=False, allow_infinity=False)
+    args = dict(
+        emissions=draw(hnp.arrays(np.float64, (n, S), elements=elements)),
+        transitions=draw(hnp.arrays(np.float64, (S, S), elements=elements)),
+        start=None,
+        end=None,
+        mask=None,
+        edge_mask=None,
+    )
+    if draw(st.booleans()):
+        args["start"] = draw(hnp.arrays(np.float64, (S,), elements=elements))
+        args["end"] = draw(hnp.arrays(np.float64, (S,), elements=elements))
+    if masks:
+        # Mostly True, so that most draws still allow some labeling.
+        allowed = st.sampled_from([True, True, True, False])
+        if draw(st.booleans()):
+            args["mask"] = draw(hnp.arrays(np.bool_, (n, S), elements=allowed))
+        if draw(st.booleans()):
+            args["edge_mask"] = draw(hnp.arrays(np.bool_, (n - 1, S, S), elements=allowed))
+    return args, scale
+
+
+def reference_of(args):
+    return brute_force(
+        args["emissions"], args["transitions"], args["start"], args["end"],
+        args["mask"], args["edge_mask"],
+    )
+
+
+def copy_args(args):
+    return {k: (None if v is None else v.copy()) for k, v in args.items()}
+
+
+def assert_args_unchanged(args, before):
+    for k, v in args.items():
+        if v is not None:
+            np.testing.assert_array_equal(v, before[k], err_msg=f"{k} was modified")
+
+
+def assert_no_labeling_raises(args):
+    for fn in FUNCTIONS:
+        with pytest.raises(ValueError, match="mask"):
+            fn(**args)
+
+
+def check_marginals(node, edge, bf, n, S):
+    """Node and edge marginals against brute force, plus their invariants."""
+    assert node.shape == (n, S)
+    assert edge.shape == (n - 1, S, S)
+    assert np.all(np.isfinite(node)) and np.all(np.isfinite(edge))
+    np.testing.assert_allclose(node, bf.node, rtol=1e-9, atol=MARGINAL_ATOL)
+    np.testing.assert_allclose(edge, bf.edge, rtol=1e-9, atol=MARGINAL_ATOL)
+    assert node.min() >= 0.0 and node.max() <= 1.0 + MARGINAL_ATOL
+    if n > 1:
+        assert edge.min() >= 0.0 and edge.max() <= 1.0 + MARGINAL_ATOL
+    np.testing.assert_allclose(node.sum(axis=1), 1.0, rtol=0, atol=MARGINAL_ATOL)
+    # Summing an edge marginal over one end gives the node marginal of the other.
+    np.testing.assert_allclose(edge.sum(axis=1), node[1:], rtol=0, atol=MARGINAL_ATOL)
+    np.testing.assert_allclose(edge.sum(axis=2), node[:-1], rtol=0, atol=MARGINAL_ATOL)
+    # Labels and transitions no allowed labeling uses have marginal (exactly) 0.
+    assert np.all(node[~bf.node_support] <= 1e-300)
+    assert np.all(edge[~bf.edge_support] <= 1e-300)
+
+
+# ---------------------------------------------------------------------------
+# Brute force on tiny chains
+# ---------------------------------------------------------------------------
+
+
+@TINY
+@given(chains())
+def test_log_partition_and_marginals_match_brute_force(drawn):
+    args, scale = drawn
+    bf = reference_of(args)
+    if bf.n_allowed == 0:
+        assert_no_labeling_raises(args)
+        return
+    n, S = args["emissions"].shape
+    before = copy_args(args)
+    log_z = lattice.log_partition(**args)
+    assert isinstance(log_z, float)
+    np.testing.assert_allclose(log_z, bf.log_z, rtol=1e-9, atol=1e-10 * scale)
+    node, edge = lattice.marginals(**args)
+    check_marginals(node, edge, bf, n, S)
+    assert_args_unchanged(args, before)
+
+
+@TINY
+@given(chains())
+def test_viterbi_matches_brute_force(drawn):
+    args, scale = drawn
+    bf = reference_of(args)
+    if bf.n_allowed == 0:
+        assert_no_labeling_raises(args)
+        return
+    n, S = args["emissions"].shape
+    before = copy_args(args)
+    path, score = lattice.viterbi(**args)
+    assert_args_unchanged(args, before)
+    assert isinstance(score, float)
+    assert path.dtype == np.int64 and path.shape == (n,)
+    assert np.all((0 <= path) & (path < S))
+    assert labeling_allowed(path, args["mask"], args["edge_mask"])
+    tol = 1e-9 * scale
+    own = labeling_score(args["emissions"], args["transitions"], args["start"], args["end"], path)
+    assert abs(score - own) <= tol, (score, own)
+    assert abs(score - bf.best_score) <= tol, (score, bf.best_score)
+    # Viterbi <= log Z <= Viterbi + log(number of labelings).
+    assert bf.best_score <= bf.log_z + tol
+    assert bf.log_z <= bf.best_score + n * math.log(S) + tol
+
+
+@TINY
+@given(chains(integer=True, scales=[3.0]))
+def test_viterbi_with_exact_ties_returns_a_best_labeling(drawn):
+    # Integer scores make many exact ties; the path must be one of the best.
+    args, _ = drawn
+    bf = reference_of(args)
+    if bf.n_allowed == 0:
+        assert_no_labeling_raises(args)
+        return
+    path, score = lattice.viterbi(**args)
+    assert tuple(int(v) for v in path) in bf.best
+    assert score == bf.best_score
+
+
+@pytest.mark.parametrize("n,S", [(1, 1), (1, 4), (3, 2), (6, 4), (50, 5)])
+def test_viterbi_all_zero_ties_go_to_label_zero(n, S):
+    path, score = lattice.viterbi(np.zeros((n, S)), np.zeros((S, S)))
+    np.testing.assert_array_equal(path, np.zeros(n, dtype=np.int64))
+    assert path.dtype == np.int64
+    assert score == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_viterbi_ties_go_to_lowest_allowed_label(data):
+    # Zero potentials and node masks only: every allowed labeling ties, and
+    # the lowest-index rule picks the lowest allowed label at every token.
+    n = data.draw(st.integers(1, 6))
+    S = data.draw(st.integers(1, 4))
+    mask = data.draw(hnp.arrays(np.bool_, (n, S), elements=st.booleans()))
+    mask[np.arange(n), data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, S - 1)))] = True
+    path, score = lattice.viterbi(np.zeros((n, S)), np.zeros((S, S)), mask=mask)
+    np.testing.assert_array_equal(path, mask.argmax(axis=1))
+    assert score == 0.0
+
+
+def test_viterbi_empty_sequence():
+    for start_end in [dict(), dict(start=np.ones(3), end=np.ones(3))]:
+        path, score = lattice.viterbi(np.zeros((0, 3)), np.zeros((3, 3)), **start_end)
+        assert path.shape == (0,) and path.dtype == np.int64
+        assert score == 0.0
+
+
+# ---------------------------------------------------------------------------
+# Length 1, defaults, extreme scores, counting
+# ---------------------------------------------------------------------------
+
+
+def test_length_one():
+    E = np.array([[0.5, -1.0, 2.0]])
+    T = np.array([[9.0, -9.0, 0.0], [1.0, 2.0, 3.0], [-4.0, 5.0, 6.0]])  # unused
+    start = np.array([0.0, 3.0, -1.0])
+    end = np.array([1.0, 0.0, 0.0])
+    x = E[0] + start + end
+    expected = x.max() + math.log(np.exp(x - x.max()).sum())
+    assert lattice.log_partition(E, T, start, end) == pytest.approx(expected, rel=1e-12)
+    node, edge = lattice.marginals(E, T, start, end)
+    assert edge.shape == (0, 3, 3)
+    np.testing.assert_allclose(node[0], np.exp(x - expected), rtol=1e-12)
+    path, score = lattice.viterbi(E, T, start, end)
+    np.testing.assert_array_equal(path, [1])
+    assert score == 2.0  # start[1] + E[0, 1] + end[1] = 3 - 1 + 0
+    # An edge mask of shape (0, S, S) is the right shape for n = 1.
+    empty_edges = np.ones((0, 3, 3), dtype=bool)
+    assert lattice.log_partition(E, T, start, end, edge_mask=empty_edges) == pytest.approx(expected)
+    node, edge = lattice.marginals(E, T, start, end, edge_mask=empty_edges)
+    assert edge.shape == (0, 3, 3)
+
+
+def test_none_equals_zeros_and_all_true_masks():
+    rng = np.random.default_rng(1)
+    E, T, _, _ = random_chain(rng, 5, 3, 2.0, start_end=False)
+    zeros = np.zeros(3)
+    full = dict(mask=np.ones((5, 3), dtype=bool), edge_mask=np.ones((4, 3, 3), dtype=bool))
+    base = lattice.log_partition(E, T)
+    assert lattice.log_partition(E, T, zeros, zeros) == pytest.approx(base, rel=1e-14)
+    assert lattice.log_partition(E, T, **full) == pytest.approx(base, rel=1e-14)
+    node, edge = lattice.marginals(E, T)
+    node2, edge2 = lattice.marginals(E, T, zeros, zeros, **full)
+    np.testing.assert_allclose(node2, node, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(edge2, edge, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(lattice.viterbi(E, T, **full)[0], lattice.viterbi(E, T)[0])
+
+
+def test_design_example_underflows_in_scaled_space():
+    E = np.array([[1e3, -1e3], [1e3, -1e3]])
+    T = np.array([[-1e3, 1e3], [1e3, -1e3]])
+    bf = brute_force(E, T)
+    log_z = lattice.log_partition(E, T)
+    assert math.isfinite(log_z)
+    np.testing.assert_allclose(log_z, bf.log_z, rtol=1e-12)
+    node, edge = lattice.marginals(E, T)
+    check_marginals(node, edge, bf, 2, 2)
+    path, score = lattice.viterbi(E, T)
+    assert score == bf.best_score
+    # Three exactly tied paths (0,0), (0,1), (1,0): the lowest index wins, read either way.
+    assert tuple(int(v) for v in path) == (0, 0)
+
+
+# Chains on which a scaled pass loses (underflows, or keeps as a subnormal) a
+# partial path whose probability is negligible at that token but that later
+# tokens make dominant; the scale sum stays large, so only a per-entry check
+# can notice.
+LOST_PATH_CHAINS = {
+    # The all-1 path (score 50) is e^-800 behind at token 1; all-0 scores 0.
+    "underflow-then-dominant": (
+        [[0.0, 0.0], [0.0, -800.0], [0.0, 400.0], [0.0, 450.0]],
+        [[0.0, -1000.0], [-1000.0, 0.0]],
+    ),
+    # Found by random search: log Z 10 (all-1 path), marginals all on label 1.
+    "underflow-marginals": (
+        [[0.0, 0.0], [0.0, 320.0], [0.0, -770.0], [0.0, 340.0], [-720.0, 0.0]],
+        [[30.0, -600.0], [-730.0, 30.0]],
+    ),
+    # Found by Hypothesis: the best path (0, 1, 0, 1) passes through an
+    # alpha entry e^-733 that is stored as a subnormal (~1e-5 relative error).
+    "subnormal": ([[0.0, 0.0]] * 4, [[273.0, 733.0], [0.0, 0.0]]),
+}
+
+
+@pytest.mark.parametrize("case", list(LOST_PATH_CHAINS))
+def test_a_path_dropped_by_scaling_is_not_lost(case):
+    E, T = (np.array(a) for a in LOST_PATH_CHAINS[case])
+    bf = brute_force(E, T)
+    np.testing.assert_allclose(lattice.log_partition(E, T), bf.log_z, rtol=1e-12, atol=1e-9)
+    check_marginals(*lattice.marginals(E, T), bf, *E.shape)
+    path, score = lattice.viterbi(E, T)
+    assert score == bf.best_score and tuple(int(v) for v in path) in bf.best
+
+
+@pytest.mark.parametrize("scale", [1e3, 3e3])
+def test_random_extreme_chains_match_brute_force(scale):
+    rng = np.random.default_rng(int(scale))
+    for trial in range(400):
+        n = int(rng.integers(1, 7))
+        S = int(rng.integers(1, 5))
+        E, T, start, end = random_chain(rng, n, S, scale, start_end=trial % 2 == 0)
+        if trial % 2:
+            # Sparse, rounded scores: many exact zeros and large gaps, the
+            # shapes that make scaled passes drop paths.
+            E = np.round(E / 10) * 10 * (rng.random((n, S)) < 0.5)
+            T = np.round(T / 10) * 10
+        mask = rng.random((n, S)) < 0.8 if trial % 3 == 0 else None
+        bf = brute_force(E, T, start, end, mask)
+        if bf.n_allowed == 0:
+            continue
+        np.testing.assert_allclose(
+            lattice.log_partition(E, T, start, end, mask), bf.log_z, rtol=1e-12, atol=1e-10 * scale
+        )
+        check_marginals(*lattice.marginals(E, T, start, end, mask), bf, n, S)
+        path, score = lattice.viterbi(E, T, start, end, mask)
+        assert abs(score - bf.best_score) <= 1e-9 * scale
+
+
+@pytest.mark.parametrize("n,S", [(1, 1), (1, 3), (4, 2), (6, 4), (1000, 5)])
+def test_counting_with_zero_potentials(n, S):
+    E, T = np.zeros((n, S)), np.zeros((S, S))
+    np.testing.assert_allclose(lattice.log_partition(E, T), n * math.log(S), rtol=1e-12, atol=1e-12)
+    node, edge = lattice.marginals(E, T)
+    np.testing.assert_allclose(node, 1.0 / S, rtol=0, atol=MARGINAL_ATOL)
+    np.testing.assert_allclose(edge, 1.0 / S**2, rtol=0, atol=MARGINAL_ATOL)
+
+
+# ---------------------------------------------------------------------------
+# Long sequences (scaled fast path and log-space fallback)
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=[5.0, 1e3], ids=["scale5", "scale1e3"])
+def long_chain(request):
+    rng = np.random.default_rng(7)
+    E, T, start, end = random_chain(rng, 100_000, 3, request.param)
+    return E, T, start, end
+
+
+def test_long_sequence_log_partition(long_chain):
+    E, T, start, end = long_chain
+    log_z = lattice.log_partition(E, T, start, end)
+    assert math.isfinite(log_z)
+    np.testing.assert_allclose(log_z, log_forward(E, T, start, end), rtol=1e-10)
+
+
+def test_long_sequence_marginals(long_chain):
+    E, T, start, end = long_chain
+    n = E.shape[0]
+    node, edge = lattice.marginals(E, T, start, end)
+    assert node.shape == (n, 3) and edge.shape == (n - 1, 3, 3)
+    assert np.all(np.isfinite(node)) and np.all(np.isfinite(edge))
+    np.testing.assert_allclose(node.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(edge.sum(axis=1), node[1:], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(edge.sum(axis=2), node[:-1], rtol=0, atol=1e-9)
+    for t in [0, n // 2, n - 1]:
+        np.testing.assert_allclose(
+            node[t], node_marginal_at(E, T, t, start, end), rtol=0, atol=1e-8, err_msg=f"t={t}"
+        )
+
+
+def test_long_sequence_viterbi(long_chain):
+    E, T, start, end = long_chain
+    path, score = lattice.viterbi(E, T, start, end)
+    assert path.shape == (E.shape[0],)
+    np.testing.assert_allclose(score, log_viterbi_score(E, T, start, end), rtol=1e-10)
+    np.testing.assert_allclose(score, labeling_score(E, T, start, end, path), rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# Input conversion and bad input
+# ---------------------------------------------------------------------------
+
+
+def test_integer_float32_and_non_contiguous_inputs_are_accepted():
+    rng = np.random.default_rng(3)
+    E = rng.integers(-3, 4, size=(5, 3))
+    T = rng.integers(-3, 4, size=(3, 3))
+    start = rng.integers(-3, 4, size=3)
+    end = rng.integers(-3, 4, size=3)
+    f64 = [a.astype(np.float64) for a in (E, T, start, end)]
+    expected_z = lattice.log_partition(*f64)
+    expected_path, expected_score = lattice.viterbi(*f64)
+    expected_node, _ = lattice.marginals(*f64)
+    bf = brute_force(*f64)
+    np.testing.assert_allclose(expected_z, bf.log_z, rtol=1e-12)
+    variants = {
+        "int64": (E, T, start, end),
+        "int32": tuple(a.astype(np.int32) for a in (E, T, start, end)),
+        "float32": tuple(a.astype(np.float32) for a in (E, T, start, end)),
+        # Same values, non-C-contiguous layouts.
+        "fortran": (np.asfortranarray(f64[0]), np.asfortranarray(f64[1]), f64[2], f64[3]),
+        "strided": (
+            np.repeat(f64[0], 2, axis=1)[:, ::2],
+            f64[1].T.copy().T,
+            np.repeat(f64[2], 2)[::2],
+            np.repeat(f64[3], 2)[::2],
+        ),
+        "transposed-view": (f64[0].T.copy().T, np.ascontiguousarray(f64[1].T).T, f64[2], f64[3]),
+    }
+    for name, args in variants.items():
+        assert lattice.log_partition(*args) == pytest.approx(expected_z, rel=1e-12), name
+        node, _ = lattice.marginals(*args)
+        np.testing.assert_allclose(node, expected_node, rtol=1e-12, atol=1e-15, err_msg=name)
+        path, score = lattice.viterbi(*args)
+        np.testing.assert_array_equal(path, expected_path, err_msg=name)
+        assert score == pytest.approx(expected_score, rel=1e-12), name
+
+
+def test_non_contiguous_masks_are_read_correctly():
+    rng = np.random.default_rng(4)
+    n, S = 5, 3
+    E, T, start, end = random_chain(rng, n, S, 2.0)
+    mask = rng.random((n, S)) < 0.7
+    mask[:, 1] = True
+    edge_mask = rng.random((n - 1, S, S)) < 0.8
+    edge_mask[:, 1, 1] = True
+    bf = brute_force(E, T, start, end, mask, edge_mask)
+    strided_mask = np.repeat(mask, 2, axis=0)[::2]
+    fortran_edge = np.asfortranarray(edge_mask)
+    assert not strided_mask.flags.c_contiguous and not fortran_edge.flags.c_contiguous
+    args = dict(start=start, end=end, mask=strided_mask, edge_mask=fortran_edge)
+    np.testing.assert_allclose(lattice.log_partition(E, T, **args), bf.log_z, rtol=1e-12)
+    check_marginals(*lattice.marginals(E, T, **args), bf, n, S)
+    assert lattice.viterbi(E, T, **args)[1] == pytest.approx(bf.best_score, rel=1e-12)
+
+
+def _good(n=4, S=3):
+    rng = np.random.default_rng(5)
+    E, T, start, end = random_chain(rng, n, S, 1.0)
+    return dict(emissions=E, transitions=T, start=start, end=end,
+                mask=np.ones((n, S), dtype=bool), edge_mask=np.ones((n - 1, S, S), dtype=bool))
+
+
+def _with(**changes):
+    args = _good()
+    args.update(changes)
+    return args
+
+
+BAD_SHAPES = {
+    "emissions-1d": (_with(emissions=np.zeros(3)), "emissions"),
+    "emissions-3d": (_with(emissions=np.zeros((4, 3, 1))), "emissions"),
+    "transitions-not-square": (_with(transitions=np.zeros((3, 4))), "transitions"),
+    "transitions-1d": (_with(transitions=np.zeros(9)), "transitions"),
+    "transitions-wrong-S": (_with(transitions=np.zeros((4, 4))), "transitions|emissions"),
+    "start-wrong-length": (_with(start=np.zeros(4)), "start"),
+    "start-2d": (_with(start=np.zeros((1, 3))), "start"),
+    "end-wrong-length": (_with(end=np.zeros(2)), "end"),
+    "mask-wrong-shape": (_with(mask=np.ones((4, 4), dtype=bool)), "mask"),
+    "mask-wrong-length": (_with(mask=np.ones((3, 3), dtype=bool)), "mask"),
+    "edge_mask-wrong-length": (_with(edge_mask=np.ones((4, 3, 3), dtype=bool)), "edge_mask"),
+    "edge_mask-2d": (_with(edge_mask=np.ones((3, 3), dtype=bool)), "edge_mask"),
+}
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("case", list(BAD_SHAPES), ids=str)
+def test_wrong_shapes_raise_naming_the_argument(fn, case):
+    args, name = BAD_SHAPES[case]
+    with pytest.raises(ValueError, match=name):
+        fn(**args)
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("argument", ["emissions", "transitions", "start", "end"])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+def test_non_finite_values_raise_naming_the_argument(fn, argument, value):
+    args = _good()
+    bad = args[argument].copy()
+    bad.flat[bad.size // 2] = value
+    args[argument] = bad
+    with pytest.raises(ValueError, match=argument):
+        fn(**args)
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_mask_row_with_no_allowed_label_raises(fn):
+    mask = np.ones((4, 3), dtype=bool)
+    mask[2] = False
+    with pytest.raises(ValueError, match="mask"):
+        fn(**_with(mask=mask))
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_edge_mask_blocking_every_path_raises(fn):
+    # A whole position blocked.
+    edge_mask = np.ones((3, 3, 3), dtype=bool)
+    edge_mask[1] = False
+    with pytest.raises(ValueError, match="mask"):
+        fn(**_with(edge_mask=edge_mask))
+    # Every position and every label has something allowed, yet no path
+    # survives: 0->0 only at the first edge, 1->1 only at the second.
+    edge_mask = np.ones((3, 3, 3), dtype=bool)
+    edge_mask[0] = False
+    edge_mask[0, 0, 0] = True
+    edge_mask[1] = False
+    edge_mask[1, 1, 1] = True
+    assert brute_force(np.zeros((4, 3)), np.zeros((3, 3)), edge_mask=edge_mask).n_allowed == 0
+    with pytest.raises(ValueError, match="mask"):
+        fn(**_with(edge_mask=edge_mask))
+    # Node and edge masks fine on their own, impossible together.
+    mask = np.ones((4, 3), dtype=bool)
+    mask[1] = [False, True, True]
+    edge_mask = np.ones((3, 3, 3), dtype=bool)
+    edge_mask[0, :, 1:] = False
+    with pytest.raises(ValueError, match="mask"):
+        fn(**_with(mask=mask, edge_mask=edge_mask))
+
+
+def test_reference_self_consistency():
+    # The oracle itself: brute force, tree reduction and node_marginal_at agree.
+    rng = np.random.default_rng(11)
+    assert all_labelings(3, 2).shape == (8, 3)
+    for trial in range(30):
+        n = int(rng.integers(1, 6))
+        S = int(rng.integers(1, 4))
+        E, T, start, end = random_chain(rng, n, S, [1.0, 100.0, 1e3][trial % 3])
+        mask = rng.random((n, S)) < 0.8
+        edge_mask = rng.random((n - 1, S, S)) < 0.8
+        bf = brute_force(E, T, start, end, mask, edge_mask)
+        if bf.n_allowed:
+            np.testing.assert_allclose(log_forward(E, T, start, end, mask, edge_mask), bf.log_z, rtol=1e-13)
+            np.testing.assert_allclose(
+                log_viterbi_score(E, T, start, end, mask, edge_mask), bf.best_score, rtol=1e-13
+            )
+            np.testing.assert_allclose(bf.node.sum(axis=1), 1.0, rtol=1e-13)
+        bf = brute_force(E, T, start, end)
+        for t in range(n):
+            np.testing.assert_allclose(node_marginal_at(E, T, t, start, end), bf.node[t], atol=1e-13)
