@@ -133,7 +133,9 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
                                     int64_t n_attributes, const py::object& labels_o,
                                     const py::object& weights_o, const py::object& mask_o) {
   auto indptr = Array<int64_t>::ensure(indptr_o);
-  auto indices = Array<int32_t>::ensure(indices_o);
+  // ids arrive as int64 and are range-checked before narrowing, so an id
+  // beyond int32 is refused instead of wrapping onto a valid one
+  auto indices = Array<int64_t>::ensure(indices_o);
   auto values = Doubles::ensure(values_o);
   auto offsets = Array<int64_t>::ensure(offsets_o);
   if (!indptr || indptr.ndim() != 1 || indptr.size() < 1) fail("indptr must be a 1-D int array of length n_tokens + 1");
@@ -151,7 +153,7 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   if (ip[0] != 0 || ip[c->n_tokens] != nnz) fail("indptr must start at 0 and end at len(indices)");
   for (int64_t t = 0; t < c->n_tokens; ++t)
     if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
-  const int32_t* ix = indices.data();
+  const int64_t* ix = indices.data();
   for (int64_t k = 0; k < nnz; ++k)
     if (ix[k] < 0 || ix[k] >= n_attributes)
       fail("attribute id " + std::to_string(ix[k]) + " out of range [0, " + std::to_string(n_attributes) + ")");
@@ -165,11 +167,12 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   c->values.assign(values.data(), values.data() + nnz);
   c->offsets.assign(op, op + c->n_sequences + 1);
   if (!labels_o.is_none()) {
-    auto labels = Array<int32_t>::ensure(labels_o);
+    auto labels = Array<int64_t>::ensure(labels_o);
     if (!labels) fail("labels must be an int array");
     require_shape(labels, {c->n_tokens}, "labels");
     for (int64_t t = 0; t < c->n_tokens; ++t)
-      if (labels.data()[t] < 0) fail("labels must be non-negative label ids");
+      if (labels.data()[t] < 0 || labels.data()[t] > INT32_MAX)
+        fail(labels.data()[t] < 0 ? "labels must be non-negative label ids" : "label id " + std::to_string(labels.data()[t]) + " out of range (too large)");
     c->labels.assign(labels.data(), labels.data() + c->n_tokens);
   }
   if (!weights_o.is_none()) {
@@ -199,7 +202,7 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
 std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::object& label_ids_o,
                                     int n_labels) {
   auto row_ptr = Array<int64_t>::ensure(row_ptr_o);
-  auto label_ids = Array<int32_t>::ensure(label_ids_o);
+  auto label_ids = Array<int64_t>::ensure(label_ids_o);
   if (!row_ptr || row_ptr.ndim() != 1 || row_ptr.size() < 1) fail("row_ptr must be a 1-D int array of length n_attributes + 1");
   if (!label_ids || label_ids.ndim() != 1) fail("label_ids must be a 1-D int array");
   if (n_labels < 1) fail("n_labels must be at least 1");
@@ -207,7 +210,7 @@ std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::objec
   l->S = n_labels;
   l->n_attributes = static_cast<int32_t>(row_ptr.size() - 1);
   const int64_t* rp = row_ptr.data();
-  const int32_t* li = label_ids.data();
+  const int64_t* li = label_ids.data();
   if (rp[0] != 0 || rp[l->n_attributes] != label_ids.size()) fail("row_ptr must start at 0 and end at len(label_ids)");
   for (int32_t a = 0; a < l->n_attributes; ++a) {
     if (rp[a + 1] < rp[a]) fail("row_ptr must be non-decreasing");

@@ -25,7 +25,7 @@ struct Chunk {
   std::vector<double> value;
 };
 
-constexpr int64_t kChunkTokens = 32768;
+constexpr int64_t kChunkTokens = 4096;
 constexpr int64_t kGroupTokens = 256;
 
 struct Corpus {

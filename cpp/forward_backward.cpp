@@ -2,10 +2,12 @@
 // log space when scaling cannot represent the chain (DESIGN.md kernel 1).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
-#include "fast_math.hpp"
+#include "dense_kernels.hpp"
 #include "lattice.hpp"
+#include "scaled_lattice.hpp"
 
 namespace sscrf {
 
@@ -24,26 +26,8 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr double kMinAlpha = 1e-290;
 
 // Node marginals of a consistent scaled pass sum to 1 up to rounding; a
-// larger gap means alpha or beta overflowed or lost the mass that matters.
+// larger gap means beta overflowed.
 constexpr double kMarginalSumTolerance = 1e-8;
-
-// node_potential[t][b] = E[t][b] + start[b] (t = 0) + end[b] (t = n-1),
-// -inf where the node mask forbids b.
-void fill_node_potentials(const Chain& c, Workspace& ws) {
-  const int64_t n = c.n;
-  const int S = c.S;
-  ws.node_potential.resize(static_cast<size_t>(n) * S);
-  double* np = ws.node_potential.data();
-  std::copy(c.emissions, c.emissions + n * S, np);
-  for (int b = 0; b < S; ++b) {
-    if (c.start) np[b] += c.start[b];
-    if (c.end) np[(n - 1) * S + b] += c.end[b];
-  }
-  if (c.node_mask) {
-    for (int64_t i = 0; i < n * S; ++i)
-      if (!c.node_mask[i]) np[i] = kNegInf;
-  }
-}
 
 inline double log_sum_exp(const double* v, int S) {
   double m = kNegInf;
@@ -54,198 +38,23 @@ inline double log_sum_exp(const double* v, int S) {
   return m + std::log(s);
 }
 
-const TransitionFactors& factors_of(const Chain& c, Workspace& ws) {
-  if (c.factors) return *c.factors;
-  ws.own_factors = TransitionFactors(c.transitions, c.S);
-  return ws.own_factors;
-}
-
-// Scaled forward pass: alpha[t] normalised to sum 1, scale[t] the
-// normaliser, psi[t][b] = exp(potential - row_max[t]). Returns false when a
-// scale sum collapses (or a row allows nothing), leaving log space to decide.
-bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
-  const int64_t n = c.n;
-  const int S = c.S;
-  ws.psi.resize(static_cast<size_t>(n) * S);
-  ws.alpha.resize(static_cast<size_t>(n) * S);
-  ws.row_max.resize(n);
-  ws.scale.resize(n);
-  ws.tmp.resize(S);
-  ws.reachable.resize(2 * static_cast<size_t>(S));
-  const double* np = ws.node_potential.data();
-  const double* col_max = f.col_max.data();
-  double* acc = ws.tmp.data();
-  for (int64_t t = 0; t < n; ++t) {
-    // The transition factors were divided by exp(col_max[b]); put it back
-    // on the node so psi[t][b] * factor[a][b] = exp(T[a][b] + node - m).
-    double* psi = &ws.psi[t * S];
-    double m = kNegInf;
-    for (int b = 0; b < S; ++b) {
-      psi[b] = np[t * S + b] + (t > 0 ? col_max[b] : 0.0);
-      m = std::max(m, psi[b]);
-    }
-    if (m == kNegInf) return false;
-#pragma omp simd
-    for (int b = 0; b < S; ++b) psi[b] = exp_nonpositive(psi[b] - m);
-    ws.row_max[t] = m;
-
-    // reachable[b]: the masks allow some labeling of tokens 0..t ending in b.
-    uint8_t* reach = &ws.reachable[(t % 2) * S];
-    const uint8_t* reach_prev = &ws.reachable[((t + 1) % 2) * S];
-    const uint8_t* em = (c.edge_mask && t > 0) ? c.edge_mask + (t - 1) * S * S : nullptr;
-    for (int b = 0; b < S; ++b) {
-      bool r = np[t * S + b] != kNegInf;
-      if (r && em) {
-        r = false;
-        for (int a = 0; a < S && !r; ++a) r = reach_prev[a] && em[a * S + b];
-      }
-      reach[b] = r;
-    }
-
-    double* alpha = &ws.alpha[t * S];
-    if (t == 0) {
-      for (int b = 0; b < S; ++b) alpha[b] = psi[b];
-    } else {
-      // alpha'_t(b) = psi_t(b) * Σ_a alpha_{t-1}(a) * factor_t(a, b)
-      const double* prev = &ws.alpha[(t - 1) * S];
-      std::fill(acc, acc + S, 0.0);
-      for (int a = 0; a < S; ++a) {
-        const double pa = prev[a];
-        const double* fa = &f.factor[a * S];
-        if (em) {
-          const uint8_t* ema = em + a * S;
-          for (int b = 0; b < S; ++b) acc[b] += ema[b] ? pa * fa[b] : 0.0;
-        } else {
-#pragma omp simd
-          for (int b = 0; b < S; ++b) acc[b] += pa * fa[b];
-        }
-      }
-      for (int b = 0; b < S; ++b) alpha[b] = psi[b] * acc[b];
-    }
-    double s = 0.0;
-    bool any = false;
-    for (int b = 0; b < S; ++b) {
-      s += alpha[b];
-      if (reach[b]) {
-        any = true;
-        if (!(alpha[b] >= kMinAlpha)) return false;
-      }
-    }
-    if (!any) return false;
-    const double inv = 1.0 / s;
-    for (int b = 0; b < S; ++b) alpha[b] *= inv;
-    ws.scale[t] = s;
-  }
-  return true;
-}
-
-double scaled_log_z(const Workspace& ws, int64_t n) {
-  double log_z = 0.0;
-  for (int64_t t = 0; t < n; ++t) log_z += ws.row_max[t] + std::log(ws.scale[t]);
-  return log_z;
-}
-
-// Scaled backward pass and marginals; false when they fail the sum-to-one
-// certificate (then nothing has been added to edge_sum).
-bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws,
-                     double* node, double* edge, double* edge_sum) {
-  const int64_t n = c.n;
-  const int S = c.S;
-  ws.beta.resize(static_cast<size_t>(n) * S);
-  ws.tmp.resize(static_cast<size_t>(S) + (edge_sum ? static_cast<size_t>(S) * S : 0));
-  double* g = ws.tmp.data();
-  double* local_edge_sum = edge_sum ? ws.tmp.data() + S : nullptr;
-  if (local_edge_sum) std::fill(local_edge_sum, local_edge_sum + S * S, 0.0);
-  std::fill(&ws.beta[(n - 1) * S], &ws.beta[(n - 1) * S] + S, 1.0);
-  // Without an edge mask or full edge output, Σ_t p_t(a, b) factors as
-  // factor(a, b) · Σ_t alpha_{t-1}(a) g_t(b): accumulate the outer products
-  // and multiply by the factors once.
-  const bool fast = !c.edge_mask && !edge;
-  double* outer = ws.edge_scratch.data();
-  if (fast && local_edge_sum) {
-    ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-    outer = ws.edge_scratch.data();
-  }
-  for (int64_t t = n - 1; t >= 1; --t) {
-    // g(b) = psi_t(b) beta_t(b) / scale_t;  beta_{t-1}(a) = Σ_b factor_t(a,b) g(b)
-    const double* psi = &ws.psi[t * S];
-    const double* beta = &ws.beta[t * S];
-    const double inv = 1.0 / ws.scale[t];
-    for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
-    double* beta_prev = &ws.beta[(t - 1) * S];
-    const double* alpha_prev = &ws.alpha[(t - 1) * S];
-    if (fast) {
-      // beta_{t-1} = Σ_b g(b) · factorᵀ[b]: independent accumulators, no reduction chain
-      std::fill(beta_prev, beta_prev + S, 0.0);
-      for (int b = 0; b < S; ++b) {
-        const double gb = g[b];
-        const double* ft = &f.factor_t[b * S];
-#pragma omp simd
-        for (int a = 0; a < S; ++a) beta_prev[a] += gb * ft[a];
-      }
-      if (local_edge_sum) {
-        for (int a = 0; a < S; ++a) {
-          const double pa = alpha_prev[a];
-          double* row = outer + a * S;
-#pragma omp simd
-          for (int b = 0; b < S; ++b) row[b] += pa * g[b];
-        }
-      }
-      continue;
-    }
-    const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
-    double* edge_t = edge ? edge + (t - 1) * S * S : nullptr;
-    for (int a = 0; a < S; ++a) {
-      const double* fa = &f.factor[a * S];
-      double sum = 0.0;
-      for (int b = 0; b < S; ++b) sum += (em && !em[a * S + b]) ? 0.0 : fa[b] * g[b];
-      beta_prev[a] = sum;
-      // p(y_{t-1}=a, y_t=b) = alpha_{t-1}(a) factor_t(a,b) g(b)
-      const double pa = alpha_prev[a];
-      for (int b = 0; b < S; ++b) {
-        const double p = (em && !em[a * S + b]) ? 0.0 : pa * fa[b] * g[b];
-        if (edge_t) edge_t[a * S + b] = p;
-        if (local_edge_sum) local_edge_sum[a * S + b] += p;
-      }
-    }
-  }
-  if (fast && local_edge_sum) {
-    for (int i = 0; i < S * S; ++i) local_edge_sum[i] = outer[i] * f.factor[i];
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    const double* alpha = &ws.alpha[t * S];
-    const double* beta = &ws.beta[t * S];
-    double total = 0.0;
-    for (int b = 0; b < S; ++b) total += alpha[b] * beta[b];
-    if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
-    if (node) {
-      double* out = node + t * S;
-      for (int b = 0; b < S; ++b) out[b] = alpha[b] * beta[b];
-    }
-  }
-  if (edge_sum) {
-    for (int i = 0; i < S * S; ++i) edge_sum[i] += local_edge_sum[i];
-  }
-  return true;
-}
-
-// Log-space forward pass; ws.alpha[t] holds log alpha normalised so that
-// its log-sum-exp is 0 (magnitudes stay small on long chains). Returns log Z.
+// Log-space forward pass; ws.log_alpha[t] is normalised so that its
+// log-sum-exp is 0 (magnitudes stay small on long chains). Returns log Z.
 double log_space_forward(const Chain& c, Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S;
   const double* np = ws.node_potential.data();
   const double* T = c.transitions;
-  ws.alpha.resize(static_cast<size_t>(n) * S);
+  ws.log_alpha.resize(static_cast<size_t>(n) * S);
   ws.tmp.resize(S);
   double* v = ws.tmp.data();
   double log_z = 0.0;
   for (int64_t t = 0; t < n; ++t) {
-    double* la = &ws.alpha[t * S];
+    double* la = &ws.log_alpha[t * S];
     if (t == 0) {
       for (int b = 0; b < S; ++b) la[b] = np[b];
     } else {
-      const double* prev = &ws.alpha[(t - 1) * S];
+      const double* prev = &ws.log_alpha[(t - 1) * S];
       const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
       for (int b = 0; b < S; ++b) {
         for (int a = 0; a < S; ++a)
@@ -269,14 +78,14 @@ void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edg
   const int S = c.S;
   const double* np = ws.node_potential.data();
   const double* T = c.transitions;
-  ws.beta.resize(static_cast<size_t>(n) * S);
+  ws.log_beta.resize(static_cast<size_t>(n) * S);
   ws.tmp.resize(static_cast<size_t>(S) * S);
   double* v = ws.tmp.data();
-  std::fill(&ws.beta[(n - 1) * S], &ws.beta[(n - 1) * S] + S, 0.0);
+  std::fill(&ws.log_beta[(n - 1) * S], &ws.log_beta[(n - 1) * S] + S, 0.0);
   for (int64_t t = n - 1; t >= 1; --t) {
     const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
-    const double* lb = &ws.beta[t * S];
-    double* lb_prev = &ws.beta[(t - 1) * S];
+    const double* lb = &ws.log_beta[t * S];
+    double* lb_prev = &ws.log_beta[(t - 1) * S];
     double top = kNegInf;
     for (int a = 0; a < S; ++a) {
       for (int b = 0; b < S; ++b)
@@ -288,7 +97,7 @@ void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edg
       for (int a = 0; a < S; ++a) lb_prev[a] -= top;
     if (edge || edge_sum) {
       // p(a, b) ∝ exp(la_{t-1}(a) + T(a,b) + node_t(b) + lb_t(b))
-      const double* la_prev = &ws.alpha[(t - 1) * S];
+      const double* la_prev = &ws.log_alpha[(t - 1) * S];
       for (int a = 0; a < S; ++a)
         for (int b = 0; b < S; ++b)
           v[a * S + b] = (em && !em[a * S + b])
@@ -306,41 +115,244 @@ void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edg
     ws.tmp.resize(S);
     double* u = ws.tmp.data();
     for (int64_t t = 0; t < n; ++t) {
-      for (int b = 0; b < S; ++b) u[b] = ws.alpha[t * S + b] + ws.beta[t * S + b];
+      for (int b = 0; b < S; ++b) u[b] = ws.log_alpha[t * S + b] + ws.log_beta[t * S + b];
       const double norm = log_sum_exp(u, S);
       for (int b = 0; b < S; ++b) node[t * S + b] = std::exp(u[b] - norm);
     }
   }
 }
 
+// Σ_t p_t(a, b) from a trusted scaled pass, added to edge_sum [S][S].
+void scaled_edge_sum(const Chain& c, const TransitionFactors& f, Workspace& ws,
+                     double* edge_sum) {
+  const int64_t n = c.n;
+  const int S = c.S, ld = f.ld;
+  if (!c.edge_mask) {
+    // Σ_t alpha_{t-1}(a) factor(a,b) g_t(b) = factor(a,b) · (Σ_t alpha_{t-1} ⊗ g_t)(a,b)
+    ws.outer.assign(static_cast<size_t>(S) * ld, 0.0);
+    add_transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
+    for (int a = 0; a < S; ++a)
+      for (int b = 0; b < S; ++b) edge_sum[a * S + b] += ws.outer[a * ld + b] * f.factor[a * ld + b];
+    return;
+  }
+  for (int64_t t = 1; t < n; ++t) {
+    const uint8_t* em = c.edge_mask + (t - 1) * S * S;
+    const double* alpha_prev = &ws.alpha[(t - 1) * ld];
+    const double* g = &ws.g[t * ld];
+    for (int a = 0; a < S; ++a)
+      for (int b = 0; b < S; ++b)
+        if (em[a * S + b]) edge_sum[a * S + b] += alpha_prev[a] * f.factor[a * ld + b] * g[b];
+  }
+}
+
 }  // namespace
 
+void fill_node_potentials(const Chain& c, Workspace& ws) {
+  const int64_t n = c.n;
+  const int S = c.S;
+  ws.node_potential.resize(static_cast<size_t>(n) * S);
+  double* np = ws.node_potential.data();
+  std::copy(c.emissions, c.emissions + n * S, np);
+  for (int b = 0; b < S; ++b) {
+    if (c.start) np[b] += c.start[b];
+    if (c.end) np[(n - 1) * S + b] += c.end[b];
+  }
+  if (c.node_mask) {
+    for (int64_t i = 0; i < n * S; ++i)
+      if (!c.node_mask[i]) np[i] = kNegInf;
+  }
+}
+
+const TransitionFactors& factors_of(const Chain& c, Workspace& ws) {
+  if (c.factors) return *c.factors;
+  ws.own_factors = TransitionFactors(c.transitions, c.S);
+  return ws.own_factors;
+}
+
+SSCRF_SIMD_CLONES
+bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
+  const int64_t n = c.n;
+  const int S = c.S, ld = f.ld;
+  ws.psi.assign(static_cast<size_t>(n) * ld, 0.0);
+  ws.alpha.assign(static_cast<size_t>(n) * ld, 0.0);
+  ws.row_max.resize(n);
+  ws.scale.resize(n);
+  ws.tmp.resize(ld);
+  ws.reachable.resize(2 * static_cast<size_t>(S));
+  ws.allowed.resize(ld);
+  const double* np = ws.node_potential.data();
+  const double* col_max = f.col_max.data();
+  double* acc = ws.tmp.data();
+  const vec4 min_alpha = splat4(kMinAlpha), neg_inf = splat4(kNegInf), zero = splat4(0.0);
+  for (int64_t t = 0; t < n; ++t) {
+    // The transition factors were divided by exp(col_max[b]); put it back
+    // on the node so psi[t][b] * factor[a][b] = exp(T[a][b] + node - m).
+    double* psi = &ws.psi[t * ld];
+    if (t > 0) {
+      for (int b = 0; b < S; ++b) psi[b] = np[t * S + b] + col_max[b];
+    } else {
+      for (int b = 0; b < S; ++b) psi[b] = np[b];
+    }
+    for (int b = S; b < ld; ++b) psi[b] = kNegInf;  // padding: exp gives 0
+    // allowed[b] (a lane mask): the node mask allows b; padding is not allowed
+    vec4 row_max = neg_inf;
+    for (int b = 0; b < ld; b += 4) {
+      const vec4 v = load4(psi + b);
+      row_max = v > row_max ? v : row_max;
+    }
+    const double m = std::max(std::max(row_max[0], row_max[1]), std::max(row_max[2], row_max[3]));
+    if (m == kNegInf) return false;
+    for (int b = 0; b < ld; b += 4) {
+      const ivec4 allowed = load4(psi + b) != neg_inf;
+      std::memcpy(&ws.allowed[b], &allowed, sizeof allowed);
+    }
+    exp_shifted_row(psi, ld, m);
+    ws.row_max[t] = m;
+
+    // With an edge mask, "allowed" is not enough: b must be reachable from
+    // a reachable label through an allowed edge.
+    const uint8_t* em = (c.edge_mask && t > 0) ? c.edge_mask + (t - 1) * S * S : nullptr;
+    if (c.edge_mask) {
+      uint8_t* reach = &ws.reachable[(t % 2) * S];
+      const uint8_t* reach_prev = &ws.reachable[((t + 1) % 2) * S];
+      for (int b = 0; b < S; ++b) {
+        bool r = ws.allowed[b] != 0;
+        if (r && em) {
+          r = false;
+          for (int a = 0; a < S && !r; ++a) r = reach_prev[a] && em[a * S + b];
+        }
+        reach[b] = r;
+        ws.allowed[b] = r ? -1 : 0;
+      }
+    }
+
+    double* alpha = &ws.alpha[t * ld];
+    if (t == 0) {
+      std::copy(psi, psi + ld, alpha);
+    } else {
+      // alpha'_t(b) = psi_t(b) · Σ_a alpha_{t-1}(a) factor_t(a, b)
+      const double* prev = &ws.alpha[(t - 1) * ld];
+      if (em) {
+        std::fill(acc, acc + ld, 0.0);
+        for (int a = 0; a < S; ++a)
+          for (int b = 0; b < S; ++b)
+            if (em[a * S + b]) acc[b] += prev[a] * f.factor[a * ld + b];
+      } else {
+        vector_matrix(prev, f.factor.data(), S, ld, acc);
+      }
+      for (int b = 0; b < ld; b += 4) store4(alpha + b, load4(psi + b) * load4(acc + b));
+    }
+    vec4 sum = zero;
+    ivec4 too_small = ivec4{0, 0, 0, 0}, any = too_small;
+    for (int b = 0; b < ld; b += 4) {
+      const vec4 v = load4(alpha + b);
+      ivec4 allowed;
+      std::memcpy(&allowed, &ws.allowed[b], sizeof allowed);
+      sum += v;
+      any |= allowed;
+      too_small |= allowed & (v < min_alpha);
+    }
+    if (!(any[0] | any[1] | any[2] | any[3])) return false;
+    if (too_small[0] | too_small[1] | too_small[2] | too_small[3]) return false;
+    const double total = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+    const vec4 inv = splat4(1.0 / total);
+    for (int b = 0; b < ld; b += 4) store4(alpha + b, load4(alpha + b) * inv);
+    ws.scale[t] = total;
+  }
+  return true;
+}
+
+double scaled_log_z(const Workspace& ws, int64_t n) {
+  double log_z = 0.0;
+  for (int64_t t = 0; t < n; ++t) log_z += ws.row_max[t] + std::log(ws.scale[t]);
+  return log_z;
+}
+
+SSCRF_SIMD_CLONES
+bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
+  const int64_t n = c.n;
+  const int S = c.S, ld = f.ld;
+  ws.beta.assign(static_cast<size_t>(n) * ld, 0.0);
+  ws.g.assign(static_cast<size_t>(n) * ld, 0.0);
+  std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
+  for (int64_t t = n - 1; t >= 1; --t) {
+    // g_t(b) = psi_t(b) beta_t(b) / scale_t;  beta_{t-1}(a) = Σ_b factor(a,b) g_t(b)
+    const double* psi = &ws.psi[t * ld];
+    const double* beta = &ws.beta[t * ld];
+    double* g = &ws.g[t * ld];
+    const double inv = 1.0 / ws.scale[t];
+    for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
+    double* beta_prev = &ws.beta[(t - 1) * ld];
+    if (c.edge_mask) {
+      const uint8_t* em = c.edge_mask + (t - 1) * S * S;
+      for (int a = 0; a < S; ++a) {
+        double sum = 0.0;
+        for (int b = 0; b < S; ++b)
+          if (em[a * S + b]) sum += f.factor[a * ld + b] * g[b];
+        beta_prev[a] = sum;
+      }
+    } else {
+      vector_matrix(g, f.factor_t.data(), S, ld, beta_prev);
+    }
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    const double* alpha = &ws.alpha[t * ld];
+    const double* beta = &ws.beta[t * ld];
+    double total = 0.0;
+    for (int b = 0; b < S; ++b) total += alpha[b] * beta[b];
+    if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
+  }
+  return true;
+}
+
 TransitionFactors::TransitionFactors(const double* transitions, int S_)
-    : S(S_), factor(static_cast<size_t>(S_) * S_), col_max(S_, kNegInf) {
+    : S(S_), ld(padded_width(S_)), col_max(S_, kNegInf) {
+  factor.assign(static_cast<size_t>(S) * ld, 0.0);
+  factor_t.assign(static_cast<size_t>(S) * ld, 0.0);
   for (int a = 0; a < S; ++a)
     for (int b = 0; b < S; ++b) col_max[b] = std::max(col_max[b], transitions[a * S + b]);
   for (int a = 0; a < S; ++a)
-    for (int b = 0; b < S; ++b)
-      factor[a * S + b] = exp_nonpositive(transitions[a * S + b] - col_max[b]);
-  factor_t.resize(factor.size());
-  for (int a = 0; a < S; ++a)
-    for (int b = 0; b < S; ++b) factor_t[b * S + a] = factor[a * S + b];
+    for (int b = 0; b < S; ++b) {
+      const double v = std::exp(transitions[a * S + b] - col_max[b]);
+      factor[a * ld + b] = v;
+      factor_t[b * ld + a] = v;
+    }
 }
 
+SSCRF_SIMD_CLONES
 double forward_backward(const Chain& c, Workspace& ws, double* node, double* edge,
                         double* edge_sum) {
   if (c.n == 0) return 0.0;
+  const int64_t n = c.n;
+  const int S = c.S;
   fill_node_potentials(c, ws);
   const TransitionFactors& f = factors_of(c, ws);
-  if (scaled_forward(c, f, ws)) {
-    const double log_z = scaled_log_z(ws, c.n);
-    if (scaled_backward(c, f, ws, node, edge, edge_sum)) return log_z;
+  const int ld = f.ld;
+  if (scaled_forward(c, f, ws) && scaled_backward(c, f, ws)) {
+    if (node) {
+      for (int64_t t = 0; t < n; ++t)
+        for (int b = 0; b < S; ++b) node[t * S + b] = ws.alpha[t * ld + b] * ws.beta[t * ld + b];
+    }
+    if (edge) {
+      for (int64_t t = 1; t < n; ++t) {
+        const uint8_t* em = c.edge_mask ? c.edge_mask + (t - 1) * S * S : nullptr;
+        for (int a = 0; a < S; ++a)
+          for (int b = 0; b < S; ++b)
+            edge[(t - 1) * S * S + a * S + b] =
+                (em && !em[a * S + b]) ? 0.0
+                                       : ws.alpha[(t - 1) * ld + a] * f.factor[a * ld + b] *
+                                             ws.g[t * ld + b];
+      }
+    }
+    if (edge_sum) scaled_edge_sum(c, f, ws, edge_sum);
+    return scaled_log_z(ws, n);
   }
   const double log_z = log_space_forward(c, ws);
   log_space_backward(c, ws, node, edge, edge_sum);
   return log_z;
 }
 
+SSCRF_SIMD_CLONES
 double log_partition(const Chain& c, Workspace& ws) {
   if (c.n == 0) return 0.0;
   fill_node_potentials(c, ws);

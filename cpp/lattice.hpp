@@ -14,13 +14,14 @@ struct NoLabeling : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// exp(T - column max) once per evaluation, shared by every sequence.
-// factor: [S][S], factor[a][b] = exp(T[a][b] - col_max[b]); col_max: [S].
+// exp(T - column max) once per evaluation, shared by every sequence. Rows
+// are padded to ld = padded_width(S) columns with zeros.
+//   factor:   [S][ld], factor[a][b] = exp(T[a][b] - col_max[b])
+//   factor_t: [S][ld], factor_t[b][a] = factor[a][b]
+//   col_max:  [S]
 struct TransitionFactors {
-  int S = 0;
-  std::vector<double> factor;
-  std::vector<double> factor_t;  // [S][S] transposed: factor_t[b][a] = factor[a][b]
-  std::vector<double> col_max;
+  int S = 0, ld = 0;
+  std::vector<double> factor, factor_t, col_max;
   TransitionFactors() = default;
   TransitionFactors(const double* transitions, int S);
 };
@@ -47,18 +48,21 @@ struct Chain {
 };
 
 // Buffers reused across sequences by one thread, so the hot loop allocates
-// nothing once they have grown to the longest sequence.
+// nothing once they have grown to the longest sequence. Rows of the scaled
+// pass have stride ld (padded, zero-filled); log-space rows have stride S.
 struct Workspace {
-  std::vector<double> node_potential;  // [n][S] log-potential of each node
-  std::vector<double> alpha, beta;     // [n][S]
-  std::vector<double> psi;             // [n][S] exp(node potential - row max)
-  std::vector<double> row_max;         // [n]
-  std::vector<double> scale;           // [n]
-  std::vector<double> tmp;             // [S] or [S][S]
-  std::vector<int32_t> backpointer;    // [n][S]
-  std::vector<double> emissions;       // [n][S] scores of the current sequence
-  std::vector<double> edge_scratch;    // [S][S]
-  std::vector<uint8_t> reachable;      // [2][S]
+  std::vector<double> node_potential;     // [n][S] log-potential of each node
+  std::vector<double> psi, alpha, beta;   // [n][ld] scaled pass
+  std::vector<double> g;                  // [n][ld] psi_t beta_t / scale_t
+  std::vector<double> row_max, scale;     // [n]
+  std::vector<double> log_alpha, log_beta;  // [n][S] log-space pass
+  std::vector<double> tmp;                // scratch, [ld] to [S][S]
+  std::vector<double> outer;              // [S][ld] Σ_t alpha_{t-1} ⊗ g_t
+  std::vector<double> emissions;          // [n][S] scores of the current sequence
+  std::vector<double> edge_scratch;       // [S][S] for callers
+  std::vector<uint8_t> reachable;         // [2][S]
+  std::vector<int64_t> allowed;           // [ld] lane mask of labels allowed at a token
+  std::vector<int32_t> backpointer;       // [n][S]
   TransitionFactors own_factors;
 };
 

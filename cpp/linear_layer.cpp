@@ -3,8 +3,11 @@
 
 #include <algorithm>
 
+#include "dense_kernels.hpp"
+
 namespace sscrf {
 
+SSCRF_SIMD_CLONES
 void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
                   const Layout& layout, const double* weights, double* emissions) {
   const int S = layout.S;
@@ -27,6 +30,7 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
   }
 }
 
+SSCRF_SIMD_CLONES
 void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
                             const double* d_emissions, double* grad_weights) {
   const int S = layout.S;
@@ -35,15 +39,41 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
   if (r1 == r0) return;
   double* g = grad_weights + r0;
   const int32_t* lab = &layout.label_ids[r0];
-  for (int64_t k = chunk.attr_ptr[i]; k < chunk.attr_ptr[i + 1]; ++k) {
-    const double v = chunk.value[k];
-    const double* d = d_emissions + static_cast<int64_t>(chunk.token[k]) * S;
-    if (r1 - r0 == S) {
-#pragma omp simd
-      for (int b = 0; b < S; ++b) g[b] += v * d[b];
-    } else {
-      for (int64_t j = 0; j < r1 - r0; ++j) g[j] += v * d[lab[j]];
+  const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
+  const int32_t* tok = chunk.token.data();
+  const double* val = chunk.value.data();
+  // Sums over the attribute's occurrences run in registers (two chains
+  // each), not through g in memory, where every occurrence would wait for
+  // the previous store.
+  if (r1 - r0 == S) {
+    int b0 = 0;
+    for (; b0 + 4 <= S; b0 += 4) {
+      vec4 even = splat4(0.0), odd = even;
+      int64_t k = k0;
+      for (; k + 1 < k1; k += 2) {
+        even += splat4(val[k]) * load4(d_emissions + static_cast<int64_t>(tok[k]) * S + b0);
+        odd += splat4(val[k + 1]) * load4(d_emissions + static_cast<int64_t>(tok[k + 1]) * S + b0);
+      }
+      if (k < k1) even += splat4(val[k]) * load4(d_emissions + static_cast<int64_t>(tok[k]) * S + b0);
+      store4(g + b0, load4(g + b0) + (even + odd));
     }
+    for (; b0 < S; ++b0) {
+      double sum = 0.0;
+      for (int64_t k = k0; k < k1; ++k) sum += val[k] * d_emissions[static_cast<int64_t>(tok[k]) * S + b0];
+      g[b0] += sum;
+    }
+    return;
+  }
+  for (int64_t j = 0; j < r1 - r0; ++j) {
+    const double* column = d_emissions + lab[j];
+    double even = 0.0, odd = 0.0;
+    int64_t k = k0;
+    for (; k + 1 < k1; k += 2) {
+      even += val[k] * column[static_cast<int64_t>(tok[k]) * S];
+      odd += val[k + 1] * column[static_cast<int64_t>(tok[k + 1]) * S];
+    }
+    if (k < k1) even += val[k] * column[static_cast<int64_t>(tok[k]) * S];
+    g[j] += even + odd;
   }
 }
 

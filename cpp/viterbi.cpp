@@ -1,10 +1,12 @@
 // Viterbi decoding of one chain in log space; ties go to the lower label.
 #include <limits>
 
+#include "dense_kernels.hpp"
 #include "lattice.hpp"
 
 namespace sscrf {
 
+SSCRF_SIMD_CLONES
 double viterbi(const Chain& c, Workspace& ws, int32_t* path) {
   const int64_t n = c.n;
   const int S = c.S;

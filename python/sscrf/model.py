@@ -173,8 +173,9 @@ class CRF:
         n = self.n_threads
         if n is None:
             return os.cpu_count() or 1
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise SscrfError(f"n_threads must be a positive integer or None, not {n!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 1 << 16:
+            raise SscrfError(f"n_threads must be a positive integer (at most 65536) or None, "
+                             f"not {n!r}")
         return int(n)
 
     def _label_set(self, y):
@@ -404,8 +405,6 @@ class CRF:
 
     def _layout(self):
         cached = getattr(self, "_layout_cache", None)
-        if cached is None or cached[0] is not self.coef_ if hasattr(self, "coef_") else True:
-            pass
         key = (id(self.row_ptr_), id(self.label_ids_))
         if cached is None or cached[0] != key:
             layout = _core.Layout(self.row_ptr_, self.label_ids_, len(self.classes_))

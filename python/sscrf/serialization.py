@@ -38,6 +38,8 @@ def write_atomic(path, data):
     """Write bytes to ``path`` through a temporary file and a rename."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".sscrf-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -55,7 +57,7 @@ def save(path, meta, arrays):
     """Save ``meta`` (JSON-serialisable dict) and ``arrays`` (name -> ndarray)."""
     entries, blobs = [], []
     for name, array in arrays.items():
-        a = np.ascontiguousarray(array)
+        a = np.asarray(array, order="C")  # keeps 0-d arrays 0-d, unlike ascontiguousarray
         dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
         a = a.astype(dtype, copy=False)
         if a.dtype.str not in _ALLOWED_DTYPES:
@@ -95,17 +97,20 @@ def load(path):
     try:
         header = json.loads(body[_PREFIX.size:_PREFIX.size + header_len].decode("utf-8"))
         entries, meta = header["arrays"], header["meta"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise SscrfError(f"{path}: malformed model header: {e}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        raise SscrfError(f"{path}: malformed model header: {e!r}") from None
+    if not isinstance(entries, list) or not isinstance(meta, dict):
+        raise SscrfError(f"{path}: malformed model header (arrays must be a list, meta a dict)")
     arrays = {}
     offset = _PREFIX.size + header_len
     for entry in entries:
-        try:
-            name, dtype, shape = entry["name"], entry["dtype"], tuple(int(d) for d in entry["shape"])
-        except (KeyError, TypeError, ValueError):
-            raise SscrfError(f"{path}: malformed array entry in model header") from None
-        if dtype not in _ALLOWED_DTYPES or any(d < 0 for d in shape):
-            raise SscrfError(f"{path}: array {name!r} has a disallowed dtype or shape")
+        name, dtype, shape = _array_entry(entry)
+        if name is None:
+            raise SscrfError(f"{path}: malformed array entry in model header")
+        if name in arrays:
+            raise SscrfError(f"{path}: array {name!r} appears twice in the model header")
+        if dtype not in _ALLOWED_DTYPES:
+            raise SscrfError(f"{path}: array {name!r} has a disallowed dtype {dtype!r}")
         nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
         if offset + nbytes > len(body):
             raise SscrfError(f"{path}: array {name!r} runs past the end of the file")
@@ -115,3 +120,15 @@ def load(path):
     if offset != len(body):
         raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")
     return meta, arrays
+
+
+def _array_entry(entry):
+    """(name, dtype, shape) of a header entry, or (None, None, None) if malformed."""
+    if not isinstance(entry, dict):
+        return None, None, None
+    name, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
+    if not isinstance(name, str) or not isinstance(dtype, str) or not isinstance(shape, list):
+        return None, None, None
+    if not all(type(d) is int and 0 <= d < 1 << 62 for d in shape):
+        return None, None, None
+    return name, dtype, tuple(shape)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.optimize
+from threadpoolctl import threadpool_limits
 
 from .errors import SscrfError
 
@@ -116,13 +117,22 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
             raise StopIteration
 
     stop_reason = None
+    if max_iterations == 0:
+        # scipy takes one step even with maxiter=0; zero means "evaluate the start".
+        loss, grad = fun(np.asarray(theta0, dtype=np.float64))
+        seconds = time.perf_counter() - started
+        show.done(0, loss, 1, seconds, "max_iterations is 0")
+        return TrainResult(best["theta"], best["loss"], 0, 1, "max_iterations is 0", seconds, [])
     try:
-        result = scipy.optimize.minimize(
-            fun, np.asarray(theta0, dtype=np.float64), jac=True, method="L-BFGS-B",
-            callback=on_iteration,
-            options={"maxiter": max_iterations, "maxcor": memory, "ftol": 0.0, "gtol": 0.0,
-                     "maxfun": max(20 * max_iterations, 100)},
-        )
+        # The optimiser's vector operations are far too small for BLAS threads,
+        # whose spinning would compete with the OpenMP threads of the objective.
+        with threadpool_limits(limits=1, user_api="blas"):
+            result = scipy.optimize.minimize(
+                fun, np.asarray(theta0, dtype=np.float64), jac=True, method="L-BFGS-B",
+                callback=on_iteration,
+                options={"maxiter": max_iterations, "maxcor": memory, "ftol": 0.0, "gtol": 0.0,
+                         "maxfun": max(20 * max_iterations, 100)},
+            )
         if len(history) >= max_iterations:
             stop_reason = "reached max_iterations"
         elif reason["text"] != "reached max_iterations":

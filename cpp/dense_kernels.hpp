@@ -1,0 +1,125 @@
+// Small dense kernels over label rows padded to a multiple of kBlock
+// doubles (the padding holds zeros), written with GCC/Clang vector types so
+// that the accumulators live in registers and every lane does useful work.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// Hot kernels are compiled twice, for AVX2+FMA (x86-64-v3) and for the
+// baseline, and the loader picks one per machine: wide SIMD without
+// -march=native in a portable build. Every thread runs the same clone, so
+// results still do not depend on the thread count.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SSCRF_NATIVE)
+#define SSCRF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SSCRF_SIMD_CLONES
+#endif
+
+namespace sscrf {
+
+constexpr int kBlock = 8;
+
+inline int padded_width(int S) { return (S + kBlock - 1) / kBlock * kBlock; }
+
+typedef double vec4 __attribute__((vector_size(32)));
+typedef int64_t ivec4 __attribute__((vector_size(32)));
+
+__attribute__((always_inline)) inline vec4 load4(const double* p) {
+  vec4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline void store4(double* p, vec4 v) { std::memcpy(p, &v, sizeof v); }
+__attribute__((always_inline)) inline vec4 splat4(double x) { return vec4{x, x, x, x}; }
+
+// out[b] = Σ_{a < rows} x[a] · M[a][b] for b < ld; M has row stride ld.
+__attribute__((always_inline)) inline void vector_matrix(const double* x, const double* M, int rows, int ld, double* out) {
+  for (int b0 = 0; b0 < ld; b0 += kBlock) {
+    // even and odd rows accumulate separately: half the dependency chain
+    vec4 e0 = splat4(0.0), e1 = e0, o0 = e0, o1 = e0;
+    int a = 0;
+    for (; a + 1 < rows; a += 2) {
+      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+      const double* me = M + static_cast<int64_t>(a) * ld + b0;
+      const double* mo = me + ld;
+      e0 += xe * load4(me);
+      e1 += xe * load4(me + 4);
+      o0 += xo * load4(mo);
+      o1 += xo * load4(mo + 4);
+    }
+    if (a < rows) {
+      const vec4 xe = splat4(x[a]);
+      const double* me = M + static_cast<int64_t>(a) * ld + b0;
+      e0 += xe * load4(me);
+      e1 += xe * load4(me + 4);
+    }
+    store4(out + b0, e0 + o0);
+    store4(out + b0 + 4, e1 + o1);
+  }
+}
+
+// O[a][b] += Σ_{t < n} A[t][a] · B[t][b] for a < rows, b < ld: a sum of
+// outer products (AᵀB), blocked two rows of O by kBlock columns at a time.
+// A, B and O have row stride ld.
+__attribute__((always_inline)) inline void add_transposed_product(const double* A, const double* B, int64_t n, int rows,
+                                   int ld, double* O) {
+  for (int a0 = 0; a0 < rows; a0 += 2) {
+    const bool two = a0 + 1 < rows;
+    for (int b0 = 0; b0 < ld; b0 += kBlock) {
+      vec4 r00 = splat4(0.0), r01 = r00, r10 = r00, r11 = r00;
+      for (int64_t t = 0; t < n; ++t) {
+        const vec4 x0 = splat4(A[t * ld + a0]);
+        const vec4 x1 = splat4(two ? A[t * ld + a0 + 1] : 0.0);
+        const vec4 b_lo = load4(B + t * ld + b0), b_hi = load4(B + t * ld + b0 + 4);
+        r00 += x0 * b_lo;
+        r01 += x0 * b_hi;
+        r10 += x1 * b_lo;
+        r11 += x1 * b_hi;
+      }
+      double* o0 = O + static_cast<int64_t>(a0) * ld + b0;
+      store4(o0, load4(o0) + r00);
+      store4(o0 + 4, load4(o0 + 4) + r01);
+      if (two) {
+        store4(o0 + ld, load4(o0 + ld) + r10);
+        store4(o0 + ld + 4, load4(o0 + ld + 4) + r11);
+      }
+    }
+  }
+}
+
+// row[b] = exp(row[b] - m) for b < ld, where row[b] <= m or row[b] = -inf
+// (gives 0). Relative error below 1e-15; arguments below -708 give 0 (those
+// factors are under 1e-307 of the row maximum). exp(x) = 2^k · exp(r) with
+// k = round(x / ln 2), |r| <= ln2 / 2, exp(r) by its degree-12 Taylor
+// polynomial (truncation error < 2e-16).
+__attribute__((always_inline)) inline void exp_shifted_row(double* row, int ld, double m) {
+  const vec4 log2e = splat4(1.4426950408889634);
+  const vec4 ln2_hi = splat4(6.93147180369123816490e-01);  // Cody-Waite split of ln 2
+  const vec4 ln2_lo = splat4(1.90821492927058770002e-10);
+  const vec4 shifter = splat4(6755399441055744.0);  // 1.5 · 2^52: adding it rounds to an integer
+  const vec4 floor_arg = splat4(-708.0);
+  static const double coef[13] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                                  1.0 / 362880.0,    1.0 / 40320.0,    1.0 / 5040.0,
+                                  1.0 / 720.0,       1.0 / 120.0,      1.0 / 24.0,
+                                  1.0 / 6.0,         0.5,              1.0,
+                                  1.0};
+  for (int b = 0; b < ld; b += 4) {
+    const vec4 x = load4(row + b) - splat4(m);
+    const ivec4 tiny = x < floor_arg;
+    const vec4 xc = tiny ? floor_arg : x;
+    const vec4 shifted = xc * log2e + shifter;  // k sits in the low mantissa bits
+    const vec4 kd = shifted - shifter;
+    const vec4 r = (xc - kd * ln2_hi) - kd * ln2_lo;
+    vec4 p = splat4(coef[0]);
+    for (int i = 1; i < 13; ++i) p = p * r + splat4(coef[i]);
+    // 2^k from the bits of `shifted`: (bits + 1023) << 52 keeps (k + 1023) << 52
+    const ivec4 bits = (reinterpret_cast<const ivec4&>(shifted) + 1023) << 52;
+    const vec4 scale = reinterpret_cast<const vec4&>(bits);
+    store4(row + b, tiny ? splat4(0.0) : p * scale);
+  }
+}
+
+}  // namespace sscrf

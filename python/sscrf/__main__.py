@@ -1,0 +1,8 @@
+"""``python -m sscrf``: the ``sscrf`` command line (see :mod:`sscrf.cli`)."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
