@@ -1,0 +1,402 @@
+"""The `sscrf` command line, end to end, in-process through `main`."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sscrf import CRF
+from sscrf.cli import main
+from sscrf.demo import LABELS, generate_hmm_corpus
+from sscrf.io import read_conll, write_conll
+from sscrf.metrics import chunk_scores, token_accuracy
+
+N_ITER = "20"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Train/test files from the demo HMM and a model trained on them by `sscrf train`."""
+    root = tmp_path_factory.mktemp("cli")
+    X_train, y_train = generate_hmm_corpus(250, seed=11)
+    X_test, y_test = generate_hmm_corpus(80, seed=12)
+    paths = {
+        "root": root,
+        "train": root / "train.txt",
+        "test": root / "test.txt",
+        "test_nogold": root / "test_nogold.txt",
+        "model": root / "hmm.model",
+    }
+    write_conll(paths["train"], X_train, y_train)
+    write_conll(paths["test"], X_test, y_test)
+    write_conll(paths["test_nogold"], X_test)
+    code = main(["train", str(paths["train"]), "-m", str(paths["model"]),
+                 "--max-iterations", N_ITER, "--threads", "2", "--quiet"])
+    assert code == 0
+    paths.update(X_train=X_train, y_train=y_train, X_test=X_test, y_test=y_test)
+    return paths
+
+
+def run(capsys, *argv):
+    """main(argv) → (exit code, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def overall(report):
+    """(accuracy %, precision %, recall %, FB1) from a conlleval-style report."""
+    m = re.search(r"accuracy:\s*([\d.]+)%; precision:\s*([\d.]+)%; recall:\s*([\d.]+)%; "
+                  r"FB1:\s*([\d.]+)", report)
+    assert m, report
+    return tuple(float(g) for g in m.groups())
+
+
+def assert_error(code, err, *fragments):
+    assert code == 2
+    assert err.startswith("sscrf: error: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+# -- help and version ------------------------------------------------------------
+
+def test_module_help_subprocess():
+    result = subprocess.run([sys.executable, "-m", "sscrf", "--help"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    for command in ("train", "tag", "eval", "dump", "demo"):
+        assert command in result.stdout
+    assert result.stdout.startswith("usage: sscrf")
+
+
+def test_version(capsys):
+    from sscrf import __version__
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"sscrf {__version__}"
+
+
+@pytest.mark.parametrize("command", ["train", "tag", "eval", "dump", "demo"])
+def test_subcommand_help(capsys, command):
+    code, out, _ = run(capsys, command, "--help")
+    assert code == 0
+    assert out.startswith(f"usage: sscrf {command}")
+    assert len(out.splitlines()) > 5
+
+
+def test_no_command_is_a_usage_error(capsys):
+    code, _, err = run(capsys)
+    assert code == 2
+    assert "usage:" in err
+
+
+def test_bad_option_values(capsys, data):
+    code, _, err = run(capsys, "train", data["train"], "-m", data["root"] / "x.model",
+                       "--threads", "0")
+    assert code == 2 and "--threads" in err
+    code, _, err = run(capsys, "train", data["train"], "-m", data["root"] / "x.model",
+                       "--feature-set", "sparse")
+    assert code == 2 and "--feature-set" in err
+    code, _, err = run(capsys, "eval", data["test"], "--scheme", "bilou")
+    assert code == 2 and "--scheme" in err
+
+
+# -- train ---------------------------------------------------------------------
+
+def test_train_summary_and_progress(capsys, data, tmp_path):
+    model_path = tmp_path / "m.model"
+    code, out, err = run(capsys, "train", data["train"], "-m", model_path,
+                         "--max-iterations", "12", "--threads", "1")
+    assert code == 0, err
+    n_tokens = sum(map(len, data["y_train"]))
+    model = CRF.load(model_path)
+    assert len(out.splitlines()) == 1
+    assert "250 sentences" in out and f"{n_tokens} tokens" in out
+    assert f"{len(LABELS)} labels" in out
+    assert f"{model.n_parameters_} parameters" in out
+    assert f"{model.training_['iterations']} iterations" in out
+    assert re.search(r"[\d.]+ s$", out.strip())
+    assert "iter" in err  # progress display on by default
+    assert sorted(model.classes_) == sorted(LABELS)
+    assert model.max_iterations == 12
+
+
+def test_train_quiet_has_no_progress(capsys, data, tmp_path):
+    code, out, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                         "--max-iterations", "3", "--quiet")
+    assert code == 0
+    assert err == ""
+    assert "sentences" in out
+
+
+def test_train_options_reach_the_model(capsys, data, tmp_path):
+    model_path = tmp_path / "m.model"
+    labels = ["O", "B-NP", "I-NP", "B-VP", "I-VP"]
+    code, _, err = run(capsys, "train", data["train"], "-m", model_path, "--max-iterations", "3",
+                       "--c2", "0.5", "--feature-set", "dense", "--min-freq", "2",
+                       "--labels", ",".join(labels), "--quiet")
+    assert code == 0, err
+    model = CRF.load(model_path)
+    assert model.classes_ == labels
+    assert model.c2 == 0.5 and model.min_freq == 2 and model.feature_set_ == "dense"
+    assert len(model.label_ids_) == len(model.extractor_.attributes_) * len(labels)
+
+
+def test_thread_count_does_not_change_the_model(capsys, data, tmp_path):
+    coefs = []
+    for threads in ("1", "2"):
+        path = tmp_path / f"m{threads}.model"
+        assert run(capsys, "train", data["train"], "-m", path, "--max-iterations", "5",
+                   "--threads", threads, "--quiet")[0] == 0
+        coefs.append(CRF.load(path).coef_)
+    np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
+def test_train_with_template_file(capsys, data, tmp_path):
+    template = tmp_path / "tiny.template"
+    template.write_text("# word and previous POS only\nUw:%x[0,0]\nUp:%x[-1,1]/%x[0,1]\n\nB\n")
+    model_path = tmp_path / "tiny.model"
+    code, _, err = run(capsys, "train", data["train"], "-m", model_path, "--template", template,
+                       "--max-iterations", "5", "--quiet")
+    assert code == 0, err
+    model = CRF.load(model_path)
+    assert list(model.extractor_.templates.lines) == template.read_text().splitlines()
+    attributes = model.extractor_.attributes_
+    assert attributes and all(a.startswith(("Uw:", "Up:")) for a in attributes)
+    assert "Uw:the" in attributes
+    code, out, _ = run(capsys, "dump", model_path)
+    assert code == 0 and "2 unigram templates" in out
+
+
+def test_template_reading_a_missing_column(capsys, data, tmp_path):
+    template = tmp_path / "bad.template"
+    template.write_text("U00:%x[0,0]\nU01:%x[0,2]\n")
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                       "--template", template, "--quiet")
+    assert_error(code, err, str(template), "U01:%x[0,2]", "column 2")
+
+
+def test_train_conllu(capsys, tmp_path):
+    lines = []
+    words = [("the", "DET", "DT"), ("dog", "NOUN", "NN"), ("runs", "VERB", "VBZ"),
+             ("fast", "ADV", "RB"), (".", "PUNCT", ".")]
+    for k in range(20):
+        lines.append(f"# sent_id = {k}")
+        if k % 5 == 0:
+            lines.append("1-2\tthedog\t_\t_\t_\t_\t_\t_\t_\t_")
+        for i, (form, upos, xpos) in enumerate(words, 1):
+            lines.append(f"{i}\t{form}\t{form}\t{upos}\t{xpos}\t_\t0\tdep\t_\t_")
+        lines.append("")
+    path = tmp_path / "tiny.conllu"
+    path.write_text("\n".join(lines) + "\n")
+    model_path = tmp_path / "ud.model"
+    code, out, err = run(capsys, "train", path, "--conllu", "-m", model_path,
+                         "--max-iterations", "10", "--quiet")
+    assert code == 0, err
+    assert "20 sentences" in out and "100 tokens" in out
+    assert CRF.load(model_path).classes_ == sorted({u for _, u, _ in words})
+    code, out, err = run(capsys, "train", path, "--conllu", "--label-column", "xpos",
+                         "-m", model_path, "--max-iterations", "10", "--quiet")
+    assert code == 0, err
+    assert CRF.load(model_path).classes_ == sorted({x for _, _, x in words})
+    # tag: FORM, gold (xpos), prediction
+    code, out, err = run(capsys, "tag", "-m", model_path, path, "--conllu",
+                         "--label-column", "xpos")
+    assert code == 0, err
+    first = out.splitlines()[:5]
+    assert first == [f"{w} {x} {x}" for w, _, x in words]
+    code, out, _ = run(capsys, "eval", "-m", model_path, path, "--conllu", "--label-column", "xpos")
+    assert code == 0
+    assert overall(out)[0] == 100.0
+    assert "no chunks found" in out
+
+
+def test_label_column_needs_conllu(capsys, data, tmp_path):
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                       "--label-column", "xpos")
+    assert_error(code, err, "--conllu")
+
+
+def test_label_outside_labels_option(capsys, data, tmp_path):
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                       "--labels", "B-NP,I-NP,O", "--quiet")
+    assert_error(code, err, str(data["train"]), "unknown label")
+    assert re.search(re.escape(str(data["train"])) + r":\d+: ", err)
+
+
+# -- tag and eval -------------------------------------------------------------------
+
+def reference_predictions(data):
+    return CRF.load(data["model"]).predict(data["X_test"])
+
+
+def test_tag_with_gold_column(capsys, data, tmp_path):
+    out_path = tmp_path / "tagged.txt"
+    code, out, err = run(capsys, "tag", "-m", data["model"], data["test"], "-o", out_path)
+    assert code == 0, err
+    assert out == ""
+    tagged = read_conll(out_path, has_labels=False)
+    predicted = reference_predictions(data)
+    assert len(tagged.tokens) == len(data["X_test"])
+    for sentence, x, gold, pred in zip(tagged.tokens, data["X_test"], data["y_test"], predicted):
+        assert [token[:2] for token in sentence] == x
+        assert [token[2] for token in sentence] == gold
+        assert [token[3] for token in sentence] == pred
+
+
+def test_tag_without_gold_to_stdout(capsys, data):
+    code, out, err = run(capsys, "tag", "-m", data["model"], data["test_nogold"])
+    assert code == 0, err
+    predicted = reference_predictions(data)
+    sentences = out.strip("\n").split("\n\n")
+    assert len(sentences) == len(predicted)
+    first = [line.split() for line in sentences[0].splitlines()]
+    assert first == [x + [p] for x, p in zip(data["X_test"][0], predicted[0])]
+
+
+def test_tag_wrong_number_of_columns(capsys, data, tmp_path):
+    path = tmp_path / "wide.txt"
+    path.write_text("a b c d e\n")
+    code, _, err = run(capsys, "tag", "-m", data["model"], path)
+    assert_error(code, err, f"{path}:1:", "found 5 columns")
+
+
+def test_eval_file_matches_metrics(capsys, data, tmp_path):
+    tagged = tmp_path / "tagged.txt"
+    assert run(capsys, "tag", "-m", data["model"], data["test"], "-o", tagged)[0] == 0
+    code, out, err = run(capsys, "eval", tagged)
+    assert code == 0, err
+    predicted = reference_predictions(data)
+    scores = chunk_scores(data["y_test"], predicted)
+    accuracy = token_accuracy(data["y_test"], predicted)
+    printed = overall(out)
+    assert printed[0] == round(100 * accuracy, 2)
+    assert printed[1] == round(100 * scores["precision"], 2)
+    assert printed[2] == round(100 * scores["recall"], 2)
+    assert printed[3] == round(100 * scores["f1"], 2)
+    assert scores["f1"] > 0.5
+    assert "NP:" in out and "VP:" in out
+    # eval -m MODEL TEST tags and scores in one go: the same report
+    code, out_m, err = run(capsys, "eval", "-m", data["model"], data["test"])
+    assert code == 0, err
+    assert out_m == out
+
+
+def test_eval_scheme_option(capsys, tmp_path):
+    path = tmp_path / "iobes.txt"
+    # gold: one two-token chunk and one single-token chunk; predicted: both right
+    path.write_text("a B-X B-X\nb E-X E-X\nc S-X S-X\nd O O\n")
+    code, out, _ = run(capsys, "eval", path, "--scheme", "iobes")
+    assert code == 0
+    assert out.splitlines()[0].startswith("2 phrases; found: 2 phrases; correct: 2.")
+
+
+def test_eval_needs_gold_with_model(capsys, data):
+    code, _, err = run(capsys, "eval", "-m", data["model"], data["test_nogold"])
+    assert_error(code, err, str(data["test_nogold"]), "gold")
+
+
+def test_eval_single_column_and_empty(capsys, tmp_path):
+    one = tmp_path / "one.txt"
+    one.write_text("a\nb\n")
+    code, _, err = run(capsys, "eval", one)
+    assert_error(code, err, f"{one}:1:")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    code, _, err = run(capsys, "eval", empty)
+    assert_error(code, err, "no tokens")
+
+
+# -- dump -----------------------------------------------------------------------
+
+def test_dump(capsys, data):
+    code, out, err = run(capsys, "dump", data["model"], "--top", "7")
+    assert code == 0, err
+    model = CRF.load(data["model"])
+    assert f"labels ({len(model.classes_)}): " + " ".join(model.classes_) in out
+    assert f"parameters: {model.n_parameters_}" in out
+    state = model.state_features_
+    assert f"non-zero state features: {len(state)}" in out
+    lines = out.splitlines()
+    start = lines.index("top 7 state features by |weight|:")
+    rows = [line.split() for line in lines[start + 2:start + 9]]
+    weights = [abs(float(r[0])) for r in rows]
+    assert weights == sorted(weights, reverse=True)
+    best_attribute, best_label = max(state, key=lambda k: abs(state[k]))
+    assert rows[0][1:] == [best_label, best_attribute]
+    assert float(rows[0][0]) == pytest.approx(state[best_attribute, best_label], abs=1e-4)
+    # transition table: a header of labels, then one row per previous label
+    t = lines.index("transitions (row: previous label, column: next label):")
+    assert lines[t + 1].split() == model.classes_
+    for i, label in enumerate(model.classes_):
+        row = lines[t + 2 + i].split()
+        assert row[0] == label
+        np.testing.assert_allclose([float(v) for v in row[1:]], model.transitions_[i], atol=1e-4)
+    assert any(line.split()[:1] == ["start"] for line in lines)
+    assert any(line.split()[:1] == ["end"] for line in lines)
+
+
+# -- demo -----------------------------------------------------------------------
+
+def test_demo_command(capsys):
+    code, out, err = run(capsys, "demo", "--n-train", "60", "--n-test", "20", "--seed", "3",
+                         "--threads", "1", "--quiet")
+    assert code == 0, err
+    assert "FB1" in out and "60 training sentences" in out
+    assert err == ""
+
+
+# -- bad input ------------------------------------------------------------------------
+
+def test_missing_files(capsys, data, tmp_path):
+    missing = tmp_path / "nope.txt"
+    code, _, err = run(capsys, "train", missing, "-m", tmp_path / "m.model")
+    assert_error(code, err, str(missing))
+    code, _, err = run(capsys, "tag", "-m", data["model"], missing)
+    assert_error(code, err, str(missing))
+    code, _, err = run(capsys, "tag", "-m", tmp_path / "nope.model", data["test"])
+    assert_error(code, err, "nope.model")
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                       "--template", tmp_path / "nope.template")
+    assert_error(code, err, "nope.template")
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "no" / "dir" / "m.model")
+    assert_error(code, err, "does not exist")
+
+
+def test_malformed_conll_line(capsys, tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("He PRP B-NP\nreckons VBZ B-VP\n\nthe DT B-NP\ncurrent I-NP\n")
+    code, _, err = run(capsys, "train", path, "-m", tmp_path / "m.model", "--quiet")
+    assert_error(code, err, f"{path}:5:")
+    assert not (tmp_path / "m.model").exists()
+    code, _, err = run(capsys, "eval", path)
+    assert_error(code, err, f"{path}:5:")
+
+
+def test_truncated_model(capsys, data, tmp_path):
+    blob = data["model"].read_bytes()
+    truncated = tmp_path / "truncated.model"
+    truncated.write_bytes(blob[: len(blob) // 2])
+    for argv in (["tag", "-m", truncated, data["test"]], ["eval", "-m", truncated, data["test"]],
+                 ["dump", truncated]):
+        code, out, err = run(capsys, *argv)
+        assert_error(code, err, str(truncated))
+        assert out == ""
+    not_a_model = tmp_path / "text.model"
+    not_a_model.write_text("hello\n")
+    code, _, err = run(capsys, "dump", not_a_model)
+    assert_error(code, err, str(not_a_model))
+
+
+def test_console_script_entry_point():
+    # pyproject.toml declares `sscrf = "sscrf.cli:main"`; main returns an int for sys.exit.
+    import sscrf.cli
+
+    assert callable(sscrf.cli.main)
+    assert os.path.exists(os.path.join(os.path.dirname(sscrf.cli.__file__), "__main__.py"))
