@@ -1,0 +1,545 @@
+"""The likelihood objective and the Objective sum, against brute force and finite differences.
+
+References never come from the code under test: the loss is recomputed by
+enumerating every labeling (``reference.brute_force``) of ``E = X·W`` built
+densely in numpy from the flat parameter vector
+``theta = [W entries | T (S×S, [prev, next]) | start (S) | end (S)]``, and
+the gradient is checked both against the brute-force expectation
+``Σ_x w_x (E_p[F] − F(y_x))`` and against central finite differences of the
+loss.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import sscrf
+from reference import brute_force, labeling_score
+from sscrf import _core
+from sscrf.objectives import OBJECTIVES, Objective
+
+# ---------------------------------------------------------------------------
+# Tiny random corpora and their dense numpy counterparts
+# ---------------------------------------------------------------------------
+
+
+def random_corpus(rng, n_sentences, max_len, A, S, max_attrs=3):
+    """CSR arrays of a random labeled corpus plus its dense design matrix.
+
+    Tokens get 0..max_attrs distinct attributes with values in [-2, 2]
+    (negatives included); some tokens have none.
+
+    Returns
+    -------
+    dict with indptr (N+1,) int64, indices (nnz,) int32, values (nnz,),
+    offsets (n_sentences+1,) int64, labels (N,) int32, X (N, A) dense.
+    """
+    lengths = rng.integers(1, max_len + 1, size=n_sentences)
+    N = int(lengths.sum())
+    indptr = [0]
+    indices, values = [], []
+    X = np.zeros((N, A))
+    for t in range(N):
+        k = int(rng.integers(0, min(max_attrs, A) + 1))
+        ids = np.sort(rng.choice(A, size=k, replace=False))
+        vals = rng.uniform(-2.0, 2.0, size=k)
+        indices.extend(ids.tolist())
+        values.extend(vals.tolist())
+        X[t, ids] = vals
+        indptr.append(len(indices))
+    offsets = np.zeros(n_sentences + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return dict(
+        indptr=np.array(indptr, dtype=np.int64),
+        indices=np.array(indices, dtype=np.int32),
+        values=np.array(values, dtype=np.float64),
+        offsets=offsets,
+        labels=rng.integers(0, S, size=N).astype(np.int32),
+        X=X,
+        A=A,
+        S=S,
+    )
+
+
+def dense_layout(A, S):
+    """row_ptr, label_ids with every (attribute, label) pair."""
+    return np.arange(A + 1, dtype=np.int64) * S, np.tile(np.arange(S, dtype=np.int32), A)
+
+
+def observed_like_layout(rng, data, drop=0.3):
+    """The (attribute, label) pairs seen in the labeled tokens, some dropped.
+
+    Computed here with plain Python sets; dropping pairs leaves firing
+    attributes with empty rows, and attribute 0 always gets an empty row.
+    """
+    S, A = data["S"], data["A"]
+    pairs = set()
+    for t in range(len(data["labels"])):
+        for k in range(data["indptr"][t], data["indptr"][t + 1]):
+            pairs.add((int(data["indices"][k]), int(data["labels"][t])))
+    kept = sorted(p for p in pairs if p[0] != 0 and rng.random() >= drop)
+    rows = [[label for a2, label in kept if a2 == a] for a in range(A)]
+    assert any(len(r) == 0 for r in rows) and any(len(r) > 0 for r in rows)
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum([len(r) for r in rows])
+    label_ids = np.array([label for r in rows for label in r], dtype=np.int32)
+    return row_ptr, label_ids
+
+
+def make_layout(kind, rng, data):
+    if kind == "dense":
+        return dense_layout(data["A"], data["S"])
+    return observed_like_layout(rng, data)
+
+
+def corpus_of(data, weights=None):
+    return _core.Corpus(data["indptr"], data["indices"], data["values"], data["offsets"],
+                        data["A"], data["labels"], weights, None)
+
+
+def unpack(theta, row_ptr, label_ids, A, S):
+    """Dense W (A, S), T (S, S), start (S,), end (S,) from the flat vector."""
+    nw = len(label_ids)
+    assert len(theta) == nw + S * S + 2 * S
+    W = np.zeros((A, S))
+    attrs = np.repeat(np.arange(A), np.diff(row_ptr))
+    W[attrs, label_ids] = theta[:nw]
+    T = theta[nw:nw + S * S].reshape(S, S)
+    start = theta[nw + S * S:nw + S * S + S]
+    end = theta[nw + S * S + S:]
+    return W, T, start, end
+
+
+def brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights=None):
+    """Σ_x w_x (log Z − score(y_x)) and its gradient, by enumeration."""
+    A, S = data["A"], data["S"]
+    W, T, start, end = unpack(theta, row_ptr, label_ids, A, S)
+    X, y_all, offsets = data["X"], data["labels"], data["offsets"]
+    E_all = X @ W
+    dE_all = np.zeros_like(E_all)
+    dT = np.zeros((S, S))
+    dstart = np.zeros(S)
+    dend = np.zeros(S)
+    terms = []
+    for s in range(len(offsets) - 1):
+        a, b = offsets[s], offsets[s + 1]
+        w = 1.0 if weights is None else float(weights[s])
+        if b == a:
+            continue  # an empty sentence: log Z = score = 0
+        E, y = E_all[a:b], y_all[a:b]
+        bf = brute_force(E, T, start, end)
+        terms.append(w * (bf.log_z - labeling_score(E, T, start, end, y)))
+        onehot = np.eye(S)[y]
+        dE = w * (bf.node - onehot)
+        dE_all[a:b] = dE
+        dstart += dE[0]
+        dend += dE[-1]
+        dT += w * bf.edge.sum(axis=0)
+        for t in range(1, b - a):
+            dT[y[t - 1], y[t]] -= w
+    dW = X.T @ dE_all
+    attrs = np.repeat(np.arange(A), np.diff(row_ptr))
+    grad = np.concatenate([dW[attrs, label_ids], dT.ravel(), dstart, dend])
+    return math.fsum(terms), grad
+
+
+def setup(seed, kind, weighted, n_sentences=6, max_len=5, A=6, S=3, scale=1.0):
+    rng = np.random.default_rng(seed)
+    data = random_corpus(rng, n_sentences, max_len, A, S)
+    row_ptr, label_ids = make_layout(kind, rng, data)
+    weights = rng.uniform(0.0, 3.0, size=n_sentences) if weighted else None
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, scale, size=layout.n_parameters)
+    return data, row_ptr, label_ids, weights, layout, theta
+
+
+KINDS = ["dense", "observed"]
+
+
+# ---------------------------------------------------------------------------
+# Value and gradient against brute force
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_likelihood_matches_brute_force(seed, kind, weighted):
+    S = 1 + seed % 3
+    data, row_ptr, label_ids, weights, layout, theta = setup(seed, kind, weighted, S=S)
+    assert layout.n_parameters == len(label_ids) + S * S + 2 * S
+    corpus = corpus_of(data, weights)
+    loss, grad = _core.likelihood(corpus, layout, theta, 1)
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights)
+    assert loss == pytest.approx(ref_loss, rel=1e-11, abs=1e-11)
+    assert grad.shape == (layout.n_parameters,)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("scale", [20.0, 300.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_likelihood_large_scores_match_brute_force(kind, scale, weighted):
+    # Scores of hundreds underflow scaled forward products: the value must
+    # still be exact (DESIGN: correct for scores of ±1e3).
+    data, row_ptr, label_ids, weights, layout, theta = setup(11, kind, weighted, S=3,
+                                                             scale=scale)
+    loss, grad = _core.likelihood(corpus_of(data, weights), layout, theta, 1)
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights)
+    assert loss == pytest.approx(ref_loss, rel=1e-10)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-7, atol=1e-9)
+
+
+def test_likelihood_term_through_registry_and_weight():
+    data, row_ptr, label_ids, weights, layout, theta = setup(3, "observed", True)
+    corpus = corpus_of(data, weights)
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights)
+    term = OBJECTIVES["likelihood"](corpus, layout, 1)
+    value, grad = term.value_and_gradient(theta)
+    assert value == pytest.approx(ref_loss, rel=1e-11)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-11)
+    heavy = OBJECTIVES["likelihood"](corpus, layout, 1, weight=2.5)
+    value2, grad2 = heavy.value_and_gradient(theta)
+    assert value2 == pytest.approx(2.5 * ref_loss, rel=1e-11)
+    np.testing.assert_allclose(grad2, 2.5 * ref_grad, rtol=1e-9, atol=1e-11)
+
+
+def test_per_sequence_weights_scale_each_sentence():
+    # Weight 0 removes a sentence, weight 2 counts it twice.
+    data, row_ptr, label_ids, _, layout, theta = setup(5, "dense", False, n_sentences=4)
+    corpus = corpus_of(data)
+    full, full_grad = _core.likelihood(corpus, layout, theta, 1)
+    parts = []
+    for s in range(4):
+        w = np.zeros(4)
+        w[s] = 1.0
+        parts.append(_core.likelihood(corpus_of(data, w), layout, theta, 1))
+    assert full == pytest.approx(sum(p[0] for p in parts), rel=1e-12)
+    np.testing.assert_allclose(full_grad, sum(p[1] for p in parts), rtol=1e-10, atol=1e-12)
+    w = np.array([2.0, 0.0, 1.0, 0.5])
+    loss, grad = _core.likelihood(corpus_of(data, w), layout, theta, 1)
+    assert loss == pytest.approx(sum(wi * p[0] for wi, p in zip(w, parts)), rel=1e-12)
+    np.testing.assert_allclose(grad, sum(wi * p[1] for wi, p in zip(w, parts)),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_weighted_transition_gradient_minimal():
+    # One 2-token sentence, no attributes, S = 2, θ = 0: every labeling has
+    # probability 1/4, so ∂/∂T = w·(1/4 − [y_0=a, y_1=b]), ∂start = w·(1/2 − [y_0=b]),
+    # ∂end = w·(1/2 − [y_1=b]); the loss is w·log 4.
+    layout = _core.Layout(np.array([0]), np.zeros(0, np.int32), 2)
+    theta = np.zeros(layout.n_parameters)
+    for w in (None, 1.0, 2.0, 0.5):
+        corpus = _core.Corpus(np.array([0, 0, 0]), np.zeros(0, np.int32), np.zeros(0),
+                              np.array([0, 2]), 0, np.array([0, 1], np.int32),
+                              None if w is None else np.array([w]))
+        loss, grad = _core.likelihood(corpus, layout, theta, 1)
+        k = 1.0 if w is None else w
+        assert loss == pytest.approx(k * math.log(4.0), rel=1e-14)
+        expected = k * np.array([0.25, -0.75, 0.25, 0.25, -0.5, 0.5, 0.5, -0.5])
+        np.testing.assert_allclose(grad, expected, rtol=1e-14, atol=1e-15, err_msg=f"w={w}")
+
+
+def test_empty_sequences_contribute_nothing():
+    # A corpus may hold empty sentences (the decoders need them): they add 0.
+    rng = np.random.default_rng(7)
+    data = random_corpus(rng, 3, 4, 4, 2)
+    off = data["offsets"]
+    with_empty = dict(data, offsets=np.array([0, 0, off[1], off[1], off[2], off[3], off[3]],
+                                             dtype=np.int64))
+    row_ptr, label_ids = dense_layout(4, 2)
+    layout = _core.Layout(row_ptr, label_ids, 2)
+    theta = rng.normal(size=layout.n_parameters)
+    loss, grad = _core.likelihood(corpus_of(with_empty), layout, theta, 2)
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta)
+    assert loss == pytest.approx(ref_loss, rel=1e-11)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-11)
+
+
+# ---------------------------------------------------------------------------
+# Finite differences
+# ---------------------------------------------------------------------------
+
+
+def central_differences(f, theta, h=1e-5):
+    out = np.empty_like(theta)
+    for i in range(len(theta)):
+        up, down = theta.copy(), theta.copy()
+        up[i] += h
+        down[i] -= h
+        out[i] = (f(up) - f(down)) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_likelihood_gradient_finite_differences(seed, kind, weighted):
+    data, row_ptr, label_ids, weights, layout, theta = setup(100 + seed, kind, weighted)
+    corpus = corpus_of(data, weights)
+    _, grad = _core.likelihood(corpus, layout, theta, 1)
+    fd = central_differences(lambda th: _core.likelihood(corpus, layout, th, 1)[0], theta)
+    nw, S = len(label_ids), data["S"]
+    blocks = {"W": slice(0, nw), "T": slice(nw, nw + S * S),
+              "start": slice(nw + S * S, nw + S * S + S), "end": slice(nw + S * S + S, None)}
+    for name, sl in blocks.items():
+        assert sl.stop is None or sl.stop > sl.start
+        np.testing.assert_allclose(grad[sl], fd[sl], rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+def test_objective_gradient_finite_differences():
+    data, row_ptr, label_ids, weights, layout, theta = setup(9, "observed", True)
+    objective = Objective([OBJECTIVES["likelihood"](corpus_of(data, weights), layout, 1)], 0.7)
+    _, grad = objective(theta)
+    fd = central_differences(lambda th: objective(th)[0], theta)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------
+# The L2 prior
+# ---------------------------------------------------------------------------
+
+
+class _ConstantTerm:
+    def __init__(self, value, grad):
+        self.value, self.grad = value, np.asarray(grad, dtype=np.float64)
+
+    def value_and_gradient(self, theta):
+        return self.value, self.grad.copy()
+
+
+def test_objective_adds_l2_by_hand():
+    theta = np.array([1.0, 2.0, -3.0])
+    objective = Objective([_ConstantTerm(1.5, [0.25, 0.0, -1.0])], c2=0.5)
+    loss, grad = objective(theta)
+    # 1.5 + 0.5·(1 + 4 + 9) = 8.5 ; [0.25, 0, -1] + 2·0.5·[1, 2, -3]
+    assert loss == 8.5
+    np.testing.assert_array_equal(grad, [1.25, 2.0, -4.0])
+    np.testing.assert_array_equal(theta, [1.0, 2.0, -3.0])  # not modified
+    assert Objective([], 0.0)(theta)[0] == 0.0
+    two = Objective([_ConstantTerm(1.0, [1, 1, 1]), _ConstantTerm(2.0, [0, 1, 2])], c2=0.0)
+    loss, grad = two(theta)
+    assert loss == 3.0
+    np.testing.assert_array_equal(grad, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("c2", [0.0, 0.1, 3.0])
+def test_objective_with_likelihood_matches_brute_force(c2):
+    data, row_ptr, label_ids, weights, layout, theta = setup(21, "dense", True)
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights)
+    objective = Objective([OBJECTIVES["likelihood"](corpus_of(data, weights), layout, 2)], c2)
+    loss, grad = objective(theta)
+    assert loss == pytest.approx(ref_loss + c2 * math.fsum(theta * theta), rel=1e-11)
+    np.testing.assert_allclose(grad, ref_grad + 2 * c2 * theta, rtol=1e-9, atol=1e-11)
+
+
+# ---------------------------------------------------------------------------
+# Determinism across thread counts
+# ---------------------------------------------------------------------------
+
+
+def big_corpus(seed=0, n_tokens=120_000, A=3000, S=5):
+    """Random short sentences (1..12 tokens), 1..5 attributes per token (Zipf-like ids)."""
+    rng = np.random.default_rng(seed)
+    lengths = []
+    total = 0
+    while total < n_tokens:
+        n = int(rng.integers(1, 13))
+        lengths.append(n)
+        total += n
+    N = total
+    counts = rng.integers(1, 6, size=N)
+    token = np.repeat(np.arange(N), counts)
+    ids = np.minimum((rng.pareto(1.2, size=len(token)) * 50).astype(np.int64), A - 1)
+    # CSR wants distinct, ascending ids within a token: sort, drop repeats.
+    order = np.lexsort((ids, token))
+    token, ids = token[order], ids[order]
+    keep = np.ones(len(ids), dtype=bool)
+    keep[1:] = (ids[1:] != ids[:-1]) | (token[1:] != token[:-1])
+    token, indices = token[keep], ids[keep]
+    indptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token, minlength=N), out=indptr[1:])
+    values = rng.normal(size=len(indices))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    labels = rng.integers(0, S, size=N).astype(np.int32)
+    weights = rng.uniform(0.1, 2.0, size=len(lengths))
+    return dict(indptr=indptr, indices=indices.astype(np.int32), values=values, offsets=offsets,
+                labels=labels, weights=weights, A=A, S=S, N=N)
+
+
+def test_build_has_openmp():
+    info = sscrf.build_info()
+    assert info["openmp"] is True, info
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_likelihood_bit_identical_across_thread_counts(kind):
+    big = big_corpus(seed=1 if kind == "dense" else 2)
+    assert sscrf.build_info()["openmp"] is True
+    A, S = big["A"], big["S"]
+    rng = np.random.default_rng(3)
+    if kind == "dense":
+        row_ptr, label_ids = dense_layout(A, S)
+        weights = None
+    else:
+        keep = rng.random((A, S)) < 0.4
+        keep[::5] = False  # empty rows
+        row_ptr = np.zeros(A + 1, dtype=np.int64)
+        row_ptr[1:] = np.cumsum(keep.sum(axis=1))
+        label_ids = np.nonzero(keep)[1].astype(np.int32)
+        weights = big["weights"]
+    corpus = _core.Corpus(big["indptr"], big["indices"], big["values"], big["offsets"], A,
+                          big["labels"], weights, None)
+    assert corpus.n_tokens == big["N"] >= 120_000
+    assert corpus.n_chunks > 1
+    assert corpus.n_chunks >= big["N"] // 32768
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+    base_loss, base_grad = _core.likelihood(corpus, layout, theta, 1)
+    assert np.isfinite(base_loss) and base_loss > 0
+    assert np.count_nonzero(base_grad) > 0.5 * len(base_grad)
+    for n_threads in (2, 3, 4, 1):
+        loss, grad = _core.likelihood(corpus, layout, theta, n_threads)
+        assert loss == base_loss, n_threads
+        assert np.array_equal(grad, base_grad), n_threads
+
+
+# ---------------------------------------------------------------------------
+# Bad input at the C++ boundary
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny():
+    data, row_ptr, label_ids, _, layout, theta = setup(0, "dense", False, S=3)
+    return data, layout, theta
+
+
+def test_theta_wrong_length(tiny):
+    data, layout, theta = tiny
+    corpus = corpus_of(data)
+    for bad in (theta[:-1], np.append(theta, 0.0), theta.reshape(1, -1), np.zeros(0)):
+        with pytest.raises(ValueError, match="theta"):
+            _core.likelihood(corpus, layout, bad, 1)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", [0, -1])  # a W entry, an end weight
+def test_theta_non_finite(tiny, value, where):
+    data, layout, theta = tiny
+    theta = theta.copy()
+    theta[where] = value
+    with pytest.raises(ValueError, match="theta.*(NaN|infinite)"):
+        _core.likelihood(corpus_of(data), layout, theta, 1)
+
+
+@pytest.mark.parametrize("n_threads", [0, -1, -8])
+def test_non_positive_threads(tiny, n_threads):
+    data, layout, theta = tiny
+    with pytest.raises(ValueError, match="n_threads"):
+        _core.likelihood(corpus_of(data), layout, theta, n_threads)
+    term = OBJECTIVES["likelihood"](corpus_of(data), layout, n_threads)
+    with pytest.raises(ValueError, match="n_threads"):
+        term.value_and_gradient(theta)
+
+
+def _corpus_args(**changes):
+    args = dict(indptr=np.array([0, 2, 3, 3], dtype=np.int64),
+                indices=np.array([0, 2, 1], dtype=np.int32),
+                values=np.array([1.0, -0.5, 2.0]),
+                offsets=np.array([0, 2, 3], dtype=np.int64),
+                n_attributes=3,
+                labels=np.array([0, 1, 2], dtype=np.int32),
+                weights=None, mask=None)
+    args.update(changes)
+    return args
+
+
+def test_valid_small_corpus_is_accepted():
+    corpus = _core.Corpus(**_corpus_args())
+    assert (corpus.n_tokens, corpus.n_sequences, corpus.n_attributes) == (3, 2, 3)
+    assert corpus.has_labels
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(indices=np.array([0, 3, 1], dtype=np.int32)), r"attribute id 3 out of range"),
+    (dict(indices=np.array([0, -1, 1], dtype=np.int32)), r"attribute id -1 out of range"),
+    (dict(indices=np.array([0, 7, 1], dtype=np.int64)), r"attribute id 7 out of range"),
+    (dict(indptr=np.array([0, 3, 2, 3], dtype=np.int64)), r"indptr must be non-decreasing"),
+    (dict(indptr=np.array([0, 2, 3, 4], dtype=np.int64)), r"indptr"),
+    (dict(indptr=np.array([1, 2, 3, 3], dtype=np.int64)), r"indptr"),
+    (dict(offsets=np.array([0, 2, 4], dtype=np.int64)), r"offsets"),
+    (dict(offsets=np.array([0, 3, 2, 3], dtype=np.int64)), r"offsets must be non-decreasing"),
+    (dict(values=np.array([1.0, np.nan, 2.0])), r"feature values.*NaN"),
+    (dict(values=np.array([1.0, np.inf, 2.0])), r"feature values.*infinite"),
+    (dict(values=np.array([1.0, 2.0])), r"values and indices"),
+    (dict(labels=np.array([0, -1, 2], dtype=np.int32)), r"labels must be non-negative"),
+    (dict(labels=np.array([0, 1], dtype=np.int32)), r"labels must have shape"),
+    (dict(weights=np.array([1.0, -1.0])), r"weights must be non-negative"),
+    (dict(weights=np.array([1.0, np.nan])), r"weights.*NaN"),
+    (dict(weights=np.array([1.0])), r"weights must have shape"),
+    (dict(n_attributes=-1), r"n_attributes"),
+])
+def test_bad_corpus(changes, message):
+    with pytest.raises(ValueError, match=message):
+        _core.Corpus(**_corpus_args(**changes))
+
+
+@pytest.mark.parametrize("field, value", [
+    ("indices", 2**32 + 1),  # would wrap to attribute 1 as int32
+    ("indices", 2**31),
+    ("labels", 2**32 + 1),  # would wrap to label 1
+])
+def test_ids_beyond_int32_are_refused_not_wrapped(field, value):
+    # An id too large for int32 is out of range; it must not be silently
+    # cast to a small valid id (DESIGN: "ids out of range at the C++
+    # boundary ... never a silent wrong answer").
+    args = _corpus_args()
+    bad = args[field].astype(np.int64)
+    bad[1] = value
+    args[field] = bad
+    with pytest.raises(ValueError, match="out of range|int32|too large"):
+        _core.Corpus(**args)
+
+
+def test_label_not_below_n_labels(tiny):
+    data, layout, theta = tiny
+    S = layout.n_labels
+    bad = dict(data, labels=data["labels"].copy())
+    bad["labels"][2] = S
+    corpus = corpus_of(bad)  # the corpus does not know S; the objective does
+    with pytest.raises(ValueError, match=f"label id {S} out of range"):
+        _core.likelihood(corpus, layout, theta, 1)
+
+
+def test_unlabeled_corpus_refused_by_likelihood(tiny):
+    data, layout, theta = tiny
+    corpus = _core.Corpus(data["indptr"], data["indices"], data["values"], data["offsets"],
+                          data["A"])
+    assert not corpus.has_labels
+    with pytest.raises(ValueError, match="no labels"):
+        _core.likelihood(corpus, layout, theta, 1)
+
+
+def test_corpus_with_more_attributes_than_layout(tiny):
+    data, layout, theta = tiny
+    corpus = _core.Corpus(data["indptr"], data["indices"], data["values"], data["offsets"],
+                          data["A"] + 1, data["labels"])
+    with pytest.raises(ValueError, match="more attributes than the model layout"):
+        _core.likelihood(corpus, layout, theta, 1)
+
+
+@pytest.mark.parametrize("row_ptr, label_ids, S, message", [
+    ([0, 2, 3], [0, 3, 1], 3, r"label id 3 out of range"),
+    ([0, 2, 3], [0, -1, 1], 3, r"label id -1 out of range"),
+    ([0, 2, 3], [1, 0, 1], 3, r"strictly increasing"),
+    ([0, 2, 3], [1, 1, 1], 3, r"strictly increasing"),
+    ([0, 3, 2], [0, 1, 2], 3, r"row_ptr"),
+    ([0, 2, 4], [0, 1, 2], 3, r"row_ptr"),
+    ([0, 2, 3], [0, 1, 2], 0, r"n_labels"),
+])
+def test_bad_layout(row_ptr, label_ids, S, message):
+    with pytest.raises(ValueError, match=message):
+        _core.Layout(np.array(row_ptr, dtype=np.int64), np.array(label_ids, dtype=np.int32), S)
