@@ -7,6 +7,7 @@
 #include <string>
 
 #include "corpus.hpp"
+#include "covariance.hpp"
 #include "lattice.hpp"
 #include "linear_layer.hpp"
 #include "objective.hpp"
@@ -318,6 +319,34 @@ PYBIND11_MODULE(_core, m) {
         py::arg("end") = py::none(), py::arg("mask") = py::none(),
         py::arg("edge_mask") = py::none());
 
+  m.def("nbest",
+        [](py::object E, py::object T, int64_t k, py::object start, py::object end,
+           py::object mask, py::object edge_mask) {
+          if (k < 1) fail("k must be a positive integer, got " + std::to_string(k));
+          auto c = make_chain(E, T, start, end, mask, edge_mask);
+          const int64_t n = c.chain.n;
+          // room for min(k, S^n) labelings, never more than there can be
+          const int64_t k_max = std::min<int64_t>(k, INT32_MAX);
+          int64_t rows = 1;
+          for (int64_t t = 0; t < n && rows < k_max; ++t) rows *= c.chain.S;
+          rows = std::min(rows, k_max);
+          std::vector<int32_t> paths(static_cast<size_t>(rows * n));
+          std::vector<double> scores(static_cast<size_t>(rows));
+          const int found = run_chain([&] {
+            Workspace ws;
+            py::gil_scoped_release release;
+            return nbest(c.chain, static_cast<int>(rows), ws, paths.data(), scores.data());
+          });
+          py::array_t<int64_t> out_paths({static_cast<py::ssize_t>(found), static_cast<py::ssize_t>(n)});
+          py::array_t<double> out_scores(static_cast<py::ssize_t>(found));
+          for (int64_t i = 0; i < found * n; ++i) out_paths.mutable_data()[i] = paths[i];
+          for (int j = 0; j < found; ++j) out_scores.mutable_data()[j] = scores[j];
+          return py::make_tuple(out_paths, out_scores);
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("k"), py::arg("start") = py::none(),
+        py::arg("end") = py::none(), py::arg("mask") = py::none(),
+        py::arg("edge_mask") = py::none());
+
   py::class_<Corpus, std::shared_ptr<Corpus>>(m, "Corpus",
                                               "Validated CSR attributes of a corpus, split into chunks.")
       .def(py::init(&make_corpus), py::arg("indptr"), py::arg("indices"), py::arg("values"),
@@ -404,6 +433,145 @@ PYBIND11_MODULE(_core, m) {
             sequence_log_probabilities(corpus, layout, theta.data(), n_threads, op);
           }
           return out;
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+
+  // ---- entropy and expectation kernels (one sequence, no masks) ----------
+
+  m.def("entropy_lattices",
+        [](py::object E, py::object T, py::object start, py::object end) {
+          auto c = make_chain(E, T, start, end, py::none(), py::none());
+          const py::ssize_t n = c.chain.n, S = c.chain.S;
+          py::array_t<double> node(n), transition(n), h_alpha({n, S}), h_beta({n, S});
+          double* np = node.mutable_data();
+          double* tp = transition.mutable_data();
+          double* ap = h_alpha.mutable_data();
+          double* bp = h_beta.mutable_data();
+          double h;
+          {
+            Workspace ws;
+            py::gil_scoped_release release;
+            h = entropy_lattices(c.chain, ws, np, tp, ap, bp);
+          }
+          return py::make_tuple(h, node, transition, h_alpha, h_beta);
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("start") = py::none(),
+        py::arg("end") = py::none());
+
+  m.def("entropy_gradient",
+        [](py::object E, py::object T, py::object start, py::object end, const std::string& method) {
+          if (method != "fast" && method != "jiao")
+            fail("method must be 'fast' or 'jiao', got '" + method + "'");
+          auto c = make_chain(E, T, start, end, py::none(), py::none());
+          const py::ssize_t n = c.chain.n, S = c.chain.S;
+          py::array_t<double> dE({n, S});
+          std::vector<double> dT(static_cast<size_t>(S) * S, 0.0);
+          double* dEp = dE.mutable_data();
+          double h = 0.0;
+          {
+            Workspace ws;
+            py::gil_scoped_release release;
+            if (method == "jiao") {
+              h = entropy_gradient_jiao(c.chain, ws, dEp, dT.data());
+            } else if (n > 0) {
+              AdditiveScore score;
+              score.log_potentials = true;
+              double log_z;
+              const double expected = expectation_gradient(c.chain, ws, score, dEp, dT.data(), &log_z);
+              h = log_z - expected;
+              for (py::ssize_t i = 0; i < n * S; ++i) dEp[i] = -dEp[i];
+              for (auto& v : dT) v = -v;
+            }
+          }
+          py::array_t<double> dTa({S, S});
+          std::copy(dT.begin(), dT.end(), dTa.mutable_data());
+          return py::make_tuple(h, dE, dTa);
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("start") = py::none(),
+        py::arg("end") = py::none(), py::arg("method") = "fast");
+
+  m.def("expectation_gradient",
+        [](py::object E, py::object T, py::object node_scores, py::object edge_scores,
+           py::object start, py::object end) {
+          auto c = make_chain(E, T, start, end, py::none(), py::none());
+          const py::ssize_t n = c.chain.n, S = c.chain.S;
+          auto node = Doubles::ensure(node_scores);
+          if (!node) fail("node_scores must be a float array (n, S)");
+          require_shape(node, {n, S}, "node_scores");
+          require_finite(node.data(), node.size(), "node_scores");
+          auto edge = Doubles::ensure(edge_scores);
+          if (!edge) fail("edge_scores must be a float array (n-1, S, S)");
+          require_shape(edge, {n > 0 ? n - 1 : 0, S, S}, "edge_scores");
+          require_finite(edge.data(), edge.size(), "edge_scores");
+          AdditiveScore r;
+          r.node = node.data();
+          r.edge = edge.data();
+          r.edge_stride = S * S;
+          py::array_t<double> dE({n, S});
+          std::vector<double> dT(static_cast<size_t>(S) * S, 0.0);
+          double* dEp = dE.mutable_data();
+          double expected;
+          {
+            Workspace ws;
+            py::gil_scoped_release release;
+            expected = expectation_gradient(c.chain, ws, r, dEp, dT.data(), nullptr);
+          }
+          py::array_t<double> dTa({S, S});
+          std::copy(dT.begin(), dT.end(), dTa.mutable_data());
+          return py::make_tuple(expected, dE, dTa);
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("node_scores"),
+        py::arg("edge_scores"), py::arg("start") = py::none(), py::arg("end") = py::none());
+
+  m.def("jiao_pair_marginals",
+        [](py::object E, py::object T, py::object start, py::object end, int64_t u, int64_t v) {
+          auto c = make_chain(E, T, start, end, py::none(), py::none());
+          const py::ssize_t S = c.chain.S;
+          if (!(1 <= u && u < v && v < c.chain.n)) fail("need 1 <= u < v < n");
+          py::array_t<double> out({S, S, S, S});
+          double* op = out.mutable_data();
+          {
+            Workspace ws;
+            py::gil_scoped_release release;
+            jiao_pair_marginals(c.chain, ws, u, v, op);
+          }
+          return out;
+        },
+        py::arg("emissions"), py::arg("transitions"), py::arg("start"), py::arg("end"),
+        py::arg("u"), py::arg("v"));
+
+  m.def("entropy_objective",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           const std::string& method) {
+          if (method != "fast" && method != "jiao")
+            fail("method must be 'fast' or 'jiao', got '" + method + "'");
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          checked_threads(n_threads);
+          py::array_t<double> grad(layout.n_parameters());
+          double* g = grad.mutable_data();
+          double loss;
+          {
+            py::gil_scoped_release release;
+            loss = entropy_objective(corpus, layout, theta.data(), g, n_threads, method == "jiao");
+          }
+          return py::make_tuple(loss, grad);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("method") = "fast");
+
+  m.def("entropy_corpus",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          checked_threads(n_threads);
+          py::array_t<double> seq(corpus.n_sequences), tok(corpus.n_tokens), tr(corpus.n_tokens);
+          double* sp = seq.mutable_data();
+          double* tp = tok.mutable_data();
+          double* rp = tr.mutable_data();
+          {
+            py::gil_scoped_release release;
+            decode_entropy(corpus, layout, theta.data(), n_threads, sp, tp, rp);
+          }
+          return py::make_tuple(seq, tok, tr);
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
 }

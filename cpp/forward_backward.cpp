@@ -29,14 +29,7 @@ constexpr double kMinAlpha = 1e-290;
 // larger gap means beta overflowed.
 constexpr double kMarginalSumTolerance = 1e-8;
 
-inline double log_sum_exp(const double* v, int S) {
-  double m = kNegInf;
-  for (int i = 0; i < S; ++i) m = std::max(m, v[i]);
-  if (m == kNegInf) return kNegInf;
-  double s = 0.0;
-  for (int i = 0; i < S; ++i) s += std::exp(v[i] - m);
-  return m + std::log(s);
-}
+}  // namespace
 
 // Log-space forward pass; ws.log_alpha[t] is normalised so that its
 // log-sum-exp is 0 (magnitudes stay small on long chains). Returns log Z.
@@ -121,6 +114,8 @@ void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edg
     }
   }
 }
+
+namespace {
 
 // Σ_t p_t(a, b) from a trusted scaled pass, added to edge_sum [S][S].
 void scaled_edge_sum(const Chain& c, const TransitionFactors& f, Workspace& ws,

@@ -60,6 +60,9 @@ struct Workspace {
   std::vector<double> outer;              // [S][ld] Σ_t alpha_{t-1} ⊗ g_t
   std::vector<double> emissions;          // [n][S] scores of the current sequence
   std::vector<double> edge_scratch;       // [S][S] for callers
+  std::vector<double> cov_forward, cov_backward, cov_h;  // [n][ld] covariance kernel
+  std::vector<double> cov_edge, cov_edge_t;              // [S][ld]
+  std::vector<double> cov_node;                          // [n][S] centred node scores
   std::vector<uint8_t> reachable;         // [2][S]
   std::vector<int64_t> allowed;           // [ld] lane mask of labels allowed at a token
   std::vector<int32_t> backpointer;       // [n][S]
@@ -81,6 +84,17 @@ double log_partition(const Chain& chain, Workspace& ws);
 // Best labeling into path [n]; returns its score. Ties go to the lower
 // label index. Throws NoLabeling when the masks allow nothing.
 double viterbi(const Chain& chain, Workspace& ws, int32_t* path);
+
+// The k best allowed labelings (exact k-best Viterbi), best first; ties of
+// exactly equal score go to the lexicographically smaller labeling.
+//   paths:  [k][n], row j = the j-th best labeling (rows past the count are
+//           not written)
+//   scores: [k], scores[j] = its score (the sum order of viterbi())
+// Returns how many were found: min(k, number of allowed labelings); 1 (the
+// empty labeling, score 0) when n = 0. O(n S k (S + log(S k))) time, O(n S k)
+// memory (k capped at S^n). Uses ws.alpha and ws.backpointer. Throws
+// NoLabeling when the masks allow nothing, std::invalid_argument when k < 1.
+int nbest(const Chain& chain, int k, Workspace& ws, int32_t* paths, double* scores);
 
 // Score of the labeling y [n] (no masks are consulted).
 double labeling_score(const Chain& chain, const int32_t* y);

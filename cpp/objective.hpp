@@ -148,4 +148,15 @@ void decode_marginals(const Corpus& corpus, const Layout& layout, const double* 
 void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
                                 const double* theta, int n_threads, double* out);
 
+// Σ_x w_x H(Y | x) and its gradient, by Mann & McCallum's O(n S²) covariance
+// kernel or (jiao = true) by Jiao et al.'s O(n² S³) nested programme.
+double entropy_objective(const Corpus& corpus, const Layout& layout, const double* theta,
+                         double* grad, int n_threads, bool jiao);
+
+// Sequence entropies [n_sequences], token entropies H(Y_t) [n_tokens] and
+// transition entropies H(Y_t | Y_{t-1}) [n_tokens] (0 at each first token).
+void decode_entropy(const Corpus& corpus, const Layout& layout, const double* theta,
+                    int n_threads, double* sequence_entropy, double* token_entropy,
+                    double* transition_entropy);
+
 }  // namespace sscrf

@@ -11,6 +11,10 @@
 // then recomputes in log space.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "lattice.hpp"
 
 namespace sscrf {
@@ -21,5 +25,23 @@ const TransitionFactors& factors_of(const Chain& c, Workspace& ws);
 bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws);
 double scaled_log_z(const Workspace& ws, int64_t n);
 bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws);
+
+// Log-space passes, used when the scaled ones cannot be trusted.
+// log_space_forward fills ws.log_alpha[t] (stride S) normalised to
+// log-sum-exp 0 and returns log Z (throws NoLabeling when nothing is
+// allowed); log_space_backward fills ws.log_beta likewise and optionally
+// node marginals [n][S], edge marginals [n-1][S][S] and their sum [S][S] (added).
+double log_space_forward(const Chain& c, Workspace& ws);
+void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edge,
+                        double* edge_sum);
+
+inline double log_sum_exp(const double* v, int S) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < S; ++i) m = std::max(m, v[i]);
+  if (m == -std::numeric_limits<double>::infinity()) return m;
+  double s = 0.0;
+  for (int i = 0; i < S; ++i) s += std::exp(v[i] - m);
+  return m + std::log(s);
+}
 
 }  // namespace sscrf

@@ -17,9 +17,25 @@ Wrong shapes, non-finite values, or masks that leave no labeling raise
 ``ValueError`` naming the argument. Integer and float32 inputs are converted.
 """
 
+import operator
+
+import numpy as np
+
 from . import _core
 
-__all__ = ["log_partition", "marginals", "viterbi"]
+__all__ = [
+    "constrained_entropy",
+    "entropy_gradient",
+    "entropy_lattices",
+    "expectation_gradient",
+    "log_partition",
+    "marginals",
+    "nbest",
+    "sequence_entropy",
+    "span_entropies",
+    "span_entropy",
+    "viterbi",
+]
 
 
 def log_partition(emissions, transitions, start=None, end=None, mask=None, edge_mask=None):
@@ -59,3 +75,195 @@ def viterbi(emissions, transitions, start=None, end=None, mask=None, edge_mask=N
         ``score(path)``; 0.0 for an empty sequence.
     """
     return _core.viterbi(emissions, transitions, start, end, mask, edge_mask)
+
+
+def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=None):
+    """The k highest-scoring allowed labelings, best first (exact k-best Viterbi).
+
+    Among labelings of exactly equal score, the lexicographically smaller
+    one (label ids read from token 0) comes first. The best one has the same
+    score as ``viterbi`` (possibly a different path among exact ties).
+    Runs in O(n S k (S + log(S k))) time and O(n S k) memory.
+
+    Parameters
+    ----------
+    k : int
+        How many labelings to return, at least 1; more than there are
+        allowed labelings is fine.
+
+    Returns
+    -------
+    paths : ndarray (m, n) int64
+        ``paths[j]`` is the j-th best labeling, ``m = min(k, number of
+        allowed labelings)``; an empty sequence has one, empty, labeling
+        (shape (1, 0)).
+    scores : ndarray (m,) float64
+        ``scores[j] = score(paths[j])``, non-increasing.
+
+    Raises
+    ------
+    ValueError
+        ``k < 1``, or the masks allow no labeling, or bad arrays as above.
+    TypeError
+        ``k`` is not an integer.
+    """
+    if isinstance(k, bool):
+        raise TypeError("k must be an integer, got a bool")
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
+    if k < 1:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    # the core takes a C int; no chain can return more labelings anyway
+    k = min(k, 2**31 - 1)
+    return _core.nbest(emissions, transitions, k, start, end, mask, edge_mask)
+
+
+# -- entropies and expectations (no masks) -----------------------------------
+
+def sequence_entropy(emissions, transitions, start=None, end=None):
+    """H(Y | x) of the chain's distribution, >= 0.
+
+    Computed from the H-alpha lattice as a sum of non-negative terms
+    (DESIGN.md kernel 4), not as ``log Z - E[score]``, which rounding can
+    push below zero.
+    """
+    return _core.entropy_lattices(emissions, transitions, start, end)[0]
+
+
+def entropy_lattices(emissions, transitions, start=None, end=None):
+    """Everything the entropy queries are built from, in one O(n S²) pass.
+
+    Returns
+    -------
+    entropy : float
+        H(Y | x).
+    token_entropy : ndarray (n,)
+        H(Y_t), the entropy of each token's marginal.
+    transition_entropy : ndarray (n,)
+        H(Y_t | Y_{t-1}) for t >= 1; entry 0 is 0.
+    h_alpha : ndarray (n, S)
+        ``h_alpha[t, b]``: entropy of the labels before t given ``y_t = b``.
+    h_beta : ndarray (n, S)
+        ``h_beta[t, a]``: entropy of the labels after t given ``y_t = a``.
+    """
+    return _core.entropy_lattices(emissions, transitions, start, end)
+
+
+def entropy_gradient(emissions, transitions, start=None, end=None, method="fast"):
+    """Gradient of H(Y | x) with respect to every potential.
+
+    Parameters
+    ----------
+    method : {"fast", "jiao"}
+        ``fast``: the O(n S²) covariance kernel (Mann & McCallum 2007);
+        ``jiao``: the O(n² S³) nested programme of Jiao et al. (2006) §3, kept
+        as an independent reference (it works in scaled probabilities and
+        refuses chains whose probabilities underflow them).
+
+    Returns
+    -------
+    d_emissions : ndarray (n, S)
+    d_transitions : ndarray (S, S)
+    d_start, d_end : ndarray (S,)
+        The start and end weights enter the score as ``emissions[0]`` and
+        ``emissions[n-1]`` do, so their gradients are those rows.
+    """
+    _, d_e, d_t = _core.entropy_gradient(emissions, transitions, start, end, method)
+    return _with_start_end(d_e, d_t)
+
+
+def expectation_gradient(emissions, transitions, node_scores, edge_scores, start=None, end=None):
+    """E_p[r(y)] of an additive score and its gradient (the covariance kernel).
+
+    ``r(y) = Σ_t node_scores[t, y_t] + Σ_{t≥1} edge_scores[t-1, y_{t-1}, y_t]``;
+    the gradient of ``E_p[r]`` with respect to a potential is ``Cov_p[F, r]``
+    for its indicator feature F. Build differentiable objectives on
+    expectations with it.
+
+    Parameters
+    ----------
+    node_scores : ndarray (n, S)
+    edge_scores : ndarray (n-1, S, S)
+
+    Returns
+    -------
+    expectation : float
+    d_emissions : ndarray (n, S)
+    d_transitions : ndarray (S, S)
+    d_start, d_end : ndarray (S,)
+    """
+    expectation, d_e, d_t = _core.expectation_gradient(
+        emissions, transitions, node_scores, edge_scores, start, end)
+    return (expectation,) + _with_start_end(d_e, d_t)
+
+
+def span_entropy(emissions, transitions, begin, stop, start=None, end=None):
+    """Entropy of the posterior over the labels ``y[begin:stop]``.
+
+    ``H(Y_begin) + Σ_{t=begin+1}^{stop-1} H(Y_t | Y_{t-1})`` by the Markov
+    property; O(n S²) for the lattice, O(1) for the span.
+    """
+    _, token, transition, _, _ = _core.entropy_lattices(emissions, transitions, start, end)
+    n = len(token)
+    begin, stop = _check_span(begin, stop, n)
+    if stop == begin:
+        return 0.0
+    return max(0.0, float(token[begin] + transition[begin + 1:stop].sum()))
+
+
+def span_entropies(emissions, transitions, width, start=None, end=None):
+    """:func:`span_entropy` of every span of ``width`` tokens, in one call.
+
+    Returns
+    -------
+    ndarray (max(n - width + 1, 0),)
+        Entry ``i`` is the entropy of ``y[i:i+width]``.
+    """
+    _, token, transition, _, _ = _core.entropy_lattices(emissions, transitions, start, end)
+    return spans_from_lattices(token, transition, width)
+
+
+def constrained_entropy(emissions, transitions, begin, labels, start=None, end=None):
+    """Entropy of the labels outside ``[begin, begin+len(labels))`` given the span is ``labels``.
+
+    By the Markov property only the span's end labels matter:
+    ``h_alpha[begin, labels[0]] + h_beta[last, labels[-1]]``.
+    """
+    _, token, _, h_alpha, h_beta = _core.entropy_lattices(emissions, transitions, start, end)
+    n, S = h_alpha.shape
+    labels = [int(l) for l in labels]
+    if not labels:
+        raise ValueError("labels must name at least one label")
+    begin, stop = _check_span(begin, begin + len(labels), n)
+    if any(not 0 <= l < S for l in labels):
+        raise ValueError(f"labels must be label ids in [0, {S})")
+    return float(h_alpha[begin, labels[0]] + h_beta[stop - 1, labels[-1]])
+
+
+def spans_from_lattices(token_entropy, transition_entropy, width):
+    """Entropies of all spans of ``width`` from token and transition entropies (prefix sums)."""
+    n = len(token_entropy)
+    if width < 1:
+        raise ValueError(f"width must be at least 1, got {width}")
+    if width > n:
+        return np.zeros(0)
+    prefix = np.concatenate([[0.0], np.cumsum(transition_entropy)])
+    begins = np.arange(n - width + 1)
+    out = token_entropy[begins] + prefix[begins + width] - prefix[begins + 1]
+    return np.maximum(out, 0.0)
+
+
+def _check_span(begin, stop, n):
+    begin, stop = int(begin), int(stop)
+    if not 0 <= begin <= stop <= n:
+        raise ValueError(f"span [{begin}, {stop}) is not inside a sequence of {n} tokens")
+    return begin, stop
+
+
+def _with_start_end(d_e, d_t):
+    S = d_t.shape[0]
+    if len(d_e) == 0:
+        return d_e, d_t, np.zeros(S), np.zeros(S)
+    return d_e, d_t, d_e[0].copy(), d_e[-1].copy()

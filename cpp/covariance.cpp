@@ -1,0 +1,249 @@
+// E_p[r(y)] of an additive score and its gradient Cov_p[F, r] in O(n S²)
+// (DESIGN.md kernel 3): prefix expectations forward, suffix expectations
+// backward, carried as unnormalised products (expectation semiring) so that
+// nothing is divided; log-space conditionals when scaling fails.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "covariance.hpp"
+#include "dense_kernels.hpp"
+#include "scaled_lattice.hpp"
+
+namespace sscrf {
+
+namespace {
+
+inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
+  return r.node ? r.node[t * S + b] : 0.0;
+}
+
+// Scaled path. With L_t(b) = E[Σ_{u≤t} r_u | y_t = b] and
+// R_t(a) = E[Σ_{u>t} r_u | y_t = a]:
+//   aL_t(b) = alpha_t(b) L_t(b)
+//           = psi_t(b)/s_t Σ_a (aL_{t-1}(a) + alpha_{t-1}(a) edge_t(a,b)) F(a,b)
+//             + alpha_t(b) node_t(b)
+//   bR_t(a) = beta_t(a) R_t(a)
+//           = Σ_b F(a,b) h_{t+1}(b) + Σ_b edge_{t+1}(a,b) F(a,b) g_{t+1}(b),
+//     h_t(b) = psi_t(b)/s_t (bR_t(b) + beta_t(b) node_t(b)), g_t = psi_t beta_t / s_t
+//   ∂E[r]/∂E[t][b] = aL_t(b) beta_t(b) + alpha_t(b) bR_t(b) - p_t(b) E[r]
+//   ∂E[r]/∂T(a,b)  = Σ_t p_t(a,b) (L_{t-1}(a) + edge_t(a,b) + node_t(b) + R_t(b) - E[r])
+//                  = Σ_t F(a,b) [aL_{t-1}(a) g_t(b) + alpha_{t-1}(a) (h_t(b) - g_t(b) E[r])]
+//                    + edge_t(a,b) F(a,b) alpha_{t-1}(a) g_t(b)
+double scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Workspace& ws,
+                                   const AdditiveScore& r, double* dE, double* dT) {
+  const int64_t n = c.n;
+  const int S = c.S, ld = f.ld;
+  const size_t rows = static_cast<size_t>(n) * ld;
+  // Buffers: aL, bR, h (row stride ld); G = edge∘F and its transpose.
+  std::vector<double>& aL = ws.cov_forward;
+  std::vector<double>& bR = ws.cov_backward;
+  std::vector<double>& h = ws.cov_h;
+  aL.assign(rows, 0.0);
+  bR.assign(rows, 0.0);
+  h.assign(rows, 0.0);
+  std::vector<double>& G = ws.cov_edge;
+  std::vector<double>& GT = ws.cov_edge_t;
+  G.assign(static_cast<size_t>(S) * ld, 0.0);
+  GT.assign(static_cast<size_t>(S) * ld, 0.0);
+  auto load_edge = [&](int64_t t) {  // G = edge_t ∘ F for positions t >= 1
+    const double* e = r.edge + (t - 1) * r.edge_stride;
+    for (int a = 0; a < S; ++a)
+      for (int b = 0; b < S; ++b) {
+        const double v = e[a * S + b] * f.factor[a * ld + b];
+        G[a * ld + b] = v;
+        GT[b * ld + a] = v;
+      }
+  };
+  const bool has_edge = r.edge != nullptr;
+  const bool shared_edge = has_edge && r.edge_stride == 0;
+  if (shared_edge) load_edge(1);
+  ws.tmp.resize(2 * static_cast<size_t>(ld));
+  double* v1 = ws.tmp.data();
+  double* v2 = v1 + ld;
+
+  // Centre each position's score on its expectation c_t: Cov[F, r] does
+  // not change, but L, R and E[r] shrink from the size of the scores to the
+  // size of their fluctuations, and with them the cancellation error in
+  // L + R - E[r] (peaked chains would otherwise keep rounding noise of
+  // eps·Σ_t |r_t| in gradients that are truly ~0).
+  std::vector<double>& centred = ws.cov_node;
+  centred.resize(static_cast<size_t>(n) * S);
+  double offset = 0.0;
+  for (int64_t t = 0; t < n; ++t) {
+    double c_t = 0.0;
+    for (int b = 0; b < S; ++b)
+      c_t += ws.alpha[t * ld + b] * ws.beta[t * ld + b] * node_score(r, t, S, b);
+    if (has_edge && t > 0) {
+      if (!shared_edge) load_edge(t);
+      vector_matrix(&ws.g[t * ld], GT.data(), S, ld, v2);  // Σ_b edge(a,b) F(a,b) g_t(b)
+      for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * v2[a];
+    }
+    for (int b = 0; b < S; ++b) centred[t * S + b] = node_score(r, t, S, b) - c_t;
+    offset += c_t;
+  }
+  AdditiveScore rc = r;
+  rc.node = centred.data();
+    for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * node_score(rc, 0, S, b);
+  for (int64_t t = 1; t < n; ++t) {
+    if (has_edge && !shared_edge) load_edge(t);
+    vector_matrix(&aL[(t - 1) * ld], f.factor.data(), S, ld, v1);
+    if (has_edge) {
+      vector_matrix(&ws.alpha[(t - 1) * ld], G.data(), S, ld, v2);
+      for (int b = 0; b < ld; ++b) v1[b] += v2[b];
+    }
+    const double inv = 1.0 / ws.scale[t];
+    const double* psi = &ws.psi[t * ld];
+    const double* alpha = &ws.alpha[t * ld];
+    double* out = &aL[t * ld];
+    for (int b = 0; b < S; ++b) out[b] = v1[b] * psi[b] * inv + alpha[b] * node_score(rc, t, S, b);
+  }
+  double expectation = 0.0;  // E[r'] of the centred score, ~0
+  for (int b = 0; b < S; ++b) expectation += aL[(n - 1) * ld + b];
+
+  for (int64_t t = n - 1; t >= 1; --t) {
+    const double inv = 1.0 / ws.scale[t];
+    const double* psi = &ws.psi[t * ld];
+    const double* beta = &ws.beta[t * ld];
+    double* ht = &h[t * ld];
+    for (int b = 0; b < S; ++b)
+      ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * node_score(rc, t, S, b));
+    if (has_edge && !shared_edge) load_edge(t);
+    vector_matrix(ht, f.factor_t.data(), S, ld, &bR[(t - 1) * ld]);
+    if (has_edge) {
+      vector_matrix(&ws.g[t * ld], GT.data(), S, ld, v2);
+      for (int a = 0; a < ld; ++a) bR[(t - 1) * ld + a] += v2[a];
+    }
+  }
+
+  for (int64_t t = 0; t < n; ++t) {
+    const double* alpha = &ws.alpha[t * ld];
+    const double* beta = &ws.beta[t * ld];
+    for (int b = 0; b < S; ++b)
+      dE[t * S + b] = aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
+                      alpha[b] * beta[b] * expectation;
+  }
+  if (n > 1) {
+    // h_t <- h_t - g_t E[r]; then O = Σ_t aL_{t-1} ⊗ g_t + alpha_{t-1} ⊗ h_t
+    for (int64_t t = 1; t < n; ++t)
+      for (int b = 0; b < S; ++b) h[t * ld + b] -= ws.g[t * ld + b] * expectation;
+    ws.outer.assign(static_cast<size_t>(S) * ld, 0.0);
+    add_transposed_product(aL.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
+    add_transposed_product(ws.alpha.data(), h.data() + ld, n - 1, S, ld, ws.outer.data());
+    for (int a = 0; a < S; ++a)
+      for (int b = 0; b < S; ++b) dT[a * S + b] += f.factor[a * ld + b] * ws.outer[a * ld + b];
+    if (has_edge) {
+      if (shared_edge) {
+        ws.outer.assign(static_cast<size_t>(S) * ld, 0.0);
+        add_transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
+        for (int a = 0; a < S; ++a)
+          for (int b = 0; b < S; ++b) dT[a * S + b] += G[a * ld + b] * ws.outer[a * ld + b];
+      } else {
+        for (int64_t t = 1; t < n; ++t) {
+          load_edge(t);
+          for (int a = 0; a < S; ++a)
+            for (int b = 0; b < S; ++b)
+              dT[a * S + b] += G[a * ld + b] * ws.alpha[(t - 1) * ld + a] * ws.g[t * ld + b];
+        }
+      }
+    }
+  }
+  return expectation + offset;
+}
+
+// Log-space path from conditionals: L_t(b) = Σ_a q_t(a|b) (L_{t-1}(a) + r_t(a,b)),
+// q_t(a|b) = p(y_{t-1}=a | y_t=b); R_t(a) = Σ_b q'_t(b|a) (r_{t+1}(a,b) + R_{t+1}(b)),
+// q'_t(b|a) = p(y_{t+1}=b | y_t=a). Each conditional is normalised on its own.
+double log_space_expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& r,
+                                      double* dE, double* dT, double* log_z) {
+  const int64_t n = c.n;
+  const int S = c.S;
+  const double* T = c.transitions;
+  const double* np = ws.node_potential.data();
+  const double lz = log_space_forward(c, ws);
+  if (log_z) *log_z = lz;
+  std::vector<double>& node = ws.cov_h;
+  node.resize(static_cast<size_t>(n) * S);
+  log_space_backward(c, ws, node.data(), nullptr, nullptr);
+  std::vector<double>& L = ws.cov_forward;
+  std::vector<double>& R = ws.cov_backward;
+  L.assign(static_cast<size_t>(n) * S, 0.0);
+  R.assign(static_cast<size_t>(n) * S, 0.0);
+  std::vector<double>& w = ws.cov_edge;
+  w.resize(static_cast<size_t>(S) * S);
+  auto edge = [&](int64_t t, int a, int b) {
+    return r.edge ? r.edge[(t - 1) * r.edge_stride + a * S + b] : 0.0;
+  };
+  for (int b = 0; b < S; ++b) L[b] = node_score(r, 0, S, b);
+  for (int64_t t = 1; t < n; ++t) {
+    const double* la = &ws.log_alpha[(t - 1) * S];
+    for (int b = 0; b < S; ++b) {
+      for (int a = 0; a < S; ++a) w[a] = la[a] + T[a * S + b];
+      const double norm = log_sum_exp(w.data(), S);
+      double sum = 0.0;
+      for (int a = 0; a < S; ++a)
+        sum += std::exp(w[a] - norm) * (L[(t - 1) * S + a] + edge(t, a, b));
+      L[t * S + b] = sum + node_score(r, t, S, b);
+    }
+  }
+  for (int64_t t = n - 2; t >= 0; --t) {
+    const double* lb = &ws.log_beta[(t + 1) * S];
+    for (int a = 0; a < S; ++a) {
+      for (int b = 0; b < S; ++b) w[b] = T[a * S + b] + np[(t + 1) * S + b] + lb[b];
+      const double norm = log_sum_exp(w.data(), S);
+      double sum = 0.0;
+      for (int b = 0; b < S; ++b)
+        sum += std::exp(w[b] - norm) *
+               (edge(t + 1, a, b) + node_score(r, t + 1, S, b) + R[(t + 1) * S + b]);
+      R[t * S + a] = sum;
+    }
+  }
+  double expectation = 0.0;
+  for (int b = 0; b < S; ++b) expectation += node[(n - 1) * S + b] * L[(n - 1) * S + b];
+  for (int64_t t = 0; t < n; ++t)
+    for (int b = 0; b < S; ++b)
+      dE[t * S + b] = node[t * S + b] * (L[t * S + b] + R[t * S + b] - expectation);
+  for (int64_t t = 1; t < n; ++t) {
+    // p_t(a,b) ∝ exp(la_{t-1}(a) + T(a,b) + node_t(b) + lb_t(b)), normalised over (a,b)
+    const double* la = &ws.log_alpha[(t - 1) * S];
+    const double* lb = &ws.log_beta[t * S];
+    w.resize(static_cast<size_t>(S) * S);
+    for (int a = 0; a < S; ++a)
+      for (int b = 0; b < S; ++b) w[a * S + b] = la[a] + T[a * S + b] + np[t * S + b] + lb[b];
+    const double norm = log_sum_exp(w.data(), S * S);
+    for (int a = 0; a < S; ++a)
+      for (int b = 0; b < S; ++b)
+        dT[a * S + b] += std::exp(w[a * S + b] - norm) *
+                         (L[(t - 1) * S + a] + edge(t, a, b) + node_score(r, t, S, b) +
+                          R[t * S + b] - expectation);
+  }
+  return expectation;
+}
+
+}  // namespace
+
+SSCRF_SIMD_CLONES
+double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& r,
+                            double* d_emissions, double* d_transitions, double* log_z) {
+  if (c.node_mask || c.edge_mask)
+    throw std::invalid_argument("expectation gradients do not support masks");
+  if (c.n == 0) {
+    if (log_z) *log_z = 0.0;
+    return 0.0;
+  }
+  fill_node_potentials(c, ws);
+  AdditiveScore score = r;
+  if (r.log_potentials) {
+    score.node = ws.node_potential.data();
+    score.edge = c.transitions;
+    score.edge_stride = 0;
+  }
+  const TransitionFactors& f = factors_of(c, ws);
+  if (scaled_forward(c, f, ws) && scaled_backward(c, f, ws)) {
+    if (log_z) *log_z = scaled_log_z(ws, c.n);
+    return scaled_expectation_gradient(c, f, ws, score, d_emissions, d_transitions);
+  }
+  return log_space_expectation_gradient(c, ws, score, d_emissions, d_transitions, log_z);
+}
+
+}  // namespace sscrf

@@ -1,0 +1,51 @@
+// The entropy-regularisation term over an unlabeled corpus (Jiao et al. 2006
+// eq. 2, minimised as Σ_x H(Y | x)), by either gradient, and the corpus
+// entropy decoder used by uncertainty queries.
+#include <algorithm>
+
+#include "covariance.hpp"
+#include "objective.hpp"
+
+namespace sscrf {
+
+double entropy_objective(const Corpus& corpus, const Layout& layout, const double* theta,
+                         double* grad, int n_threads, bool jiao) {
+  const int S = layout.S;
+  return evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        const double w = corpus.weight(s);
+        ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+        double entropy;
+        double sign;
+        if (jiao) {
+          entropy = entropy_gradient_jiao(c, ws, dE, ws.edge_scratch.data());
+          sign = 1.0;
+        } else {
+          // H = log Z - E[s] and ∂H/∂θ = -Cov[F, s] (E[F] cancels)
+          AdditiveScore score;
+          score.log_potentials = true;
+          double log_z;
+          const double expected = expectation_gradient(c, ws, score, dE, ws.edge_scratch.data(), &log_z);
+          entropy = log_z - expected;
+          sign = -1.0;
+        }
+        for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= sign * w;
+        for (int i = 0; i < S * S; ++i) dT[i] += sign * w * ws.edge_scratch[i];
+        return w * entropy;
+      });
+}
+
+void decode_entropy(const Corpus& corpus, const Layout& layout, const double* theta,
+                    int n_threads, double* sequence_entropy, double* token_entropy,
+                    double* transition_entropy) {
+  std::fill(sequence_entropy, sequence_entropy + corpus.n_sequences, 0.0);
+  for_each_sequence(corpus, layout, theta, n_threads, false,
+                    [&](int64_t s, const Chain& c, Workspace& ws) {
+                      const int64_t tb = corpus.offsets[s];
+                      sequence_entropy[s] = entropy_lattices(c, ws, token_entropy + tb,
+                                                             transition_entropy + tb, nullptr, nullptr);
+                    });
+}
+
+}  // namespace sscrf
