@@ -29,11 +29,18 @@ def __getattr__(name):
         from .model import CRF
 
         return CRF
-    if name in {"lattice", "io", "metrics", "features"}:
+    if name == "self_train":
+        from .self_training import self_train
+
+        return self_train
+    if name in {"lattice", "io", "metrics", "features", "objectives"}:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'sscrf' has no attribute {name!r}")
 
 
-__all__ = ["CRF", "SscrfError", "build_info", "lattice", "io", "metrics", "features"]
+__all__ = [
+    "CRF", "SscrfError", "build_info", "self_train",
+    "lattice", "io", "metrics", "features", "objectives",
+]

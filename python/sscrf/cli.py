@@ -133,6 +133,15 @@ def build_parser():
     sub.add_argument("--labels", type=_label_list, metavar="A,B,...",
                      help="the label set, in this order (default: every label in TRAIN); "
                           "another label in TRAIN is an error")
+    sub.add_argument("--unlabeled", metavar="FILE",
+                     help="unlabeled sentences (CoNLL, the token columns of TRAIN; extra "
+                          "columns, e.g. labels, are ignored) for entropy regularisation")
+    sub.add_argument("--entropy-weight", type=_non_negative_float, default=0.0, metavar="G",
+                     help="weight γ of the entropy of the unlabeled sentences (default: 0; "
+                          "needs --unlabeled)")
+    sub.add_argument("--entropy-method", choices=("fast", "jiao"), default="fast",
+                     help="entropy gradient: fast O(n S^2) (default) or Jiao et al.'s "
+                          "O(n^2 S^3) reference")
     conllu_options(sub, "TRAIN")
     sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     sub.set_defaults(func=_cmd_train)
@@ -312,10 +321,26 @@ def _cmd_train(args):
         raise SscrfError(f"{args.template}: template {source!r} reads column "
                          f"{templates.max_column}, but {args.train} has {n_columns} token "
                          "column(s) (numbered from 0; the label column is not one)")
+    unlabeled = None
+    if args.unlabeled is not None:
+        if args.entropy_weight <= 0:
+            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0")
+        from .io import read_conll
+
+        unlabeled = [[token[:n_columns] for token in sentence]
+                     for sentence in read_conll(args.unlabeled, has_labels=False).tokens]
+        short = next(((s, len(t)) for s, sentence in enumerate(unlabeled) for t in sentence
+                      if len(t) < n_columns), None)
+        if short is not None:
+            raise SscrfError(f"{args.unlabeled}: sentence {short[0]} has {short[1]} column(s), "
+                             f"{args.train} has {n_columns} token column(s)")
+    elif args.entropy_weight > 0:
+        raise SscrfError("--entropy-weight needs --unlabeled FILE")
     model = CRF(c2=args.c2, max_iterations=args.max_iterations, n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
-                min_freq=args.min_freq, verbose=not args.quiet)
-    model.fit(corpus.tokens, corpus.labels)
+                min_freq=args.min_freq, entropy_weight=args.entropy_weight,
+                entropy_method=args.entropy_method, verbose=not args.quiet)
+    model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled)
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
     training = model.training_

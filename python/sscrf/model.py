@@ -6,8 +6,10 @@ vector ``coef_ = [W entries | T (S×S) | start (S) | end (S)]`` that the C++
 core reads directly.
 """
 
+import copy
 import inspect
 import os
+import sys
 
 import numpy as np
 
@@ -51,6 +53,13 @@ class CRF:
         columns of the training data.
     min_freq : int
         Attributes seen at fewer tokens are dropped.
+    entropy_weight : float
+        γ of the entropy-regularisation term ``γ·Σ_{x unlabeled} H(Y | x)``
+        (Jiao et al. 2006), active when ``fit`` gets ``X_unlabeled``. Jiao
+        et al.'s prior ``‖θ‖²/2`` is ``c2 = 0.5`` here.
+    entropy_method : {"fast", "jiao"}
+        Gradient of the entropy term: the O(n S²) covariance kernel, or Jiao
+        et al.'s O(n² S³) nested programme (a reference; same values).
     verbose : bool
         Show training progress on stderr.
 
@@ -66,7 +75,7 @@ class CRF:
 
     def __init__(self, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
-                 verbose=True):
+                 entropy_weight=0.0, entropy_method="fast", verbose=True):
         self.c2 = c2
         self.max_iterations = max_iterations
         self.epsilon = epsilon
@@ -77,6 +86,8 @@ class CRF:
         self.labels = labels
         self.templates = templates
         self.min_freq = min_freq
+        self.entropy_weight = entropy_weight
+        self.entropy_method = entropy_method
         self.verbose = verbose
 
     # -- scikit-learn protocol ----------------------------------------------
@@ -106,61 +117,109 @@ class CRF:
 
     # -- training -----------------------------------------------------------
 
-    def fit(self, X, y, init=None, callback=None):
-        """Train on labeled sentences.
+    def fit(self, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None):
+        """Train on labeled sentences, and on unlabeled ones through the semi-supervised terms.
 
         Parameters
         ----------
         X : list of sentences
             A sentence is a list of tokens: feature dicts, or lists of column
-            strings when the model has templates.
+            strings when the model has templates. May be empty when unlabeled
+            data and a semi-supervised term are given (then ``labels=`` names
+            the labels).
         y : list of list of str
             One label per token.
+        X_unlabeled : list of sentences or None
+            Data for the ``entropy`` term (``entropy_weight > 0``). Its
+            attributes join the vocabulary, and with it the model uses the
+            ``dense`` feature set.
         init : CRF, path or None
             Warm start: weights of attributes and labels this model shares
             with ``init`` start from ``init``'s values, the rest from 0.
+            Without it, training with a (non-concave) semi-supervised term
+            starts from the supervised optimum, as Jiao et al. do.
         callback : callable or None
             ``callback(iteration, loss, theta)`` after each L-BFGS iteration;
             returning True stops training.
+        sample_weight : array-like (len(X),) or None
+            Per-sentence weights of the labeled terms (scikit-learn
+            semantics: a weight of 2 counts a sentence twice).
 
         Returns
         -------
         self
         """
         self._check_hyperparameters()
-        X, y = _check_labeled(X, y)
+        X, y = _check_labeled(X, y, allow_empty_corpus=True)
+        unlabeled = None if X_unlabeled is None else _check_unlabeled(X_unlabeled)
+        use_entropy = self.entropy_weight > 0 and bool(unlabeled)
+        if unlabeled and not use_entropy:
+            raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0")
+        if not X and not unlabeled:
+            raise SscrfError("the training data is empty")
+        weights = _check_sample_weight(sample_weight, len(X))
         if isinstance(init, (str, os.PathLike)):
             init = CRF.load(init)
+        elif init is self:
+            init = copy.copy(self)  # fitting replaces the attributes init is read from
         self.classes_ = self._label_set(y)
         label_index = {label: i for i, label in enumerate(self.classes_)}
         templates = self.templates
         if isinstance(templates, str) and templates.strip() == "default":
-            templates = default_templates(_n_columns(X))
+            templates = default_templates(_n_columns(X or unlabeled))
         self.extractor_ = FeatureExtractor(templates, self.min_freq)
-        (features,) = self.extractor_.fit_transform(X)
+        corpora = [X] + ([unlabeled] if use_entropy else [])
+        features = self.extractor_.fit_transform(*corpora)
         token_labels = _encode_labels(y, label_index)
-        self.feature_set_ = "observed" if self.feature_set == "auto" else self.feature_set
+        self.feature_set_ = self.feature_set
+        if self.feature_set == "auto":
+            self.feature_set_ = "dense" if use_entropy else "observed"
+        elif self.feature_set == "observed" and use_entropy:
+            raise SscrfError("feature_set='observed' keeps only pairs seen in labeled data, so the "
+                             "entropy term on unlabeled data could not move the model; use 'dense' "
+                             "or 'auto'")
         self.row_ptr_, self.label_ids_ = _layout_arrays(
-            features, token_labels, len(self.classes_), self.feature_set_)
+            features[0], token_labels, len(self.classes_), self.feature_set_)
         layout = self._layout()
         n_threads = self._threads()
-        corpus = _compile(features, labels=token_labels)
-        terms = [OBJECTIVES["likelihood"](corpus, layout, n_threads)]
+        supervised = []
+        if X:
+            corpus = _compile(features[0], labels=token_labels, weights=weights)
+            supervised.append(OBJECTIVES["likelihood"](corpus, layout, n_threads))
+        terms = list(supervised)
+        if use_entropy:
+            terms.append(OBJECTIVES["entropy"](_compile(features[1]), layout, n_threads,
+                                               weight=self.entropy_weight,
+                                               method=self.entropy_method))
         theta0 = np.zeros(layout.n_parameters)
         if init is not None:
             self._warm_start(init, theta0)
-        result = minimize(
-            Objective(terms, self.c2), theta0, max_iterations=self.max_iterations,
-            epsilon=self.epsilon, period=self.period, delta=self.delta, callback=callback,
-            verbose=self.verbose)
+        options = dict(max_iterations=self.max_iterations, epsilon=self.epsilon,
+                       period=self.period, delta=self.delta, callback=callback,
+                       verbose=self.verbose)
+        stages = {}
+        if len(terms) > len(supervised) and supervised and init is None:
+            # Non-concave objective: start from the supervised optimum.
+            if self.verbose:
+                print("stage 1/2: supervised warm start", file=sys.stderr)
+            warm = minimize(Objective(supervised, self.c2), theta0, **options)
+            stages["supervised"] = _training_record(warm)
+            theta0 = warm.theta
+            if self.verbose:
+                print("stage 2/2: with unlabeled data", file=sys.stderr)
+        result = minimize(Objective(terms, self.c2), theta0, **options)
         self.coef_ = result.theta
-        self.training_ = {
-            "iterations": result.n_iterations, "evaluations": result.n_evaluations,
-            "loss": result.loss, "stop_reason": result.stop_reason,
-            "seconds": result.seconds, "history": list(result.history)}
+        self.training_ = _training_record(result)
+        if stages:
+            self.training_["stages"] = stages
         return self
 
     def _check_hyperparameters(self):
+        if not (isinstance(self.entropy_weight, (int, float)) and np.isfinite(self.entropy_weight)
+                and self.entropy_weight >= 0):
+            raise SscrfError(f"entropy_weight must be a finite number ≥ 0, not {self.entropy_weight!r}")
+        if self.entropy_method not in ("fast", "jiao"):
+            raise SscrfError(f"entropy_method must be 'fast' or 'jiao', not {self.entropy_method!r}")
         if self.feature_set not in FEATURE_SETS:
             raise SscrfError(f"feature_set must be one of {FEATURE_SETS}, not {self.feature_set!r}")
         if not (isinstance(self.c2, (int, float)) and np.isfinite(self.c2) and self.c2 >= 0):
@@ -191,7 +250,7 @@ class CRF:
             return labels
         labels = sorted({label for seq in y for label in seq})
         if not labels:
-            raise SscrfError("no labels: the training data is empty")
+            raise SscrfError("no labels: without labeled data, give the label set with labels=")
         return labels
 
     def _warm_start(self, init, theta):
@@ -279,6 +338,64 @@ class CRF:
         token_labels = _encode_labels(y, label_index, unknown="error")
         corpus = _compile(features, labels=token_labels)
         return _core.log_probability_corpus(corpus, self._layout(), self.coef_, self._threads())
+
+    # -- uncertainty (for active learning) ------------------------------------
+
+    def _entropies(self, X):
+        self._check_fitted()
+        corpus, offsets = self._compile_inputs(X)
+        seq, token, transition = _core.entropy_corpus(corpus, self._layout(), self.coef_,
+                                                      self._threads())
+        return seq, token, transition, offsets
+
+    def sequence_entropy(self, X):
+        """Exact H(Y | x) of each sentence (0 for an empty one).
+
+        Returns
+        -------
+        ndarray (n_sentences,)
+        """
+        return self._entropies(X)[0]
+
+    def token_entropy(self, X):
+        """Per-token marginal entropies H(Y_t | x).
+
+        Returns
+        -------
+        list of ndarray (n_s,)
+        """
+        _, token, _, offsets = self._entropies(X)
+        return [token[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)]
+
+    def most_uncertain_span(self, X, width):
+        """Per sentence, the span of ``width`` tokens whose labels are most uncertain.
+
+        The entropy of the posterior over ``y[begin:stop]`` (Tsuboi et al.
+        2008 §5.1, computed as ``H(Y_begin) + Σ H(Y_t | Y_{t-1})``); a
+        sentence shorter than ``width`` gives its whole length, the first
+        span wins ties.
+
+        Returns
+        -------
+        list of (begin, stop, entropy)
+        """
+        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
+            raise SscrfError(f"width must be a positive integer, not {width!r}")
+        from .lattice import spans_from_lattices
+
+        _, token, transition, offsets = self._entropies(X)
+        out = []
+        for s in range(len(offsets) - 1):
+            a, b = offsets[s], offsets[s + 1]
+            n = b - a
+            if n == 0:
+                out.append((0, 0, 0.0))
+                continue
+            w = min(int(width), n)
+            spans = spans_from_lattices(token[a:b], transition[a:b], w)
+            i = int(np.argmax(spans))
+            out.append((i, i + w, float(spans[i])))
+        return out
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors."""
@@ -430,7 +547,34 @@ def _check_sentences(X, name):
     return list(X)
 
 
-def _check_labeled(X, y, allow_empty_sentences=False):
+def _training_record(result):
+    return {"iterations": result.n_iterations, "evaluations": result.n_evaluations,
+            "loss": result.loss, "stop_reason": result.stop_reason,
+            "seconds": result.seconds, "history": list(result.history)}
+
+
+def _check_unlabeled(X):
+    X = _check_sentences(X, "X_unlabeled")
+    for s, sentence in enumerate(X):
+        if isinstance(sentence, (str, bytes, dict)) or not hasattr(sentence, "__len__"):
+            raise SscrfError(f"X_unlabeled[{s}] must be a list of tokens")
+        if len(sentence) == 0:
+            raise SscrfError(f"unlabeled sentence {s} is empty; sentences need at least one token")
+    return X
+
+
+def _check_sample_weight(sample_weight, n):
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise SscrfError(f"sample_weight must have one weight per sentence ({n}), got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise SscrfError("sample_weight must be finite and non-negative")
+    return w
+
+
+def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False):
     X = _check_sentences(X, "X")
     y = _check_sentences(y, "y")
     if len(X) != len(y):
@@ -447,7 +591,7 @@ def _check_labeled(X, y, allow_empty_sentences=False):
             if not isinstance(label, str):
                 raise SscrfError(f"sentence {s}, token {t}: a label must be a string, "
                                  f"not {type(label).__name__}")
-    if not X and not allow_empty_sentences:
+    if not X and not (allow_empty_sentences or allow_empty_corpus):
         raise SscrfError("the training data is empty")
     return X, y
 
