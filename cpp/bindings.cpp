@@ -132,7 +132,8 @@ auto run_chain(F&& f) {
 std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object& indices_o,
                                     const py::object& values_o, const py::object& offsets_o,
                                     int64_t n_attributes, const py::object& labels_o,
-                                    const py::object& weights_o, const py::object& mask_o) {
+                                    const py::object& weights_o, const py::object& mask_o,
+                                    const py::object& edge_mask_o) {
   auto indptr = Array<int64_t>::ensure(indptr_o);
   // ids arrive as int64 and are range-checked before narrowing, so an id
   // beyond int32 is refused instead of wrapping onto a valid one
@@ -193,6 +194,16 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
     const uint8_t* mp = reinterpret_cast<const uint8_t*>(mask.data());
     c->mask.assign(mp, mp + mask.size());
   }
+  if (!edge_mask_o.is_none()) {
+    auto em = Bools::ensure(edge_mask_o);
+    if (!em || em.ndim() != 3 || em.shape(0) != c->n_tokens || em.shape(1) != em.shape(2))
+      fail("edge_mask must be a bool array (n_tokens, S, S)");
+    if (!c->mask.empty() && em.shape(1) != c->mask_labels)
+      fail("edge_mask and mask disagree on the number of labels");
+    c->mask_labels = static_cast<int>(em.shape(1));
+    const uint8_t* ep = reinterpret_cast<const uint8_t*>(em.data());
+    c->edge_mask.assign(ep, ep + em.size());
+  }
   {
     py::gil_scoped_release release;
     c->build_chunks();
@@ -233,7 +244,8 @@ Doubles checked_theta(const Corpus& corpus, const Layout& layout, const py::obje
   require_finite(theta.data(), theta.size(), "theta");
   if (corpus.n_attributes > layout.n_attributes)
     fail("the corpus has more attributes than the model layout");
-  if (use_mask && !corpus.mask.empty() && corpus.mask_labels != layout.S)
+  if (use_mask && (!corpus.mask.empty() || !corpus.edge_mask.empty()) &&
+      corpus.mask_labels != layout.S)
     fail("mask has " + std::to_string(corpus.mask_labels) + " label columns, the model has " + std::to_string(layout.S));
   return theta;
 }
@@ -351,7 +363,8 @@ PYBIND11_MODULE(_core, m) {
                                               "Validated CSR attributes of a corpus, split into chunks.")
       .def(py::init(&make_corpus), py::arg("indptr"), py::arg("indices"), py::arg("values"),
            py::arg("offsets"), py::arg("n_attributes"), py::arg("labels") = py::none(),
-           py::arg("weights") = py::none(), py::arg("mask") = py::none())
+           py::arg("weights") = py::none(), py::arg("mask") = py::none(),
+           py::arg("edge_mask") = py::none())
       .def_readonly("n_tokens", &Corpus::n_tokens)
       .def_readonly("n_sequences", &Corpus::n_sequences)
       .def_readonly("n_attributes", &Corpus::n_attributes)
@@ -377,6 +390,23 @@ PYBIND11_MODULE(_core, m) {
           {
             py::gil_scoped_release release;
             loss = likelihood_objective(corpus, layout, theta.data(), g, n_threads);
+          }
+          return py::make_tuple(loss, grad);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+
+  m.def("partial_likelihood",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+          auto theta = checked_theta(corpus, layout, theta_o, true);
+          checked_threads(n_threads);
+          py::array_t<double> grad(layout.n_parameters());
+          double* g = grad.mutable_data();
+          double loss;
+          try {
+            py::gil_scoped_release release;
+            loss = partial_likelihood_objective(corpus, layout, theta.data(), g, n_threads);
+          } catch (const NoLabeling&) {
+            fail("the allowed label sets leave no labeling for some sentence");
           }
           return py::make_tuple(loss, grad);
         },

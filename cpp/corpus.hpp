@@ -40,11 +40,20 @@ struct Corpus {
   std::vector<double> weights;   // [n_sequences] sequence weights, or empty (all 1)
   std::vector<uint8_t> mask;     // [n_tokens][mask_labels] allowed labels, or empty
   int mask_labels = 0;
+  // [n_tokens][mask_labels][mask_labels] allowed transitions into each token
+  // (y_{t-1}, y_t), or empty; the row of a sequence's first token is unused.
+  std::vector<uint8_t> edge_mask;
   std::vector<Chunk> chunks;
 
   double weight(int64_t seq) const { return weights.empty() ? 1.0 : weights[seq]; }
   const uint8_t* mask_at(int64_t token) const {
     return mask.empty() ? nullptr : &mask[token * mask_labels];
+  }
+  // The edge mask of the sequence starting at `first_token`, as [n-1][S][S].
+  const uint8_t* edge_mask_from(int64_t first_token) const {
+    return edge_mask.empty()
+               ? nullptr
+               : &edge_mask[(first_token + 1) * static_cast<int64_t>(mask_labels) * mask_labels];
   }
   // Splits into chunks and builds their attribute indices; call once the
   // arrays above are filled and validated.

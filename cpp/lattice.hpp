@@ -63,6 +63,7 @@ struct Workspace {
   std::vector<double> cov_forward, cov_backward, cov_h;  // [n][ld] covariance kernel
   std::vector<double> cov_edge, cov_edge_t;              // [S][ld]
   std::vector<double> cov_node;                          // [n][S] centred node scores
+  std::vector<double> partial_node, partial_edge;        // constrained marginals
   std::vector<uint8_t> reachable;         // [2][S]
   std::vector<int64_t> allowed;           // [ld] lane mask of labels allowed at a token
   std::vector<int32_t> backpointer;       // [n][S]
@@ -91,8 +92,9 @@ double viterbi(const Chain& chain, Workspace& ws, int32_t* path);
 //           not written)
 //   scores: [k], scores[j] = its score (the sum order of viterbi())
 // Returns how many were found: min(k, number of allowed labelings); 1 (the
-// empty labeling, score 0) when n = 0. O(n S k (S + log(S k))) time, O(n S k)
-// memory (k capped at S^n). Uses ws.alpha and ws.backpointer. Throws
+// empty labeling, score 0) when n = 0. O(n S (S + k log(S k))) time, up to
+// O(n S² k log(S k)) when many scores tie exactly; O(n S k) memory (k capped
+// at S^n). Uses ws.alpha and ws.backpointer. Throws
 // NoLabeling when the masks allow nothing, std::invalid_argument when k < 1.
 int nbest(const Chain& chain, int k, Workspace& ws, int32_t* paths, double* scores);
 

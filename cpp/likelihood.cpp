@@ -33,6 +33,32 @@ double likelihood_objective(const Corpus& corpus, const Layout& layout, const do
       });
 }
 
+double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
+                                    const double* theta, double* grad, int n_threads) {
+  const int S = layout.S;
+  return evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        const int64_t tb = corpus.offsets[s];
+        const double w = corpus.weight(s);
+        // Constrained pass first: the unconstrained one overwrites the emissions.
+        Chain constrained = c;
+        constrained.node_mask = corpus.mask_at(tb);
+        constrained.edge_mask = c.n > 1 ? corpus.edge_mask_from(tb) : nullptr;
+        std::vector<double>& p_allowed = ws.partial_node;
+        p_allowed.resize(static_cast<size_t>(c.n) * S);
+        ws.partial_edge.assign(static_cast<size_t>(S) * S, 0.0);
+        const double log_z_allowed =
+            forward_backward(constrained, ws, p_allowed.data(), nullptr, ws.partial_edge.data());
+        ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+        const double log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
+        // ∂(log Z - log Z_L) = p - p_L, for nodes and for edges
+        for (int64_t i = 0; i < c.n * S; ++i) dE[i] = w * (dE[i] - p_allowed[i]);
+        for (int i = 0; i < S * S; ++i) dT[i] += w * (ws.edge_scratch[i] - ws.partial_edge[i]);
+        return w * (log_z - log_z_allowed);
+      });
+}
+
 void decode_viterbi(const Corpus& corpus, const Layout& layout, const double* theta,
                     int n_threads, int32_t* labels, double* scores) {
   for_each_sequence(corpus, layout, theta, n_threads, true,

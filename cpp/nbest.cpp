@@ -24,10 +24,12 @@
 // parent = parent' and b < b'. Within L_t(b) the last label is b, so the
 // parent's rank orders equal scores.
 //
-// Cost: O(n S k (S + log(S k))) time (per (t, b), S k candidates are
-// selected with nth_element and the k kept are sorted; per t the S k kept
-// prefixes are ranked by a sort), O(n S k) memory, where k is first capped
-// at S^n, the number of labelings.
+// Cost, with k first capped at S^n (the number of labelings): per (t, b) a
+// heap merge of the S lists finds the k-th best score in O(S + k log S),
+// the candidates scoring at least that are sorted, and per t the S k kept
+// prefixes are ranked by a counting sort: O(n S (S + k log(S k))) time when few
+// candidates tie with the k-th score, O(n S² k log(S k)) at worst (every
+// candidate tied), and O(n S k) memory.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -51,17 +53,30 @@ struct Candidate {
 };
 
 // x before y: higher score, then lexicographically smaller prefix.
-inline bool before(const Candidate& x, const Candidate& y) {
-  return x.score > y.score || (x.score == y.score && x.rank < y.rank);
-}
+struct Before {
+  bool operator()(const Candidate& x, const Candidate& y) const {
+    return x.score > y.score || (x.score == y.score && x.rank < y.rank);
+  }
+};
 
 // Keep the best min(m, |cand|) candidates, sorted; returns how many.
 size_t select_top(std::vector<Candidate>& cand, size_t m) {
   m = std::min(m, cand.size());
-  if (m < cand.size()) std::nth_element(cand.begin(), cand.begin() + m, cand.end(), before);
-  std::sort(cand.begin(), cand.begin() + m, before);
+  if (m < cand.size()) std::nth_element(cand.begin(), cand.begin() + m, cand.end(), Before());
+  std::sort(cand.begin(), cand.begin() + m, Before());
   return m;
 }
+
+// Head of one list in the merge: its current score, position r, label a.
+struct Head {
+  double score;
+  int32_t r;
+  int a;
+};
+
+struct LowerScore {
+  bool operator()(const Head& x, const Head& y) const { return x.score < y.score; }
+};
 
 }  // namespace
 
@@ -90,8 +105,10 @@ int nbest(const Chain& c, int k, Workspace& ws, int32_t* paths, double* scores) 
   int32_t* parent = ws.backpointer.data();
   std::vector<int32_t> count(static_cast<size_t>(n) * S, 0);
   std::vector<int64_t> rank_prev(layer), rank_cur(layer);
-  std::vector<std::pair<int64_t, int32_t>> order;  // (rank key, slot)
+  std::vector<std::pair<int64_t, int32_t>> order;  // (rank of parent, slot)
+  std::vector<int64_t> bucket(layer + 1);            // counting sort of ranks
   std::vector<Candidate> cand;
+  std::vector<Head> heap;
   order.reserve(layer);
   cand.reserve(layer);
 
@@ -119,14 +136,39 @@ int nbest(const Chain& c, int k, Workspace& ws, int32_t* paths, double* scores) 
     for (int b = 0; b < S; ++b) {
       const double nb = node(t, b);
       if (nb == kNegInf) continue;
-      // candidates (s + T[a][b]) + node_t(b), the sum order of viterbi()
+      // Candidates (s + T[a][b]) + node_t(b), the sum order of viterbi().
+      // Each list L_{t-1}(a) is sorted by score, and rounding is monotone,
+      // so its candidates' scores do not increase with r. A heap merge of
+      // the S lists by score alone finds theta, the K-th largest candidate
+      // score; the best K in the full order all score >= theta, and those
+      // are a prefix of every list.
+      heap.clear();
+      for (int a = 0; a < S; ++a) {
+        if (prev_count[a] == 0 || (em && !em[a * S + b])) continue;
+        heap.push_back({(prev[a * K] + c.transitions[a * S + b]) + nb, 0, a});
+      }
+      std::make_heap(heap.begin(), heap.end(), LowerScore());
+      double theta = kNegInf;
+      for (int64_t popped = 0; popped < K && !heap.empty(); ++popped) {
+        std::pop_heap(heap.begin(), heap.end(), LowerScore());
+        Head& h = heap.back();
+        theta = h.score;
+        if (++h.r < prev_count[h.a]) {
+          h.score = (prev[h.a * K + h.r] + c.transitions[h.a * S + b]) + nb;
+          std::push_heap(heap.begin(), heap.end(), LowerScore());
+        } else {
+          heap.pop_back();
+        }
+      }
       cand.clear();
       for (int a = 0; a < S; ++a) {
-        if (em && !em[a * S + b]) continue;
+        if (prev_count[a] == 0 || (em && !em[a * S + b])) continue;
         const double Tab = c.transitions[a * S + b];
         for (int32_t r = 0; r < prev_count[a]; ++r) {
           const int32_t slot = static_cast<int32_t>(a * K + r);
-          cand.push_back({(prev[slot] + Tab) + nb, rank_prev[slot], slot});
+          const double v = (prev[slot] + Tab) + nb;
+          if (v < theta) break;
+          cand.push_back({v, rank_prev[slot], slot});
         }
       }
       const size_t m = select_top(cand, static_cast<size_t>(K));
@@ -135,13 +177,17 @@ int nbest(const Chain& c, int k, Workspace& ws, int32_t* paths, double* scores) 
       for (size_t i = 0; i < m; ++i) {
         out[i] = cand[i].score;
         up[i] = cand[i].slot;
-        // lexicographic key of the new prefix: (rank of parent, b)
-        order.push_back({cand[i].rank * S + b, static_cast<int32_t>(b * K + i)});
+        order.push_back({cand[i].rank, static_cast<int32_t>(b * K + i)});
       }
       count[t * S + b] = static_cast<int32_t>(m);
     }
-    std::sort(order.begin(), order.end());
-    for (size_t i = 0; i < order.size(); ++i) rank_cur[order[i].second] = static_cast<int64_t>(i);
+    // Rank the new prefixes by (rank of parent, b): a counting sort on the
+    // parent's rank, stable, and `order` lists them with b ascending (a
+    // parent has at most one child per b).
+    std::fill(bucket.begin(), bucket.end(), 0);
+    for (const auto& e : order) ++bucket[e.first + 1];
+    for (size_t i = 1; i < bucket.size(); ++i) bucket[i] += bucket[i - 1];
+    for (const auto& e : order) rank_cur[e.second] = bucket[e.first]++;
     std::swap(rank_prev, rank_cur);
   }
 

@@ -124,6 +124,7 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
       c.start = theta + layout.start_offset();
       c.end = theta + layout.end_offset();
       c.node_mask = use_mask ? corpus.mask_at(tb) : nullptr;
+      c.edge_mask = use_mask && te - tb > 1 ? corpus.edge_mask_from(tb) : nullptr;
       c.factors = &factors;
       f(s, c, ws);
     });
@@ -147,6 +148,13 @@ void decode_marginals(const Corpus& corpus, const Layout& layout, const double* 
 // log p(y | x) [n_sequences] of the corpus labels (no masks).
 void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
                                 const double* theta, int n_threads, double* out);
+
+// Marginalised likelihood of partial / ambiguous annotations (Tsuboi et al.
+// 2008 eq. 3-4): Σ_x w_x (log Z(x) - log Z_L(x)), Z_L summing over the
+// labelings the corpus masks allow; gradient p - p_L by two forward-backward
+// passes.
+double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
+                                    const double* theta, double* grad, int n_threads);
 
 // Σ_x w_x H(Y | x) and its gradient, by Mann & McCallum's O(n S²) covariance
 // kernel or (jiao = true) by Jiao et al.'s O(n² S³) nested programme.

@@ -121,3 +121,18 @@ class Entropy(Term):
     def _evaluate(self, theta):
         return _core.entropy_objective(self.corpus, self.layout, theta, self.n_threads,
                                        self.method)
+
+
+@register("partial_likelihood")
+class PartialLikelihood(Term):
+    """Marginalised likelihood of partial and ambiguous annotations (Tsuboi et al. 2008, eq. 3-4).
+
+    ``Σ_x w_x (log Z(x) − log Z_L(x))``, where ``Z_L`` sums over the labelings
+    the corpus masks allow (a node mask of allowed labels per token and,
+    for whole alternative labelings, an edge mask of allowed transitions).
+    A one-hot mask gives the ordinary likelihood; an all-allowed one gives 0.
+    The gradient ``p − p_L`` takes two forward-backward passes.
+    """
+
+    def _evaluate(self, theta):
+        return _core.partial_likelihood(self.corpus, self.layout, theta, self.n_threads)
