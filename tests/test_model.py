@@ -367,7 +367,7 @@ def test_get_params_set_params_round_trip():
     m = CRF(c2=0.5, max_iterations=7, n_threads=2, feature_set="dense", labels=["A", "B"],
             templates=["U00:%x[0,0]"], min_freq=2, verbose=False)
     params = m.get_params()
-    assert params == {"c2": 0.5, "max_iterations": 7, "epsilon": 1e-5, "period": 10,
+    assert params == {"c1": 0.0, "c2": 0.5, "max_iterations": 7, "epsilon": 1e-5, "period": 10,
                       "delta": 1e-5, "n_threads": 2, "feature_set": "dense",
                       "labels": ["A", "B"], "templates": ["U00:%x[0,0]"], "min_freq": 2,
                       "entropy_weight": 0.0, "entropy_method": "fast", "verbose": False}

@@ -28,6 +28,10 @@ class CRF:
 
     Parameters
     ----------
+    c1 : float
+        L1 coefficient: the loss gains ``c1·‖θ‖₁`` (CRFsuite's convention),
+        trained by OWL-QN; zero weights stay exactly zero, so the model is
+        sparse (``n_active_features_``).
     c2 : float
         L2 coefficient: the loss is ``−log-likelihood + c2·‖θ‖²`` (CRFsuite's
         convention), over every weight including transitions.
@@ -73,9 +77,10 @@ class CRF:
         Iterations, evaluations, final loss, stop reason, seconds, loss history.
     """
 
-    def __init__(self, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
+    def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
                  entropy_weight=0.0, entropy_method="fast", verbose=True):
+        self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
         self.epsilon = epsilon
@@ -196,7 +201,7 @@ class CRF:
             self._warm_start(init, theta0)
         options = dict(max_iterations=self.max_iterations, epsilon=self.epsilon,
                        period=self.period, delta=self.delta, callback=callback,
-                       verbose=self.verbose)
+                       verbose=self.verbose, c1=self.c1)
         stages = {}
         if len(terms) > len(supervised) and supervised and init is None:
             # Non-concave objective: start from the supervised optimum.
@@ -222,6 +227,8 @@ class CRF:
             raise SscrfError(f"entropy_method must be 'fast' or 'jiao', not {self.entropy_method!r}")
         if self.feature_set not in FEATURE_SETS:
             raise SscrfError(f"feature_set must be one of {FEATURE_SETS}, not {self.feature_set!r}")
+        if not (isinstance(self.c1, (int, float)) and np.isfinite(self.c1) and self.c1 >= 0):
+            raise SscrfError(f"c1 must be a finite number ≥ 0, not {self.c1!r}")
         if not (isinstance(self.c2, (int, float)) and np.isfinite(self.c2) and self.c2 >= 0):
             raise SscrfError(f"c2 must be a finite number ≥ 0, not {self.c2!r}")
         if not (isinstance(self.max_iterations, (int, np.integer)) and self.max_iterations >= 0):
@@ -446,6 +453,12 @@ class CRF:
         """(S,) weights of each label at the last token."""
         nw, S = len(self.label_ids_), len(self.classes_)
         return self.coef_[nw + S * S + S:]
+
+    @property
+    def n_active_features_(self):
+        """Number of non-zero state weights (what L1 prunes)."""
+        self._check_fitted()
+        return int(np.count_nonzero(self.coef_[:len(self.label_ids_)]))
 
     @property
     def n_parameters_(self):

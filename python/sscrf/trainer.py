@@ -54,7 +54,7 @@ class NonFiniteLoss(SscrfError):
 
 
 def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
-             memory=6, callback=None, verbose=False):
+             memory=6, callback=None, verbose=False, c1=0.0):
     """Minimise ``objective(theta) -> (loss, grad)`` by L-BFGS.
 
     Parameters
@@ -73,6 +73,9 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
         True stops training.
     verbose : bool
         Print progress to stderr.
+    c1 : float
+        L1 coefficient: with c1 > 0 the loss is ``objective + c1·‖θ‖₁``,
+        minimised by OWL-QN (:func:`sscrf.optimize.lbfgs`).
 
     Returns
     -------
@@ -116,6 +119,10 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
             reason["text"] = f"improvement over {period} iterations below delta"
             raise StopIteration
 
+    if c1 > 0:
+        return _minimize_owlqn(objective, theta0, c1, max_iterations=max_iterations,
+                               epsilon=epsilon, period=period, delta=delta, memory=memory,
+                               callback=callback, show=show, started=started)
     stop_reason = None
     if max_iterations == 0:
         # scipy takes one step even with maxiter=0; zero means "evaluate the start".
@@ -152,6 +159,41 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
     show.done(len(history), best["loss"], counts["evaluations"], seconds, stop_reason)
     return TrainResult(best["theta"], best["loss"], len(history), counts["evaluations"],
                        stop_reason, seconds, history)
+
+
+def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, delta, memory,
+                    callback, show, started):
+    from .optimize import NonFiniteObjective, lbfgs
+
+    state = {"evaluations": 0}
+
+    def fun(theta):
+        state["evaluations"] += 1
+        return objective(theta)
+
+    def on_iteration(k, loss, theta):
+        show.line(k, loss, float("nan"), state["evaluations"], time.perf_counter() - started)
+        return bool(callback(k, loss, theta)) if callback is not None else False
+
+    try:
+        r = lbfgs(fun, np.asarray(theta0, dtype=np.float64), c1=c1, memory=memory,
+                  max_iterations=max_iterations, epsilon=epsilon, period=period, delta=delta,
+                  callback=on_iteration)
+    except KeyboardInterrupt as e:
+        r = e.result
+        warnings.warn(f"training interrupted after {r.n_iterations} iterations; keeping the "
+                      "best parameters so far", RuntimeWarning, stacklevel=3)
+    except NonFiniteObjective as e:
+        r = e.result
+        error = NonFiniteLoss(f"the training loss became non-finite; the model keeps the last "
+                              f"good parameters ({e})")
+        error.result = TrainResult(r.x, r.fun, r.n_iterations, r.n_evaluations, r.stop_reason,
+                                   time.perf_counter() - started, list(r.history))
+        raise error from None
+    seconds = time.perf_counter() - started
+    show.done(r.n_iterations, r.fun, r.n_evaluations, seconds, r.stop_reason)
+    return TrainResult(r.x, r.fun, r.n_iterations, r.n_evaluations, r.stop_reason, seconds,
+                       list(r.history))
 
 
 class _Progress:
