@@ -83,7 +83,8 @@ def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=
     Among labelings of exactly equal score, the lexicographically smaller
     one (label ids read from token 0) comes first. The best one has the same
     score as ``viterbi`` (possibly a different path among exact ties).
-    Runs in O(n S k (S + log(S k))) time and O(n S k) memory.
+    Runs in O(n S (S + k log(S k))) time (up to O(n S² k log(S k)) when many
+    scores tie exactly) and O(n S k) memory.
 
     Parameters
     ----------

@@ -306,6 +306,20 @@ class CRF:
         names = np.asarray(self.classes_, dtype=object)[labels]
         return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
 
+    def predict_nbest(self, X, k):
+        """The k most probable labelings of each sentence, exactly.
+
+        Returns
+        -------
+        list of list of (list of str, float)
+            Per sentence, up to k pairs ``(labels, log p(labels | x))``, best
+            first; exact ties go to the lexicographically smaller labeling.
+        """
+        self._check_fitted()
+        from .nbest import nbest_from_model
+
+        return nbest_from_model(self, X, k)
+
     def predict_single(self, x):
         """Viterbi labeling of one sentence (a list of tokens)."""
         return self.predict([x])[0]
