@@ -250,6 +250,23 @@ Doubles checked_theta(const Corpus& corpus, const Layout& layout, const py::obje
   return theta;
 }
 
+// attribute -> constraint id (or -1), covering every attribute of the corpus.
+std::vector<int32_t> checked_constraint_map(const py::object& map_o, const Corpus& corpus,
+                                            int n_constraints) {
+  auto map = Array<int64_t>::ensure(map_o);
+  if (!map || map.ndim() != 1 || map.shape(0) < corpus.n_attributes)
+    fail("constraint_of_attribute must be a 1-D int array with an entry per attribute");
+  if (n_constraints < 0) fail("n_constraints must be >= 0");
+  std::vector<int32_t> out(map.shape(0));
+  for (py::ssize_t a = 0; a < map.shape(0); ++a) {
+    const int64_t m = map.data()[a];
+    if (m < -1 || m >= n_constraints)
+      fail("constraint id " + std::to_string(m) + " out of range [-1, " + std::to_string(n_constraints) + ")");
+    out[a] = static_cast<int32_t>(m);
+  }
+  return out;
+}
+
 void require_labels(const Corpus& corpus, const Layout& layout) {
   if (corpus.labels.empty() && corpus.n_tokens > 0) fail("this corpus has no labels");
   for (int32_t y : corpus.labels)
@@ -604,4 +621,48 @@ PYBIND11_MODULE(_core, m) {
           return py::make_tuple(seq, tok, tr);
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+
+  // ---- generalized expectation ------------------------------------------------
+
+  m.def("ge_expectations",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           py::object constraint_of_attribute_o, int n_constraints) {
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          checked_threads(n_threads);
+          auto cons = checked_constraint_map(constraint_of_attribute_o, corpus, n_constraints);
+          py::array_t<double> sums({static_cast<py::ssize_t>(n_constraints),
+                                    static_cast<py::ssize_t>(layout.S)});
+          py::array_t<double> counts(n_constraints);
+          double* sp = sums.mutable_data();
+          double* cp = counts.mutable_data();
+          {
+            py::gil_scoped_release release;
+            ge_expectations(corpus, layout, theta.data(), n_threads, cons.data(), n_constraints, sp, cp);
+          }
+          return py::make_tuple(sums, counts);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("constraint_of_attribute"), py::arg("n_constraints"));
+
+  m.def("ge_gradient",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           py::object constraint_of_attribute_o, py::object score_weights_o) {
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          checked_threads(n_threads);
+          auto weights = Doubles::ensure(score_weights_o);
+          if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S)
+            fail("score_weights must be a float array (n_constraints, S)");
+          require_finite(weights.data(), weights.size(), "score_weights");
+          const int n_constraints = static_cast<int>(weights.shape(0));
+          auto cons = checked_constraint_map(constraint_of_attribute_o, corpus, n_constraints);
+          py::array_t<double> grad(layout.n_parameters());
+          double* g = grad.mutable_data();
+          {
+            py::gil_scoped_release release;
+            ge_gradient(corpus, layout, theta.data(), g, n_threads, cons.data(), weights.data());
+          }
+          return grad;
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("constraint_of_attribute"), py::arg("score_weights"));
 }

@@ -64,6 +64,7 @@ struct Workspace {
   std::vector<double> cov_edge, cov_edge_t;              // [S][ld]
   std::vector<double> cov_node;                          // [n][S] centred node scores
   std::vector<double> partial_node, partial_edge;        // constrained marginals
+  std::vector<double> ge_node;                           // [n][S] GE score of each node
   std::vector<uint8_t> reachable;         // [2][S]
   std::vector<int64_t> allowed;           // [ld] lane mask of labels allowed at a token
   std::vector<int32_t> backpointer;       // [n][S]

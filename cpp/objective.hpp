@@ -156,6 +156,19 @@ void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
 double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
                                     const double* theta, double* grad, int n_threads);
 
+// Generalized expectation, pass 1: for each constraint m (an attribute, via
+// constraint_of_attribute [n_attributes] -> m or -1), the sum of the model's
+// node marginals over the C_m tokens where it fires: sums [M][S], counts [M].
+void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
+                     int n_threads, const int32_t* constraint_of_attribute, int n_constraints,
+                     double* sums, double* counts);
+
+// Pass 2: grad = Σ_x Cov_x[F, r_x] with r_x(y) = Σ_j Σ_{m fires at j}
+// score_weights[m][y_j] (score_weights [M][S] = ∂loss/∂p̂_m / C_m).
+void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
+                 double* grad, int n_threads, const int32_t* constraint_of_attribute,
+                 const double* score_weights);
+
 // Σ_x w_x H(Y | x) and its gradient, by Mann & McCallum's O(n S²) covariance
 // kernel or (jiao = true) by Jiao et al.'s O(n² S³) nested programme.
 double entropy_objective(const Corpus& corpus, const Layout& layout, const double* theta,

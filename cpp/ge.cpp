@@ -1,0 +1,91 @@
+// Generalized expectation (Mann & McCallum 2008) on an unlabeled corpus, in
+// two chunked passes: the model's label distribution at the positions where
+// each constraint's attribute fires, then the gradient of any loss of those
+// distributions through the covariance kernel (DESIGN.md kernel 3):
+//   ∂loss/∂θ = Σ_x Cov_x[F, r_x],  r_x(y) = Σ_j Σ_{m fires at j} w_m(y_j),
+//   w_m(l) = (∂loss/∂p̂_m(l)) / C_m,
+// one O(n S²) pass for all constraints at once.
+#include <algorithm>
+#include <vector>
+
+#include "covariance.hpp"
+#include "objective.hpp"
+
+namespace sscrf {
+
+void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
+                     int n_threads, const int32_t* constraint_of_attribute, int n_constraints,
+                     double* sums, double* counts) {
+  const int S = layout.S;
+  std::fill(sums, sums + static_cast<int64_t>(n_constraints) * S, 0.0);
+  std::fill(counts, counts + n_constraints, 0.0);
+  const double* T = theta + layout.transitions_offset();
+  const TransitionFactors factors(T, S);
+  std::vector<Workspace> workspaces(n_threads);
+  std::vector<double> marginals;
+  ExceptionCarrier errors;
+  for (const Chunk& ch : corpus.chunks) {
+    marginals.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
+    const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+    for (int64_t g = 0; g < n_groups; ++g) {
+      errors.run([&] {
+        Workspace& ws = workspaces[thread_id()];
+        for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
+          const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
+          if (te == tb) continue;
+          double* rows = &marginals[(tb - ch.tok_begin) * S];
+          score_tokens(corpus, tb, te, layout, theta, rows);
+          Chain c;
+          c.n = te - tb;
+          c.S = S;
+          c.emissions = rows;
+          c.transitions = T;
+          c.start = theta + layout.start_offset();
+          c.end = theta + layout.end_offset();
+          c.factors = &factors;
+          forward_backward(c, ws, rows, nullptr, nullptr);
+        }
+      });
+    }
+    errors.rethrow();
+    // Token order, so the sums do not depend on the thread count.
+    for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
+      const double* p = &marginals[(t - ch.tok_begin) * S];
+      for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+        const int32_t m = constraint_of_attribute[corpus.indices[k]];
+        if (m < 0) continue;
+        counts[m] += 1.0;
+        double* out = sums + static_cast<int64_t>(m) * S;
+        for (int l = 0; l < S; ++l) out[l] += p[l];
+      }
+    }
+  }
+}
+
+void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
+                 double* grad, int n_threads, const int32_t* constraint_of_attribute,
+                 const double* score_weights) {
+  const int S = layout.S;
+  evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        const int64_t tb = corpus.offsets[s];
+        // node score of token t: Σ over the constraints firing there of w_m
+        ws.ge_node.assign(static_cast<size_t>(c.n) * S, 0.0);
+        for (int64_t t = 0; t < c.n; ++t) {
+          for (int64_t k = corpus.indptr[tb + t]; k < corpus.indptr[tb + t + 1]; ++k) {
+            const int32_t m = constraint_of_attribute[corpus.indices[k]];
+            if (m < 0) continue;
+            const double* w = score_weights + static_cast<int64_t>(m) * S;
+            for (int l = 0; l < S; ++l) ws.ge_node[t * S + l] += w[l];
+          }
+        }
+        AdditiveScore r;
+        r.node = ws.ge_node.data();
+        expectation_gradient(c, ws, r, dE, dT, nullptr);
+        return 0.0;  // the loss itself is a function of the expectations, computed by the caller
+      });
+}
+
+}  // namespace sscrf
