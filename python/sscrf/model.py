@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from . import _core, serialization
+from . import partial as _partial
 from .errors import SscrfError
 from .features import FeatureExtractor, default_templates
 from .objectives import OBJECTIVES, Objective
@@ -122,7 +123,8 @@ class CRF:
 
     # -- training -----------------------------------------------------------
 
-    def fit(self, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None):
+    def fit(self, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
+            checkpoint=None, checkpoint_every=10):
         """Train on labeled sentences, and on unlabeled ones through the semi-supervised terms.
 
         Parameters
@@ -132,8 +134,14 @@ class CRF:
             strings when the model has templates. May be empty when unlabeled
             data and a semi-supervised term are given (then ``labels=`` names
             the labels).
-        y : list of list of str
-            One label per token.
+        y : list
+            Per sentence, one entry per token: a label, a set (``set``,
+            ``frozenset`` or ``tuple``) of acceptable labels, or ``None``
+            (not annotated); or a :class:`sscrf.partial.Alternatives` of
+            whole acceptable labelings. Completely labeled sentences go to
+            the likelihood, the others to the marginalised likelihood
+            ``−log P(Y_L | x)`` (Tsuboi et al. 2008), which starts from the
+            optimum on the complete sentences when there are some.
         X_unlabeled : list of sentences or None
             Data for the ``entropy`` term (``entropy_weight > 0``). Its
             attributes join the vocabulary, and with it the model uses the
@@ -149,13 +157,18 @@ class CRF:
         sample_weight : array-like (len(X),) or None
             Per-sentence weights of the labeled terms (scikit-learn
             semantics: a weight of 2 counts a sentence twice).
+        checkpoint : path or None
+            Save the model to this path (atomically) every
+            ``checkpoint_every`` iterations; resume an interrupted run with
+            ``fit(..., init=checkpoint)``. Ctrl-C during fit keeps the best
+            parameters so far on the model, with a warning.
 
         Returns
         -------
         self
         """
         self._check_hyperparameters()
-        X, y = _check_labeled(X, y, allow_empty_corpus=True)
+        X, y = _check_labeled(X, y, allow_empty_corpus=True, partial=True)
         unlabeled = None if X_unlabeled is None else _check_unlabeled(X_unlabeled)
         use_entropy = self.entropy_weight > 0 and bool(unlabeled)
         if unlabeled and not use_entropy:
@@ -167,7 +180,7 @@ class CRF:
             init = CRF.load(init)
         elif init is self:
             init = copy.copy(self)  # fitting replaces the attributes init is read from
-        self.classes_ = self._label_set(y)
+        self.classes_ = self._label_set(_partial.label_view(y, self.labels))
         label_index = {label: i for i, label in enumerate(self.classes_)}
         templates = self.templates
         if isinstance(templates, str) and templates.strip() == "default":
@@ -187,11 +200,11 @@ class CRF:
             features[0], token_labels, len(self.classes_), self.feature_set_)
         layout = self._layout()
         n_threads = self._threads()
-        supervised = []
-        if X:
-            corpus = _compile(features[0], labels=token_labels, weights=weights)
-            supervised.append(OBJECTIVES["likelihood"](corpus, layout, n_threads))
-        terms = list(supervised)
+        supervised, partial_terms = [], []
+        if X:  # complete sentences: likelihood; sets, None, alternatives: marginalised
+            supervised, partial_terms = _partial.labeled_terms(
+                features[0], y, label_index, weights, layout, n_threads, token_labels)
+        terms = list(supervised) + partial_terms
         if use_entropy:
             terms.append(OBJECTIVES["entropy"](_compile(features[1]), layout, n_threads,
                                                weight=self.entropy_weight,
@@ -199,6 +212,8 @@ class CRF:
         theta0 = np.zeros(layout.n_parameters)
         if init is not None:
             self._warm_start(init, theta0)
+        if checkpoint is not None:
+            callback = self._checkpointing(callback, checkpoint, checkpoint_every)
         options = dict(max_iterations=self.max_iterations, epsilon=self.epsilon,
                        period=self.period, delta=self.delta, callback=callback,
                        verbose=self.verbose, c1=self.c1)
@@ -218,6 +233,21 @@ class CRF:
         if stages:
             self.training_["stages"] = stages
         return self
+
+    def _checkpointing(self, callback, path, every):
+        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+            raise SscrfError(f"checkpoint_every must be a positive integer, not {every!r}")
+        serialization.check_writable(path)
+
+        def save_then_call(iteration, loss, theta):
+            if iteration % every == 0:
+                self.coef_ = np.array(theta, dtype=np.float64)
+                self.training_ = {"iterations": iteration, "loss": loss,
+                                  "stop_reason": "checkpoint"}
+                self.save(path)
+            return callback(iteration, loss, theta) if callback is not None else False
+
+        return save_then_call
 
     def _check_hyperparameters(self):
         if not (isinstance(self.entropy_weight, (int, float)) and np.isfinite(self.entropy_weight)
@@ -292,8 +322,17 @@ class CRF:
 
     # -- inference ----------------------------------------------------------
 
-    def predict(self, X):
+    def predict(self, X, allowed=None):
         """Viterbi labeling of each sentence.
+
+        Parameters
+        ----------
+        X : list of sentences
+        allowed : list or None
+            Constrained (forced) decoding: per sentence, None (no constraint)
+            or one entry per token: a label, a set of labels, or None (any
+            label); or a :class:`sscrf.partial.Alternatives` of whole
+            labelings. The best labeling among those allowed is returned.
 
         Returns
         -------
@@ -301,13 +340,23 @@ class CRF:
             An empty sentence gets an empty labeling.
         """
         self._check_fitted()
-        corpus, offsets = self._compile_inputs(X)
+        inexact, features = {}, None
+        if allowed is None:
+            corpus, offsets = self._compile_inputs(X)
+        else:
+            corpus, features, _, inexact = _partial.constrained_inputs(self, X, allowed)
+            offsets = features.offsets
         labels, _ = _core.viterbi_corpus(corpus, self._layout(), self.coef_, self._threads())
+        for s, (ids, lp) in _partial.exact_alternatives(self, features, inexact).items():
+            labels[offsets[s]:offsets[s + 1]] = ids[int(np.argmax(lp))]
         names = np.asarray(self.classes_, dtype=object)[labels]
         return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
 
-    def predict_nbest(self, X, k):
+    def predict_nbest(self, X, k, allowed=None):
         """The k most probable labelings of each sentence, exactly.
+
+        ``allowed`` restricts the labelings as in :meth:`predict`; the
+        log-probabilities stay those of the unconstrained model.
 
         Returns
         -------
@@ -318,17 +367,34 @@ class CRF:
         self._check_fitted()
         from .nbest import nbest_from_model
 
+        if allowed is not None:
+            return _partial.constrained_nbest(self, X, k, allowed)
         return nbest_from_model(self, X, k)
 
     def predict_single(self, x):
         """Viterbi labeling of one sentence (a list of tokens)."""
         return self.predict([x])[0]
 
-    def predict_marginals(self, X):
-        """Per token, a dict label → marginal probability (sklearn-crfsuite's shape)."""
+    def predict_marginals(self, X, allowed=None):
+        """Per token, a dict label → marginal probability (sklearn-crfsuite's shape).
+
+        With ``allowed`` (as in :meth:`predict`), the marginals of
+        ``p(y | x, y allowed)``.
+        """
         self._check_fitted()
-        corpus, offsets = self._compile_inputs(X)
+        inexact, features = {}, None
+        if allowed is None:
+            corpus, offsets = self._compile_inputs(X)
+        else:
+            corpus, features, _, inexact = _partial.constrained_inputs(self, X, allowed)
+            offsets = features.offsets
         node, _ = _core.marginals_corpus(corpus, self._layout(), self.coef_, self._threads())
+        for s, (ids, lp) in _partial.exact_alternatives(self, features, inexact).items():
+            q = np.exp(lp - lp.max())
+            rows = np.zeros((ids.shape[1], len(self.classes_)))
+            for k in range(len(ids)):
+                rows[np.arange(ids.shape[1]), ids[k]] += q[k] / q.sum()
+            node[offsets[s]:offsets[s + 1]] = rows
         classes = self.classes_
         out = []
         for s in range(len(offsets) - 1):
@@ -601,7 +667,9 @@ def _check_sample_weight(sample_weight, n):
     return w
 
 
-def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False):
+def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, partial=False):
+    """With ``partial``, a label may also be a set of labels or None, and a sentence's
+    labels an :class:`sscrf.partial.Alternatives`."""
     X = _check_sentences(X, "X")
     y = _check_sentences(y, "y")
     if len(X) != len(y):
@@ -614,6 +682,9 @@ def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False):
                              f"but {len(ys)} labels")
         if not allow_empty_sentences and len(xs) == 0:
             raise SscrfError(f"sentence {s} is empty; training sentences need at least one token")
+        if partial and not _partial.is_complete(ys):
+            _partial.check_annotation(ys, len(xs), s)
+            continue
         for t, label in enumerate(ys):
             if not isinstance(label, str):
                 raise SscrfError(f"sentence {s}, token {t}: a label must be a string, "
@@ -631,9 +702,15 @@ def _n_columns(X):
 
 
 def _encode_labels(y, label_index, unknown="error"):
+    """Label ids per token; −1 where a partial annotation allows more than one label."""
     out = np.empty(sum(len(s) for s in y), dtype=np.int32)
     k = 0
     for s, seq in enumerate(y):
+        if not _partial.is_complete(seq):
+            ids = _partial.sentence_masks(seq, label_index, f"sentence {s}").singleton_ids()
+            out[k:k + len(ids)] = ids
+            k += len(ids)
+            continue
         for t, label in enumerate(seq):
             i = label_index.get(label)
             if i is None:

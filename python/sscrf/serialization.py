@@ -34,6 +34,18 @@ _PREFIX = struct.Struct("<6sIQ")
 _DIGEST_SIZE = 32
 
 
+def check_writable(path):
+    """Raise SscrfError now if ``path`` could not be written later."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise SscrfError(f"{path}: is a directory")
+    if not os.path.isdir(directory):
+        raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise SscrfError(f"{path}: cannot write, folder {directory} is not writable")
+
+
 def write_atomic(path, data):
     """Write bytes to ``path`` through a temporary file and a rename."""
     path = os.fspath(path)

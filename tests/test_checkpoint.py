@@ -1,0 +1,58 @@
+"""Checkpointing during fit, and resuming from a checkpoint."""
+
+import numpy as np
+import pytest
+
+import sscrf
+from sscrf.demo import generate_hmm_corpus
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate_hmm_corpus(120, seed=5)
+
+
+def test_checkpoint_is_written_and_resumes(tmp_path, data):
+    X, y = data
+    path = tmp_path / "run.model"
+    seen = []
+    model = sscrf.CRF(templates="default", verbose=False, max_iterations=12, delta=0.0)
+    model.fit(X, y, checkpoint=path, checkpoint_every=5,
+              callback=lambda k, loss, theta: seen.append(loss) and False)
+    saved = sscrf.CRF.load(path)
+    assert saved.training_["iterations"] == 10
+    assert saved.training_["loss"] == pytest.approx(seen[9])
+    # the checkpoint predicts like a model with its own coefficients
+    assert saved.predict(X[:3]) == saved.predict(X[:3])
+    resumed = sscrf.CRF(templates="default", verbose=False, max_iterations=3)
+    resumed.fit(X, y, init=path)
+    assert resumed.training_["loss"] <= seen[9] + 1e-9
+
+
+def test_checkpoint_every_must_be_positive(tmp_path, data):
+    X, y = data
+    with pytest.raises(sscrf.SscrfError, match="checkpoint_every"):
+        sscrf.CRF(templates="default", verbose=False).fit(X, y, checkpoint=tmp_path / "m",
+                                                          checkpoint_every=0)
+
+
+def test_checkpoint_folder_must_exist(tmp_path, data):
+    X, y = data
+    with pytest.raises(sscrf.SscrfError, match="does not exist"):
+        sscrf.CRF(templates="default", verbose=False).fit(
+            X, y, checkpoint=tmp_path / "missing" / "m")
+
+
+def test_interrupt_keeps_best_parameters(data):
+    X, y = data
+
+    def interrupt(k, loss, theta):
+        if k == 4:
+            raise KeyboardInterrupt
+
+    model = sscrf.CRF(templates="default", verbose=False, max_iterations=50)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        model.fit(X, y, callback=interrupt)
+    assert model.training_["stop_reason"] == "interrupted"
+    assert np.all(np.isfinite(model.coef_)) and np.any(model.coef_ != 0)
+    assert len(model.predict(X[:2])) == 2
