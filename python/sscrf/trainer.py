@@ -54,7 +54,7 @@ class NonFiniteLoss(SscrfError):
 
 
 def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
-             memory=6, callback=None, verbose=False, c1=0.0):
+             memory=6, callback=None, verbose=False, c1=0.0, use_scipy=False):
     """Minimise ``objective(theta) -> (loss, grad)`` by L-BFGS.
 
     Parameters
@@ -75,7 +75,11 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
         Print progress to stderr.
     c1 : float
         L1 coefficient: with c1 > 0 the loss is ``objective + c1·‖θ‖₁``,
-        minimised by OWL-QN (:func:`sscrf.optimize.lbfgs`).
+        minimised by OWL-QN.
+    use_scipy : bool
+        Use scipy's L-BFGS-B (about 27 doubles per parameter) instead of
+        sscrf's compact L-BFGS (:func:`sscrf.optimize.lbfgs`, 2m+3 vectors,
+        15 doubles per parameter at m = 6), which is the default.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
             reason["text"] = f"improvement over {period} iterations below delta"
             raise StopIteration
 
-    if c1 > 0:
+    if c1 > 0 or not use_scipy:
         return _minimize_owlqn(objective, theta0, c1, max_iterations=max_iterations,
                                epsilon=epsilon, period=period, delta=delta, memory=memory,
                                callback=callback, show=show, started=started)
@@ -172,7 +176,7 @@ def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, d
         return objective(theta)
 
     def on_iteration(k, loss, theta):
-        show.line(k, loss, float("nan"), state["evaluations"], time.perf_counter() - started)
+        show.line(k, loss, None, state["evaluations"], time.perf_counter() - started)
         return bool(callback(k, loss, theta)) if callback is not None else False
 
     try:
@@ -207,7 +211,8 @@ class _Progress:
     def line(self, k, loss, grad_norm, evaluations, seconds):
         if not self.enabled or (not self.tty and k % 10 and k != 1):
             return
-        text = (f"iter {k:>{self.width}}  loss {loss:.6g}  |g| {grad_norm:.3g}  "
+        norm = "" if grad_norm is None else f"  |g| {grad_norm:.3g}"
+        text = (f"iter {k:>{self.width}}  loss {loss:.6g}{norm}  "
                 f"evals {evaluations}  {seconds:.1f}s")
         end = "\r" if self.tty else "\n"
         print(text.ljust(70), end=end, file=sys.stderr, flush=True)
