@@ -444,6 +444,9 @@ class Features(NamedTuple):
         return len(self.indices)
 
 
+_DICT_SLICE_TOKENS = 20000
+
+
 def _intern(index, strings, grow):
     """Ids of ``strings`` under ``index`` (a dict str -> id), as int64.
 
@@ -809,10 +812,21 @@ class FeatureExtractor:
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         if self.templates is None:
-            names, values, counts = self._dict_pairs(tokens, lengths, prefix)
-            ids = _intern(index, names, grow)
+            # Slices of tokens: the attribute strings of one slice are interned
+            # and dropped before the next is built, so peak memory holds ids for
+            # the corpus but strings for one slice only.
+            ids, values, counts = [], [], []
+            for begin in range(0, len(tokens), _DICT_SLICE_TOKENS):
+                part = tokens[begin:begin + _DICT_SLICE_TOKENS]
+                names, part_values, part_counts = self._dict_pairs(part, lengths, prefix, begin)
+                ids.append(_intern(index, names, grow))
+                values.append(np.array(part_values, dtype=np.float64))
+                counts.extend(part_counts)
+                del names, part_values
+            ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+            values = np.concatenate(values) if values else np.zeros(0)
             rows = np.repeat(np.arange(len(tokens)), counts)
-            features = _csr_from_triples(rows, ids, np.array(values), offsets, len(index), prefix)
+            features = _csr_from_triples(rows, ids, values, offsets, len(index), prefix)
             return features, None
 
         columns, shortest = self._columns(tokens, lengths, prefix)
@@ -888,7 +902,7 @@ class FeatureExtractor:
             columns[c] = values
         return columns, shortest
 
-    def _dict_pairs(self, tokens, lengths, prefix):
+    def _dict_pairs(self, tokens, lengths, prefix, first=0):
         """Token-major (attribute, value) pairs of feature-dict tokens.
 
         Returns
@@ -908,12 +922,12 @@ class FeatureExtractor:
                     )
                 else:
                     why = f"a token must be a feature dict, not {type(token).__name__}"
-                raise SscrfError(f"{_locate(prefix, lengths, i)}: {why}")
+                raise SscrfError(f"{_locate(prefix, lengths, first + i)}: {why}")
             before = len(names)
             try:
                 _flatten_dict(token, "", names, values)
             except _ValueProblem as e:
-                raise SscrfError(f"{_locate(prefix, lengths, i)}: {e}") from None
+                raise SscrfError(f"{_locate(prefix, lengths, first + i)}: {e}") from None
             counts.append(len(names) - before)
         return names, values, counts
 
