@@ -8,7 +8,7 @@ list of label strings.
 
 from .errors import SscrfError
 
-__all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report"]
+__all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "apa"]
 
 _SCHEMES = ("iob1", "iob2", "iobes")
 
@@ -265,3 +265,48 @@ def format_chunk_report(scores, accuracy=None):
             f"FB1: {100 * s['f1']:6.2f}  {s['n_pred']}"
         )
     return "\n".join(lines) + "\n"
+
+
+def apa(y_true, y_pred, words, ambiguous):
+    """Average per-word accuracy over ambiguous words (APA, Tsuboi et al. 2008 §5.2).
+
+    ``APA = (1/|A'|) Σ_{w ∈ A'} (correctly tagged occurrences of w) /
+    (occurrences of w)``, where ``A'`` is the words of ``ambiguous`` that
+    occur in ``words``: each ambiguous word counts equally, however frequent.
+
+    Parameters
+    ----------
+    y_true, y_pred : list of sequences of str
+        True and predicted labels, sentence by sentence, of matching shapes.
+    words : list of sequences of str
+        The word of each token (the same shape).
+    ambiguous : iterable of str
+        The word set A: words that carry an ambiguous annotation somewhere
+        (e.g. in the training data; see :func:`sscrf.partial.ambiguous_words`).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Raises
+    ------
+    SscrfError
+        For mismatched shapes, or when no word of ``ambiguous`` occurs in
+        ``words`` (APA is then undefined).
+    """
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    _, words = _check_corpora(y_true, words)
+    if isinstance(ambiguous, str):
+        raise SscrfError("ambiguous must be a collection of words, not a string")
+    wanted = set(ambiguous)
+    counts = {}  # word -> [occurrences, correct]
+    for t_seq, p_seq, w_seq in zip(y_true, y_pred, words):
+        for t, p, w in zip(t_seq, p_seq, w_seq):
+            if w in wanted:
+                c = counts.setdefault(w, [0, 0])
+                c[0] += 1
+                c[1] += t == p
+    if not counts:
+        raise SscrfError("no ambiguous word occurs in the evaluation data: APA is undefined")
+    return sum(correct / n for n, correct in counts.values()) / len(counts)
