@@ -46,13 +46,30 @@ void require_shape(const py::array& a, std::initializer_list<py::ssize_t> shape,
 }
 
 void require_finite(const double* p, py::ssize_t size, const char* name) {
-  for (py::ssize_t i = 0; i < size; ++i)
+  for (py::ssize_t i = 0; i < size; ++i) {
     if (!std::isfinite(p[i])) fail(std::string(name) + " contains NaN or infinite values");
+    if (std::fabs(p[i]) > kMaxScore)
+      fail(std::string(name) + " has values too large (|value| > 1e250) for the lattice sums");
+  }
 }
 
 int checked_threads(int n_threads) {
-  if (n_threads < 1) fail("n_threads must be a positive integer, got " + std::to_string(n_threads));
+  if (n_threads < 1 || n_threads > 1024)
+    fail("n_threads must be an integer in [1, 1024], got " + std::to_string(n_threads));
   return n_threads;
+}
+
+// Masks must be bool or integer arrays: a cast from strings would read
+// "False" as True and silently allow everything.
+Bools checked_mask(const py::object& o, const char* name) {
+  if (py::isinstance<py::array>(o)) {
+    const char kind = py::reinterpret_borrow<py::array>(o).dtype().kind();
+    if (kind != 'b' && kind != 'i' && kind != 'u')
+      fail(std::string(name) + " must be a bool array, got dtype kind '" + std::string(1, kind) + "'");
+  }
+  auto mask = Bools::ensure(o);
+  if (!mask) fail(std::string(name) + " must be a bool array");
+  return mask;
 }
 
 // One chain from dense arrays; the returned arrays own the converted data.
@@ -96,14 +113,12 @@ ChainArrays make_chain(const py::object& emissions, const py::object& transition
   const uint8_t* mask_p = nullptr;
   const uint8_t* edge_p = nullptr;
   if (!mask.is_none()) {
-    c.mask = Bools::ensure(mask);
-    if (!c.mask) fail("mask must be a bool array (n, S)");
+    c.mask = checked_mask(mask, "mask");
     require_shape(c.mask, {n, S}, "mask");
     mask_p = reinterpret_cast<const uint8_t*>(c.mask.data());
   }
   if (!edge_mask.is_none()) {
-    c.edge_mask = Bools::ensure(edge_mask);
-    if (!c.edge_mask) fail("edge_mask must be a bool array (n-1, S, S)");
+    c.edge_mask = checked_mask(edge_mask, "edge_mask");
     require_shape(c.edge_mask, {n > 0 ? n - 1 : 0, S, S}, "edge_mask");
     edge_p = reinterpret_cast<const uint8_t*>(c.edge_mask.data());
   }
@@ -187,16 +202,16 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
     c->weights.assign(weights.data(), weights.data() + c->n_sequences);
   }
   if (!mask_o.is_none()) {
-    auto mask = Bools::ensure(mask_o);
-    if (!mask || mask.ndim() != 2 || mask.shape(0) != c->n_tokens)
+    auto mask = checked_mask(mask_o, "mask");
+    if (mask.ndim() != 2 || mask.shape(0) != c->n_tokens)
       fail("mask must be a bool array (n_tokens, S)");
     c->mask_labels = static_cast<int>(mask.shape(1));
     const uint8_t* mp = reinterpret_cast<const uint8_t*>(mask.data());
     c->mask.assign(mp, mp + mask.size());
   }
   if (!edge_mask_o.is_none()) {
-    auto em = Bools::ensure(edge_mask_o);
-    if (!em || em.ndim() != 3 || em.shape(0) != c->n_tokens || em.shape(1) != em.shape(2))
+    auto em = checked_mask(edge_mask_o, "edge_mask");
+    if (em.ndim() != 3 || em.shape(0) != c->n_tokens || em.shape(1) != em.shape(2))
       fail("edge_mask must be a bool array (n_tokens, S, S)");
     if (!c->mask.empty() && em.shape(1) != c->mask_labels)
       fail("edge_mask and mask disagree on the number of labels");

@@ -36,6 +36,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
           if (te == tb) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
           score_tokens(corpus, tb, te, layout, theta, rows);
+          check_scores(rows, (te - tb) * S);
           Chain c;
           c.n = te - tb;
           c.S = S;

@@ -14,6 +14,24 @@ struct NoLabeling : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Scores whose magnitude exceeds kMaxScore could overflow the sums along a
+// chain (or already did: E = X·W can be infinite for finite X and W), so
+// they are refused rather than turned into NaN.
+constexpr double kMaxScore = 1e250;
+
+struct ScoreOverflow : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Throws ScoreOverflow unless every value is finite and within kMaxScore.
+inline void check_scores(const double* v, int64_t size) {
+  for (int64_t i = 0; i < size; ++i)
+    if (!(v[i] <= kMaxScore && v[i] >= -kMaxScore))
+      throw ScoreOverflow(
+          "scores overflow: an emission score E = X·W is infinite or larger than 1e250 in "
+          "magnitude (feature values or weights too large)");
+}
+
 // exp(T - column max) once per evaluation, shared by every sequence. Rows
 // are padded to ld = padded_width(S) columns with zeros.
 //   factor:   [S][ld], factor[a][b] = exp(T[a][b] - col_max[b])

@@ -61,6 +61,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
           if (te == tb) continue;
           double* E = &residual[(tb - ch.tok_begin) * S];
           score_tokens(corpus, tb, te, layout, W, E);
+          check_scores(E, (te - tb) * S);
           Chain c;
           c.n = te - tb;
           c.S = S;
@@ -116,6 +117,7 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
       Workspace& ws = workspaces[thread_id()];
       ws.emissions.resize(static_cast<size_t>(te - tb) * S);
       score_tokens(corpus, tb, te, layout, theta, ws.emissions.data());
+      check_scores(ws.emissions.data(), (te - tb) * S);
       Chain c;
       c.n = te - tb;
       c.S = S;

@@ -370,7 +370,8 @@ def test_get_params_set_params_round_trip():
     assert params == {"c1": 0.0, "c2": 0.5, "max_iterations": 7, "epsilon": 1e-5, "period": 10,
                       "delta": 1e-5, "n_threads": 2, "feature_set": "dense",
                       "labels": ["A", "B"], "templates": ["U00:%x[0,0]"], "min_freq": 2,
-                      "entropy_weight": 0.0, "entropy_method": "fast", "verbose": False}
+                      "entropy_weight": 0.0, "entropy_method": "fast", "ge_weight": 0.0,
+                      "ge_penalty": "kl", "verbose": False}
     clone = type(m)(**m.get_params())
     assert clone.get_params() == params
     assert clone is not m

@@ -33,7 +33,8 @@ def __getattr__(name):
         from .self_training import self_train
 
         return self_train
-    if name in {"lattice", "io", "metrics", "features", "objectives"}:
+    if name in {"lattice", "io", "metrics", "features", "objectives", "active", "constraints",
+                "partial", "optimize"}:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -42,5 +43,6 @@ def __getattr__(name):
 
 __all__ = [
     "CRF", "SscrfError", "build_info", "self_train",
-    "lattice", "io", "metrics", "features", "objectives",
+    "lattice", "io", "metrics", "features", "objectives", "active", "constraints", "partial",
+    "optimize",
 ]

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 import time
+import warnings
 
 from .errors import SscrfError
 
@@ -35,6 +36,7 @@ examples:
   sscrf eval -m chunk.model test.txt
   sscrf dump chunk.model --top 30
   sscrf demo
+  sscrf select --model chunk.model --pool pool.txt --strategy least_confidence -m 20
 """
 
 
@@ -142,7 +144,23 @@ def build_parser():
     sub.add_argument("--entropy-method", choices=("fast", "jiao"), default="fast",
                      help="entropy gradient: fast O(n S^2) (default) or Jiao et al.'s "
                           "O(n^2 S^3) reference")
+    sub.add_argument("--constraints", metavar="FILE",
+                     help="labeled features for generalized expectation (GE) training on the "
+                          "--unlabeled sentences: one attribute per line with its target "
+                          "distribution, e.g. 'U02:john PERSON:0.95 ORG:0.05' (see "
+                          "sscrf.constraints); TRAIN may then be an empty file (the token "
+                          "columns are those of the unlabeled file, the labels --labels or "
+                          "those the constraints name)")
+    sub.add_argument("--ge-weight", type=_non_negative_float, default=0.0, metavar="L",
+                     help="weight λ of the GE term (default: 0; needs --constraints and "
+                          "--unlabeled)")
+    sub.add_argument("--ge-penalty", choices=("kl", "l2"), default="kl",
+                     help="GE distance: KL(target ‖ model) (default) or squared L2")
     conllu_options(sub, "TRAIN")
+    sub.add_argument("--partial", action="store_true",
+                     help="partial and ambiguous annotations: a label cell may be a set "
+                          "'A|B|C' (any of these) or '*' (not annotated); such sentences are "
+                          "trained by the marginalised likelihood (Tsuboi et al. 2008)")
     sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     sub.set_defaults(func=_cmd_train)
 
@@ -160,6 +178,14 @@ def build_parser():
                      help="a model saved by 'sscrf train'")
     sub.add_argument("file", metavar="FILE", help="file to tag")
     sub.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    sub.add_argument("-n", "--nbest", type=_positive_int, default=1, metavar="K",
+                     help="write the K most probable labelings of each sentence as K label "
+                          "columns, best first, after a '# nbest' line with their "
+                          "log-probabilities (default: 1, the Viterbi labeling)")
+    sub.add_argument("--constraints", metavar="CFILE",
+                     help="constrained decoding: a CoNLL file of the same sentences whose last "
+                          "column gives each token's allowed labels: a label, a set 'A|B' or "
+                          "'*' (any label)")
     conllu_options(sub, "FILE")
     sub.set_defaults(func=_cmd_tag)
 
@@ -206,6 +232,33 @@ def build_parser():
                      help="test sentences (default: 300)")
     sub.add_argument("-q", "--quiet", action="store_true", help="no training progress display")
     sub.set_defaults(func=_cmd_demo)
+
+    # select
+    sub = command(
+        "select", "choose pool sentences to label next (active learning)",
+        "Rank the sentences of the pool FILE (CoNLL: the model's token columns, a gold\n"
+        "label column after them is allowed and ignored) by a selection strategy and\n"
+        "print the best M, best first, one per line: the sentence number in FILE\n"
+        "(from 0), the line it starts on and the strategy's score; with\n"
+        "most_uncertain_span also the span's first token and the token after it.\n"
+        "random and quota_sampling need no model; quota_sampling estimates q(x) with\n"
+        "an n-gram model (--order) of the pool's first column and draws one sentence\n"
+        "from each of M groups of equal size sorted by q(x) (see sscrf.active).")
+    sub.add_argument("--model", metavar="MODEL",
+                     help="a model saved by 'sscrf train' (not needed for random and "
+                          "quota_sampling)")
+    sub.add_argument("--pool", metavar="FILE", required=True, help="the unlabeled pool")
+    sub.add_argument("--strategy", choices=SELECT_STRATEGIES, required=True)
+    sub.add_argument("-m", type=_positive_int, default=20, metavar="M", dest="m",
+                     help="how many sentences to choose (default: 20)")
+    sub.add_argument("--width", type=_positive_int, default=3, metavar="W",
+                     help="span width for most_uncertain_span (default: 3)")
+    sub.add_argument("--order", type=_positive_int, default=4, metavar="N",
+                     help="n-gram order of q(x) for quota_sampling (default: 4)")
+    sub.add_argument("--seed", type=int, default=None,
+                     help="random seed for random and quota_sampling")
+    conllu_options(sub, "FILE")
+    sub.set_defaults(func=_cmd_select)
     return parser
 
 
@@ -233,6 +286,8 @@ def _read_labeled(path, args, labels=None):
     from .io import read_conll, read_conllu
 
     if args.conllu:
+        if getattr(args, "partial", False):
+            raise SscrfError("--partial reads label sets from CoNLL column files, not CoNLL-U")
         corpus = read_conllu(path, label_column=_label_column(args), token_columns=("form",))
         if labels is not None:
             known = set(labels)
@@ -244,7 +299,7 @@ def _read_labeled(path, args, labels=None):
                                          "is not in --labels")
         return corpus
     _label_column(args)
-    return read_conll(path, labels=labels)
+    return read_conll(path, labels=labels, label_sets=getattr(args, "partial", False))
 
 
 def _read_for_tagging(path, model, model_path, args, need_gold=False):
@@ -311,24 +366,31 @@ def _cmd_train(args):
     templates = "default"
     if args.template is not None:
         templates = read_templates(args.template)
+    constraints = _read_ge_constraints(args)
     corpus = _read_labeled(args.train, args, labels=args.labels)
-    if not corpus.tokens:
+    if not corpus.tokens and constraints is None:
         raise SscrfError(f"{args.train}: no sentences to train on")
-    n_columns = min(len(token) for sentence in corpus.tokens for token in sentence)
+    unlabeled = None
+    if args.unlabeled is not None:
+        if args.entropy_weight <= 0 and constraints is None:
+            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
+                             "FILE with --ge-weight L")
+        from .io import read_conll
+
+        unlabeled = read_conll(args.unlabeled, has_labels=False).tokens
+    columns_from = args.train if corpus.tokens else args.unlabeled
+    if not (corpus.tokens or unlabeled):
+        raise SscrfError(f"{args.train}: no sentences to train on, and {args.unlabeled} has "
+                         "none either")
+    n_columns = min(len(token) for sentence in corpus.tokens or unlabeled for token in sentence)
     if args.template is not None and templates.max_column >= n_columns:
         source = next(src for src, pieces in zip(templates.sources, templates.unigrams)
                       if any(type(p) is tuple and p[1] >= n_columns for p in pieces))
         raise SscrfError(f"{args.template}: template {source!r} reads column "
-                         f"{templates.max_column}, but {args.train} has {n_columns} token "
+                         f"{templates.max_column}, but {columns_from} has {n_columns} token "
                          "column(s) (numbered from 0; the label column is not one)")
-    unlabeled = None
-    if args.unlabeled is not None:
-        if args.entropy_weight <= 0:
-            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0")
-        from .io import read_conll
-
-        unlabeled = [[token[:n_columns] for token in sentence]
-                     for sentence in read_conll(args.unlabeled, has_labels=False).tokens]
+    if unlabeled is not None:
+        unlabeled = [[token[:n_columns] for token in sentence] for sentence in unlabeled]
         short = next(((s, len(t)) for s, sentence in enumerate(unlabeled) for t in sentence
                       if len(t) < n_columns), None)
         if short is not None:
@@ -339,16 +401,41 @@ def _cmd_train(args):
     model = CRF(c2=args.c2, max_iterations=args.max_iterations, n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
                 min_freq=args.min_freq, entropy_weight=args.entropy_weight,
-                entropy_method=args.entropy_method, verbose=not args.quiet)
-    model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled)
+                entropy_method=args.entropy_method, ge_weight=args.ge_weight,
+                ge_penalty=args.ge_penalty, verbose=not args.quiet)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled, constraints=constraints)
+    for w in caught:
+        print(f"{_PROG}: warning: {w.message}", file=sys.stderr)
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
     training = model.training_
+    ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
     print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens, "
-          f"{len(model.classes_)} labels, {model.n_parameters_} parameters, "
+          f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters, "
           f"{training['iterations']} iterations ({training['stop_reason']}), "
           f"{time.perf_counter() - started:.1f} s")
     return 0
+
+
+def _read_ge_constraints(args):
+    """The --constraints file, after checking the GE options go together; None without it."""
+    if args.constraints is None:
+        if args.ge_weight > 0:
+            raise SscrfError("--ge-weight needs --constraints FILE (and --unlabeled FILE)")
+        return None
+    if args.ge_weight <= 0:
+        raise SscrfError("--constraints needs --ge-weight L with L > 0")
+    if args.unlabeled is None:
+        raise SscrfError("--constraints needs --unlabeled FILE (GE matches label "
+                         "distributions on unlabeled sentences)")
+    from .constraints import read_constraints
+
+    constraints = read_constraints(args.constraints, labels=args.labels)
+    if not constraints:
+        raise SscrfError(f"{args.constraints}: no constraints")
+    return constraints
 
 
 def _cmd_tag(args):
@@ -358,11 +445,51 @@ def _cmd_tag(args):
         _check_writable(args.output)
     model = _load_model(args.model)
     tokens, shown, gold = _read_for_tagging(args.file, model, args.model, args)
-    predicted = model.predict(tokens)
+    allowed = None
+    if args.constraints is not None:
+        allowed = _read_constraints(args.constraints, model, tokens, args.file)
+    if args.nbest > 1:
+        _write_nbest(args, model.predict_nbest(tokens, args.nbest, allowed=allowed), shown, gold)
+        return 0
+    predicted = model.predict(tokens, allowed=allowed)
     write_conll(sys.stdout if args.output is None else args.output, shown, gold, predicted)
     if args.output is None:
         sys.stdout.flush()
     return 0
+
+
+def _read_constraints(path, model, tokens, file):
+    """The allowed labels of each token of FILE, from the last column of ``path``."""
+    from .io import read_conll
+
+    corpus = read_conll(path, label_sets=True, labels=model.classes_)
+    if len(corpus.labels) != len(tokens):
+        raise SscrfError(f"{path}: {len(corpus.labels)} sentences, but {file} has {len(tokens)}")
+    for s, (labels, sentence) in enumerate(zip(corpus.labels, tokens)):
+        if len(labels) != len(sentence):
+            raise SscrfError(f"{path}:{corpus.lines[s]}: sentence {s + 1} has {len(labels)} "
+                             f"tokens, but {len(sentence)} in {file}")
+    return corpus.labels
+
+
+def _write_nbest(args, nbest, shown, gold):
+    """Per sentence: '# nbest LOGP1 LOGP2 ...', then each token's columns, gold, K labels."""
+    lines = []
+    for s, candidates in enumerate(nbest):
+        lines.append("# nbest " + " ".join(f"{logp:.6f}" for _, logp in candidates))
+        for t, columns in enumerate(shown[s]):
+            cells = list(columns) + ([gold[s][t]] if gold is not None else [])
+            cells += [labels[t] for labels, _ in candidates]
+            lines.append(" ".join(cells))
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        from .serialization import write_atomic
+
+        write_atomic(args.output, text.encode("utf-8"))
 
 
 def _cmd_eval(args):
@@ -454,6 +581,42 @@ def _cmd_demo(args):
 
     run_demo(n_train=args.n_train, n_test=args.n_test, seed=args.seed, n_threads=args.threads,
              verbose=not args.quiet, out=sys.stdout)
+    return 0
+
+
+#: The strategies of ``sscrf select`` (the names of ``sscrf.active.SELECTORS``).
+SELECT_STRATEGIES = ("least_confidence", "most_uncertain_span", "quota_sampling", "random",
+                     "sequence_entropy", "token_entropy")
+
+
+def _cmd_select(args):
+    from .active import NgramModel, select
+    from .io import read_conll, read_conllu
+
+    if args.model is None and args.strategy not in ("random", "quota_sampling"):
+        raise SscrfError(f"--strategy {args.strategy} needs --model")
+    corpus = (read_conllu(args.pool, label_column=_label_column(args), token_columns=("form",))
+              if args.conllu else read_conll(args.pool, has_labels=False))
+    tokens, lines, model = corpus.tokens, corpus.lines, None
+    if args.model is not None:  # the model's token columns, without a gold column
+        model = _load_model(args.model)
+        tokens, _, _ = _read_for_tagging(args.pool, model, args.model, args)
+    log_q = None
+    if args.strategy == "quota_sampling" and tokens:
+        first = [[token[0] for token in sentence] for sentence in tokens]
+        log_q = NgramModel(n=args.order).fit(first).log_probs(first)
+    options = {"width": args.width} if args.strategy == "most_uncertain_span" else {}
+    indices, scores = select(model, tokens, args.strategy, args.m, log_q=log_q,
+                             random_state=args.seed, **options)
+    spans = args.strategy == "most_uncertain_span"
+    out = ["sentence\tline\tbegin\tstop\tscore" if spans else "sentence\tline\tscore"]
+    for item, score in zip(indices.tolist(), scores.tolist()):
+        if spans:
+            i, begin, stop = item
+            out.append(f"{i}\t{lines[i]}\t{begin}\t{stop}\t{score:.6g}")
+        else:
+            out.append(f"{item}\t{lines[item]}\t{score:.6g}")
+    print("\n".join(out))
     return 0
 
 

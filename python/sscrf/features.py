@@ -231,6 +231,9 @@ class Templates:
         return out
 
 
+_MAX_TEMPLATE_OFFSET = 1000  # padding strings are built per offset; keep that bounded
+
+
 def _parse_line(line, where):
     """Compile one ``U`` template line into literal and (row, col) pieces."""
     pieces = []
@@ -243,7 +246,12 @@ def _parse_line(line, where):
             )
         if literal:
             pieces.append(literal)
+        if len(m.group(1)) > 12 or len(m.group(2)) > 12:
+            raise SscrfError(f"{where}: row or column number in template {line!r} is too large")
         row, col = int(m.group(1)), int(m.group(2))
+        if abs(row) > _MAX_TEMPLATE_OFFSET:
+            raise SscrfError(f"{where}: row offset {row} in template {line!r} is too large "
+                             f"(at most ±{_MAX_TEMPLATE_OFFSET})")
         if col < 0:
             raise SscrfError(f"{where}: negative column {col} in template {line!r}")
         pieces.append((row, col))

@@ -67,6 +67,7 @@ class _Source:
     """A text source given as a path or an open file; yields (lineno, line)."""
 
     def __init__(self, path, encoding):
+        self.binary = False
         if hasattr(path, "read"):
             self.file = path
             self.owned = False
@@ -75,7 +76,10 @@ class _Source:
             self.name = name if isinstance(name, str) else "<stream>"
         else:
             self.name = os.fsdecode(os.fspath(path))
-            self.file = open(self.name, encoding=encoding)
+            # An ASCII-compatible encoding is decoded line by line from bytes,
+            # so an undecodable byte is reported at its exact line.
+            self.binary = _ascii_compatible(encoding)
+            self.file = open(self.name, "rb") if self.binary else open(self.name, encoding=encoding)
             self.owned = True
         self.encoding = encoding
 
@@ -90,6 +94,12 @@ class _Source:
         lineno = 0
         try:
             for lineno, line in enumerate(self.file, 1):
+                if self.binary:
+                    try:
+                        line = line.decode(self.encoding)
+                    except UnicodeDecodeError as exc:
+                        raise SscrfError(f"{self.name}:{lineno}: cannot decode as "
+                                         f"{self.encoding}: {exc.reason}") from None
                 if not isinstance(line, str):
                     raise SscrfError(f"{self.name}: open the file in text mode, not binary")
                 # Streams opened with newline="" keep "\r\n".
@@ -103,6 +113,13 @@ class _Source:
 
     def error(self, lineno, message):
         return SscrfError(f"{self.name}:{lineno}: {message}")
+
+
+def _ascii_compatible(encoding):
+    try:
+        return "\na 1".encode(encoding) == b"\na 1"
+    except (LookupError, UnicodeError):
+        return False
 
 
 def _label_list(labels, what="labels"):

@@ -10,10 +10,12 @@ import copy
 import inspect
 import os
 import sys
+import warnings
 
 import numpy as np
 
 from . import _core, serialization
+from . import constraints as _constraints
 from . import partial as _partial
 from .errors import SscrfError
 from .features import FeatureExtractor, default_templates
@@ -21,6 +23,7 @@ from .objectives import OBJECTIVES, Objective
 from .trainer import minimize
 
 FEATURE_SETS = ("auto", "observed", "dense")
+MAX_THREADS = 1024  # more threads than cores is fine; far more exhausts the OS
 _MODEL_KIND = "sscrf.CRF"
 
 
@@ -65,6 +68,16 @@ class CRF:
     entropy_method : {"fast", "jiao"}
         Gradient of the entropy term: the O(n S²) covariance kernel, or Jiao
         et al.'s O(n² S³) nested programme (a reference; same values).
+    ge_weight : float
+        λ of the generalized-expectation term ``λ·Σ_m D(p̃_m ‖ p̂_m)`` (Mann &
+        McCallum 2008), active when ``fit`` gets ``constraints`` (labeled
+        features) and ``X_unlabeled``: ``p̂_m`` is the model's label
+        distribution averaged over the unlabeled tokens where attribute
+        ``m`` fires. See :mod:`sscrf.constraints` and the ``ge`` term of
+        :mod:`sscrf.objectives` (smoothing of ``p̂``).
+    ge_penalty : {"kl", "l2"}
+        ``D``: ``KL(p̃ ‖ p̂)`` (the paper's) or the squared distance
+        ``‖p̃ − p̂‖²`` (MALLET's L2 variant).
     verbose : bool
         Show training progress on stderr.
 
@@ -80,7 +93,8 @@ class CRF:
 
     def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
-                 entropy_weight=0.0, entropy_method="fast", verbose=True):
+                 entropy_weight=0.0, entropy_method="fast", ge_weight=0.0, ge_penalty="kl",
+                 verbose=True):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -94,6 +108,8 @@ class CRF:
         self.min_freq = min_freq
         self.entropy_weight = entropy_weight
         self.entropy_method = entropy_method
+        self.ge_weight = ge_weight
+        self.ge_penalty = ge_penalty
         self.verbose = verbose
 
     # -- scikit-learn protocol ----------------------------------------------
@@ -124,7 +140,7 @@ class CRF:
     # -- training -----------------------------------------------------------
 
     def fit(self, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
-            checkpoint=None, checkpoint_every=10):
+            checkpoint=None, checkpoint_every=10, constraints=None):
         """Train on labeled sentences, and on unlabeled ones through the semi-supervised terms.
 
         Parameters
@@ -132,8 +148,8 @@ class CRF:
         X : list of sentences
             A sentence is a list of tokens: feature dicts, or lists of column
             strings when the model has templates. May be empty when unlabeled
-            data and a semi-supervised term are given (then ``labels=`` names
-            the labels).
+            data and a semi-supervised term are given (then ``labels=``, or
+            for GE the constraints, name the labels).
         y : list
             Per sentence, one entry per token: a label, a set (``set``,
             ``frozenset`` or ``tuple``) of acceptable labels, or ``None``
@@ -143,9 +159,9 @@ class CRF:
             ``−log P(Y_L | x)`` (Tsuboi et al. 2008), which starts from the
             optimum on the complete sentences when there are some.
         X_unlabeled : list of sentences or None
-            Data for the ``entropy`` term (``entropy_weight > 0``). Its
-            attributes join the vocabulary, and with it the model uses the
-            ``dense`` feature set.
+            Data for the ``entropy`` term (``entropy_weight > 0``) and the
+            ``ge`` term (``constraints``). Its attributes join the
+            vocabulary, and with it the model uses the ``dense`` feature set.
         init : CRF, path or None
             Warm start: weights of attributes and labels this model shares
             with ``init`` start from ``init``'s values, the rest from 0.
@@ -162,6 +178,19 @@ class CRF:
             ``checkpoint_every`` iterations; resume an interrupted run with
             ``fit(..., init=checkpoint)``. Ctrl-C during fit keeps the best
             parameters so far on the model, with a warning.
+        constraints : dict or None
+            Labeled features for the generalized-expectation term
+            (``ge_weight > 0``, needs ``X_unlabeled``): ``{attribute:
+            {label: probability}}``, attributes named as the feature
+            extractor names them (``w[0]=john``, ``U02:john``), targets
+            summing to 1 over known labels (see :mod:`sscrf.constraints`).
+            Without labeled data and ``labels=``, the label set is the labels
+            the constraints name; with labeled data but no ``labels=``, it is
+            the labels of ``y`` and of the constraints. A constraint whose
+            attribute is not in the vocabulary (it never occurs in ``X`` or
+            ``X_unlabeled``, or ``min_freq`` cut it) or never fires in
+            ``X_unlabeled`` is dropped with a ``UserWarning``; the
+            constraints kept are ``constraints_``.
 
         Returns
         -------
@@ -171,8 +200,18 @@ class CRF:
         X, y = _check_labeled(X, y, allow_empty_corpus=True, partial=True)
         unlabeled = None if X_unlabeled is None else _check_unlabeled(X_unlabeled)
         use_entropy = self.entropy_weight > 0 and bool(unlabeled)
-        if unlabeled and not use_entropy:
-            raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0")
+        use_ge = constraints is not None
+        if use_ge:
+            if self.ge_weight <= 0:
+                raise SscrfError("constraints are given but ge_weight is 0; set ge_weight > 0")
+            if not unlabeled:
+                raise SscrfError("constraints need unlabeled data: give X_unlabeled")
+            constraints = _constraints.check_constraints(constraints, self.labels)
+            if not constraints:
+                raise SscrfError("constraints is empty")
+        if unlabeled and not (use_entropy or use_ge):
+            raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0, "
+                             "or ge_weight > 0 and give constraints")
         if not X and not unlabeled:
             raise SscrfError("the training data is empty")
         weights = _check_sample_weight(sample_weight, len(X))
@@ -180,22 +219,25 @@ class CRF:
             init = CRF.load(init)
         elif init is self:
             init = copy.copy(self)  # fitting replaces the attributes init is read from
-        self.classes_ = self._label_set(_partial.label_view(y, self.labels))
+        label_source = _partial.label_view(y, self.labels)
+        if use_ge and self.labels is None:  # labels named by constraints join the label set
+            label_source = list(label_source) + [_constraints.constraint_labels(constraints)]
+        self.classes_ = self._label_set(label_source)
         label_index = {label: i for i, label in enumerate(self.classes_)}
         templates = self.templates
         if isinstance(templates, str) and templates.strip() == "default":
             templates = default_templates(_n_columns(X or unlabeled))
         self.extractor_ = FeatureExtractor(templates, self.min_freq)
-        corpora = [X] + ([unlabeled] if use_entropy else [])
+        corpora = [X] + ([unlabeled] if use_entropy or use_ge else [])
         features = self.extractor_.fit_transform(*corpora)
         token_labels = _encode_labels(y, label_index)
         self.feature_set_ = self.feature_set
         if self.feature_set == "auto":
-            self.feature_set_ = "dense" if use_entropy else "observed"
-        elif self.feature_set == "observed" and use_entropy:
+            self.feature_set_ = "dense" if use_entropy or use_ge else "observed"
+        elif self.feature_set == "observed" and (use_entropy or use_ge):
             raise SscrfError("feature_set='observed' keeps only pairs seen in labeled data, so the "
-                             "entropy term on unlabeled data could not move the model; use 'dense' "
-                             "or 'auto'")
+                             f"{'ge' if use_ge and not use_entropy else 'entropy'} term on "
+                             "unlabeled data could not move the model; use 'dense' or 'auto'")
         self.row_ptr_, self.label_ids_ = _layout_arrays(
             features[0], token_labels, len(self.classes_), self.feature_set_)
         layout = self._layout()
@@ -205,10 +247,18 @@ class CRF:
             supervised, partial_terms = _partial.labeled_terms(
                 features[0], y, label_index, weights, layout, n_threads, token_labels)
         terms = list(supervised) + partial_terms
+        unlabeled_corpus = _compile(features[1]) if use_entropy or use_ge else None
         if use_entropy:
-            terms.append(OBJECTIVES["entropy"](_compile(features[1]), layout, n_threads,
+            terms.append(OBJECTIVES["entropy"](unlabeled_corpus, layout, n_threads,
                                                weight=self.entropy_weight,
                                                method=self.entropy_method))
+        if use_ge:
+            constraint_of_attribute, targets, self.constraints_ = _ge_constraints(
+                constraints, self.extractor_, features[1], self.classes_)
+            terms.append(OBJECTIVES["ge"](unlabeled_corpus, layout, n_threads,
+                                          weight=self.ge_weight,
+                                          constraint_of_attribute=constraint_of_attribute,
+                                          targets=targets, penalty=self.ge_penalty))
         theta0 = np.zeros(layout.n_parameters)
         if init is not None:
             self._warm_start(init, theta0)
@@ -255,6 +305,11 @@ class CRF:
             raise SscrfError(f"entropy_weight must be a finite number ≥ 0, not {self.entropy_weight!r}")
         if self.entropy_method not in ("fast", "jiao"):
             raise SscrfError(f"entropy_method must be 'fast' or 'jiao', not {self.entropy_method!r}")
+        if not (isinstance(self.ge_weight, (int, float)) and not isinstance(self.ge_weight, bool)
+                and np.isfinite(self.ge_weight) and self.ge_weight >= 0):
+            raise SscrfError(f"ge_weight must be a finite number ≥ 0, not {self.ge_weight!r}")
+        if self.ge_penalty not in ("kl", "l2"):
+            raise SscrfError(f"ge_penalty must be 'kl' or 'l2', not {self.ge_penalty!r}")
         if self.feature_set not in FEATURE_SETS:
             raise SscrfError(f"feature_set must be one of {FEATURE_SETS}, not {self.feature_set!r}")
         if not (isinstance(self.c1, (int, float)) and np.isfinite(self.c1) and self.c1 >= 0):
@@ -268,14 +323,20 @@ class CRF:
     def _threads(self):
         n = self.n_threads
         if n is None:
-            return os.cpu_count() or 1
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 1 << 16:
-            raise SscrfError(f"n_threads must be a positive integer (at most 65536) or None, "
-                             f"not {n!r}")
+            # the CPUs this process may run on (a container or taskset may allow fewer)
+            try:
+                return max(1, len(os.sched_getaffinity(0)))
+            except AttributeError:
+                return os.cpu_count() or 1
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_THREADS:
+            raise SscrfError(f"n_threads must be a positive integer (at most {MAX_THREADS}) or "
+                             f"None, not {n!r}")
         return int(n)
 
     def _label_set(self, y):
         if self.labels is not None:
+            if isinstance(self.labels, (str, bytes)):
+                raise SscrfError("labels= must be a list of label strings, not one string")
             labels = list(self.labels)
             if len(set(labels)) != len(labels) or not all(isinstance(l, str) for l in labels):
                 raise SscrfError("labels must be distinct strings")
@@ -365,6 +426,7 @@ class CRF:
             first; exact ties go to the lexicographically smaller labeling.
         """
         self._check_fitted()
+        self._threads()  # validated like every other method, though n-best runs serially
         from .nbest import nbest_from_model
 
         if allowed is not None:
@@ -525,12 +587,14 @@ class CRF:
     @property
     def start_weights_(self):
         """(S,) weights of each label at the first token."""
+        self._check_fitted()
         nw, S = len(self.label_ids_), len(self.classes_)
         return self.coef_[nw + S * S:nw + S * S + S]
 
     @property
     def end_weights_(self):
         """(S,) weights of each label at the last token."""
+        self._check_fitted()
         nw, S = len(self.label_ids_), len(self.classes_)
         return self.coef_[nw + S * S + S:]
 
@@ -646,6 +710,31 @@ def _training_record(result):
             "seconds": result.seconds, "history": list(result.history)}
 
 
+def _ge_constraints(constraints, extractor, unlabeled, classes):
+    """Constraint map (A,), targets (M, S) and the constraints kept, for the ``ge`` term.
+
+    Drops, with a warning, constraints whose attribute is not in the
+    vocabulary or never fires in the unlabeled data.
+    """
+    index = extractor.attribute_index()
+    fires = np.bincount(unlabeled.indices, minlength=unlabeled.n_attributes) > 0
+    absent = [a for a in constraints if a not in index]
+    silent = [a for a in constraints if a in index and not fires[index[a]]]
+    for what, dropped in (("not in the vocabulary (never in the training data, or cut by "
+                           "min_freq)", absent), ("never present in X_unlabeled", silent)):
+        if dropped:
+            shown = ", ".join(map(repr, dropped[:10])) + (" ..." if len(dropped) > 10 else "")
+            warnings.warn(f"{len(dropped)} constraint attribute(s) {what}; dropped: {shown}",
+                          UserWarning, stacklevel=3)
+    kept = {a: d for a, d in constraints.items() if a in index and fires[index[a]]}
+    if not kept:
+        raise SscrfError("no constraint attribute fires in X_unlabeled; nothing for the ge term")
+    attributes, targets = _constraints.target_matrix(kept, classes)
+    constraint_of_attribute = np.full(unlabeled.n_attributes, -1, dtype=np.int64)
+    constraint_of_attribute[[index[a] for a in attributes]] = np.arange(len(attributes))
+    return constraint_of_attribute, targets, kept
+
+
 def _check_unlabeled(X):
     X = _check_sentences(X, "X_unlabeled")
     for s, sentence in enumerate(X):
@@ -659,7 +748,13 @@ def _check_unlabeled(X):
 def _check_sample_weight(sample_weight, n):
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    if isinstance(sample_weight, (str, bytes, dict)):
+        raise SscrfError(f"sample_weight must be an array of {n} numbers, "
+                         f"not {type(sample_weight).__name__}")
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SscrfError(f"sample_weight must be an array of {n} numbers") from None
     if w.shape != (n,):
         raise SscrfError(f"sample_weight must have one weight per sentence ({n}), got shape {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):

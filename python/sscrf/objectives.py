@@ -47,6 +47,9 @@ class Term:
     name = None
 
     def __init__(self, corpus, layout, n_threads, weight=1.0):
+        if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) \
+                or not 1 <= n_threads <= 1024:
+            raise ValueError(f"n_threads must be an integer in [1, 1024], not {n_threads!r}")
         self.corpus = corpus
         self.layout = layout
         self.n_threads = n_threads
@@ -136,3 +139,139 @@ class PartialLikelihood(Term):
 
     def _evaluate(self, theta):
         return _core.partial_likelihood(self.corpus, self.layout, theta, self.n_threads)
+
+
+@register("ge")
+class GE(Term):
+    """Generalized expectation criteria on labeled features (Mann & McCallum 2008, §4).
+
+    A constraint ``m`` is an input attribute with a target label distribution
+    ``p̃_m``; it fires at the tokens of the unlabeled corpus where the
+    attribute is present (its value is ignored). The model's distribution is
+    the average node marginal over those ``C_m`` tokens,
+    ``p̂_m = q_m / C_m`` with ``q_m = Σ_x Σ_{j: m fires} p(y_j | x)``. The
+    term is
+
+    - ``kl``: ``Σ_m KL(p̃_m ‖ p̂_m) = Σ_m Σ_{l: p̃_m(l) > 0} p̃_m(l) log(p̃_m(l) / p̂_m(l))``;
+    - ``l2``: ``Σ_m ‖p̃_m − p̂_m‖²`` (MALLET's L2 GE criterion),
+
+    times the term's weight λ.
+
+    Smoothing (``kl`` only). Labels with a zero target contribute 0 to the
+    value and the gradient (``0·log 0 = 0``). A model expectation at or near
+    zero for a label with a positive target would make the KL infinite, so
+    the KL uses ``p̂_m = (q_m / C_m + δ) / (1 + S·δ)`` — the expectation
+    mixed with the uniform distribution at weight ``S·δ/(1 + S·δ)`` — with
+    ``δ = smoothing`` (default 1e-6). Then ``p̂_m(l) ≥ δ/(1 + S·δ)``, the value
+    is at most ``log((1 + S·δ)/δ)`` per constraint (≈ 13.8 + log(1+Sδ)), the
+    score weights are at most ``1/(C_m·δ)``, and the gradient is the exact
+    gradient of the smoothed value. The ``l2`` penalty has no singularity and
+    uses the raw ``p̂_m = q_m / C_m``.
+
+    Gradient: for a loss ``L(p̂)``, ``∂L/∂θ = Σ_x Cov_x[F, r_x(y)]`` with
+    ``r_x(y) = Σ_j Σ_{m fires at j} w_m(y_j)`` and
+    ``w_m = (∂L/∂p̂_m)·(∂p̂_m/∂q_m)``, e.g. ``w_m(l) = −p̃_m(l) / (p̂_m(l)·C_m·(1 + S·δ))``
+    for the KL; the covariance kernel (DESIGN.md, kernel 3) handles every
+    constraint at once in O(n S²) per sentence. Each evaluation takes two
+    chunked passes over the corpus (expectations, then gradient); both are
+    deterministic, so value and gradient have the same bits for any thread
+    count.
+
+    Parameters
+    ----------
+    corpus, layout, n_threads, weight : as :class:`Term` (weight = λ)
+    constraint_of_attribute : int array (n_attributes,)
+        Attribute id → constraint index ``m``, or −1 for attributes that are
+        not constraints.
+    targets : array (M, S)
+        Row ``m`` is ``p̃_m``: non-negative, summing to 1.
+    penalty : {"kl", "l2"}
+    smoothing : float > 0
+        δ above (``kl``).
+
+    Raises
+    ------
+    ValueError
+        Bad targets or penalty, or a constraint that fires nowhere in the
+        corpus (``C_m = 0``: no model expectation; drop it first).
+    """
+
+    DEFAULT_SMOOTHING = 1e-6
+
+    def __init__(self, corpus, layout, n_threads, weight=1.0, *, constraint_of_attribute,
+                 targets, penalty="kl", smoothing=DEFAULT_SMOOTHING):
+        super().__init__(corpus, layout, n_threads, weight)
+        if penalty not in ("kl", "l2"):
+            raise ValueError(f"ge penalty must be 'kl' or 'l2', not {penalty!r}")
+        smoothing = float(smoothing)
+        if not (np.isfinite(smoothing) and smoothing > 0):
+            raise ValueError(f"ge smoothing must be a finite number > 0, not {smoothing!r}")
+        targets = np.array(targets, dtype=np.float64, ndmin=2)
+        S = layout.n_labels
+        if targets.ndim != 2 or targets.shape[1] != S or targets.shape[0] == 0:
+            raise ValueError(f"ge targets must be an array (M ≥ 1, {S}), got shape "
+                             f"{targets.shape}")
+        if (not np.all(np.isfinite(targets)) or np.any(targets < 0)
+                or np.any(np.abs(targets.sum(axis=1) - 1.0) > 1e-6)):
+            raise ValueError("ge targets must be non-negative and each row must sum to 1")
+        self.targets = targets
+        self.penalty = penalty
+        self.smoothing = smoothing
+        self.constraint_of_attribute = np.ascontiguousarray(constraint_of_attribute,
+                                                            dtype=np.int64)
+        M = targets.shape[0]
+        _, counts = _core.ge_expectations(corpus, layout, np.zeros(layout.n_parameters),
+                                          n_threads, self.constraint_of_attribute, M)
+        empty = np.flatnonzero(counts == 0)
+        if len(empty):
+            raise ValueError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
+        self.counts = counts
+        # KL terms only where the target is positive (0·log 0 = 0).
+        self._positive = targets > 0
+        self._target_log = np.where(self._positive, np.log(np.where(self._positive, targets, 1.0)),
+                                    0.0)
+
+    def expectations(self, theta):
+        """The model's label distributions ``p̂`` (M, S), smoothed as the penalty uses them."""
+        sums, _ = _core.ge_expectations(self.corpus, self.layout,
+                                        np.ascontiguousarray(theta, dtype=np.float64),
+                                        self.n_threads, self.constraint_of_attribute,
+                                        len(self.targets))
+        return self._smoothed(sums)
+
+    def _smoothed(self, sums):
+        raw = sums / self.counts[:, None]
+        if self.penalty == "l2":
+            return raw
+        S = self.targets.shape[1]
+        return (raw + self.smoothing) / (1.0 + S * self.smoothing)
+
+    def divergences(self, theta):
+        """Per-constraint penalty (M,) before the weight: KL or squared distance."""
+        p_hat = self.expectations(theta)
+        return self._per_constraint(p_hat)
+
+    def _per_constraint(self, p_hat):
+        if self.penalty == "l2":
+            return ((p_hat - self.targets) ** 2).sum(axis=1)
+        log_p_hat = np.log(np.where(self._positive, p_hat, 1.0))
+        return np.where(self._positive, self.targets * (self._target_log - log_p_hat),
+                        0.0).sum(axis=1)
+
+    def _evaluate(self, theta):
+        M, S = self.targets.shape
+        sums, _ = _core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
+                                        self.constraint_of_attribute, M)
+        p_hat = self._smoothed(sums)
+        value = float(self._per_constraint(p_hat).sum())
+        if self.penalty == "l2":
+            d_p_hat = 2.0 * (p_hat - self.targets)
+            d_sums = 1.0 / self.counts
+        else:
+            d_p_hat = np.where(self._positive, -self.targets / np.where(self._positive, p_hat, 1.0),
+                               0.0)
+            d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
+        score_weights = np.ascontiguousarray(d_p_hat * d_sums[:, None])
+        grad = _core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
+                                 self.constraint_of_attribute, score_weights)
+        return value, grad

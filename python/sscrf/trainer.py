@@ -14,8 +14,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
-from threadpoolctl import threadpool_limits
 
 from .errors import SscrfError
 
@@ -135,6 +133,9 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
         show.done(0, loss, 1, seconds, "max_iterations is 0")
         return TrainResult(best["theta"], best["loss"], 0, 1, "max_iterations is 0", seconds, [])
     try:
+        import scipy.optimize  # only this path needs it (a heavy import)
+        from threadpoolctl import threadpool_limits
+
         # The optimiser's vector operations are far too small for BLAS threads,
         # whose spinning would compete with the OpenMP threads of the objective.
         with threadpool_limits(limits=1, user_api="blas"):
