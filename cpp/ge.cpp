@@ -21,13 +21,14 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   std::fill(counts, counts + n_constraints, 0.0);
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
+  n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   std::vector<double> marginals;
   ExceptionCarrier errors;
   for (const Chunk& ch : corpus.chunks) {
     marginals.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
     for (int64_t g = 0; g < n_groups; ++g) {
       errors.run([&] {
         Workspace& ws = workspaces[thread_id()];

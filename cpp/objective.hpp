@@ -43,6 +43,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   double* grad_end = grad + layout.end_offset();
 
   const TransitionFactors factors(T, S);
+  n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   std::vector<double> residual, group_sums;
   ExceptionCarrier errors;
@@ -51,7 +52,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
     residual.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
     group_sums.assign(static_cast<size_t>(n_groups) * (1 + SS), 0.0);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
     for (int64_t g = 0; g < n_groups; ++g) {
       errors.run([&] {
         Workspace& ws = workspaces[thread_id()];
@@ -91,7 +92,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
       }
     }
     const int64_t n_attr = static_cast<int64_t>(ch.attributes.size());
-#pragma omp parallel for schedule(dynamic, 64) num_threads(n_threads)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(effective_threads(n_threads, n_attr / 64 + 1))
     for (int64_t i = 0; i < n_attr; ++i)
       back_project_attribute(ch, static_cast<size_t>(i), layout, residual.data(), grad);
   }
@@ -107,6 +108,7 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
   const int S = layout.S;
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
+  n_threads = effective_threads(n_threads, corpus.n_sequences / 16 + 1);
   std::vector<Workspace> workspaces(n_threads);
   ExceptionCarrier errors;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(n_threads)

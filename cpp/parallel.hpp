@@ -2,6 +2,7 @@
 // first exception out of a parallel region (none may escape one).
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <mutex>
 
@@ -25,6 +26,22 @@ inline int max_threads() {
 #else
   return 1;
 #endif
+}
+
+// Threads actually started for `work` independent items: the request, but
+// no more than the items and no more than 8 per processor. More threads
+// than cores is allowed; thousands of idle threads only fail to start.
+// Results never depend on this number.
+inline int effective_threads(int requested, int64_t work) {
+#ifdef _OPENMP
+  const int64_t cap = 8 * static_cast<int64_t>(omp_get_num_procs());
+#else
+  const int64_t cap = 1;
+#endif
+  int64_t n = requested;
+  if (n > work) n = work;
+  if (n > cap) n = cap;
+  return n < 1 ? 1 : static_cast<int>(n);
 }
 
 class ExceptionCarrier {
