@@ -374,6 +374,11 @@ PYBIND11_MODULE(_core, m) {
           int64_t rows = 1;
           for (int64_t t = 0; t < n && rows < k_max; ++t) rows *= c.chain.S;
           rows = std::min(rows, k_max);
+          // k labelings of n tokens are k·n label ids plus O(n·S·k) lattice
+          // state: refuse what could not be allocated instead of failing in it
+          if (static_cast<double>(rows) * std::max<int64_t>(n, 1) * c.chain.S > 1e9)
+            fail("k = " + std::to_string(k) + " is too large for a sentence of " + std::to_string(n) +
+                 " tokens and " + std::to_string(c.chain.S) + " labels (k·n·S must stay below 1e9)");
           std::vector<int32_t> paths(static_cast<size_t>(rows * n));
           std::vector<double> scores(static_cast<size_t>(rows));
           const int found = run_chain([&] {

@@ -116,15 +116,18 @@ def model(data):
 
 
 @pytest.fixture(scope="module")
-def overflowing_model(data):
-    """A dense model where attribute ``x`` weighs 3.0 on label A: ``x = 1e308`` overflows E."""
-    m = fit(*data, feature_set="dense")
+def dense_model(data):
+    return fit(*data, feature_set="dense")
+
+
+def with_x_weights(m, top):
+    """A copy of dense model ``m`` where attribute ``x`` weighs ``top`` … ``-top`` on the labels."""
     m = copy.copy(m)
     m.coef_ = m.coef_.copy()
     a = m.extractor_.attributes_.index("x")
     S = len(m.classes_)
     assert m.row_ptr_[a + 1] - m.row_ptr_[a] == S
-    m.coef_[m.row_ptr_[a]:m.row_ptr_[a] + S] = np.linspace(3.0, -3.0, S)
+    m.coef_[m.row_ptr_[a]:m.row_ptr_[a] + S] = np.linspace(top, -top, S)
     return m
 
 
@@ -191,14 +194,16 @@ def test_inference_rejects_bad_thread_counts(model, method, n_threads):
 
 
 @pytest.mark.parametrize("method", list(INFERENCE))
-def test_inference_where_emissions_overflow_raises(overflowing_model, method):
-    # x = 1e308 is a finite feature value, but with a weight of 3 the emission
-    # E = X·W is 3e308 = inf: the answer must be an error naming the overflow,
-    # not a labeling computed from inf (predict, score) nor "no labeling" from
-    # masks that were never given (the others).
-    X = [[dict(token("the", 0), x=1e308), dict(token("dog", 1), x=1e308)], [token("cat", 0)]]
+@pytest.mark.parametrize("weight, value", [(3.0, 1e308), (1e200, 1e100), (1e200, 1e200)],
+                         ids=["value 1e308", "E = 1e300", "E = inf"])
+def test_inference_where_emissions_overflow_raises(dense_model, method, weight, value):
+    # Finite feature values and weights whose product E = X·W leaves the range
+    # the lattices can sum (or the float range): the answer must be an error
+    # naming the overflow, not a labeling computed from inf (predict, score),
+    # NaN marginals, nor "no labeling" from masks that were never given.
+    X = [[dict(token("the", 0), x=value), dict(token("dog", 1), x=value)], [token("cat", 0)]]
     with pytest.raises(ValueError, match=OVERFLOW):
-        INFERENCE[method](overflowing_model, X)
+        INFERENCE[method](with_x_weights(dense_model, weight), X)
 
 
 @pytest.mark.parametrize("method", list(INFERENCE))
@@ -798,3 +803,47 @@ def test_core_boundary_bad_ids_do_not_crash():
     """)
     assert code == 0, f"exit status {code}\nstderr: {err[-2000:]}"
     assert "accepted" not in out, out
+
+
+def test_absurd_nbest_k_on_a_long_sentence_is_refused_not_allocated(cli_files, tmp_path):
+    # k = 2^40 labelings of 40 tokens cannot exist in memory (2^40 × 40 ids):
+    # a ValueError naming k (exit status 2 from the command line), not
+    # std::bad_alloc, an OOM kill, or a traceback. In a child with 4 GiB of
+    # address space, so that a huge allocation fails fast instead of paging.
+    tokens = tmp_path / "long.txt"
+    tokens.write_text("".join(f"w{i} NN\n" for i in range(40)) + "\n")
+    code, out, err = run_python(f"""
+        import contextlib, io, resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = 4 << 30 if hard == resource.RLIM_INFINITY else min(4 << 30, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        import numpy as np
+        from sscrf import CRF, lattice
+        from sscrf.cli import main
+        k = 2 ** 40
+        model = CRF.load({str(cli_files["model"])!r})
+        sentence = [[f"w{{i}}", "NN"] for i in range(40)]
+        calls = {{
+            "lattice.nbest": lambda: lattice.nbest(np.zeros((40, 2)), np.zeros((2, 2)), k),
+            "CRF.predict_nbest": lambda: model.predict_nbest([sentence], k),
+        }}
+        for name, call in calls.items():
+            try:
+                call()
+                print(name, "returned")
+            except ValueError as e:
+                print(name, "ValueError", e)
+            except MemoryError as e:
+                print(name, "MemoryError", e)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = main(["tag", "-m", {str(cli_files["model"])!r}, {str(tokens)!r}, "-n",
+                           str(k), "-o", {str(tmp_path / "out.txt")!r}])
+        print("cli", status, err.getvalue().strip().replace("\\n", " | "))
+    """)
+    assert code == 0, f"exit status {code}\nstdout: {out}\nstderr: {err[-2000:]}"
+    lines = out.splitlines()
+    assert len(lines) == 3, out
+    for line in lines[:2]:
+        assert re.match(r"\S+ ValueError .*\bk\b", line), line
+    assert re.match(r"cli 2 sscrf: error: .*(\bk\b|-n|nbest)", lines[2]), lines[2]

@@ -34,7 +34,7 @@ from sscrf.io import read_conll, read_conllu, write_conll
 
 HAS_CONSTRAINTS = importlib.util.find_spec("sscrf.constraints") is not None
 
-FUZZ = settings(max_examples=50, deadline=5000,
+FUZZ = settings(max_examples=60, deadline=5000,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 

@@ -662,7 +662,7 @@ def main(argv=None):
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     try:
         return args.func(args)
-    except SscrfError as e:
+    except ValueError as e:  # SscrfError, and the core's ValueErrors on bad input
         _error(e)
         return 2
     except BrokenPipeError:
