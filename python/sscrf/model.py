@@ -401,12 +401,7 @@ class CRF:
             An empty sentence gets an empty labeling.
         """
         self._check_fitted()
-        inexact, features = {}, None
-        if allowed is None:
-            corpus, offsets = self._compile_inputs(X)
-        else:
-            corpus, features, _, inexact = _partial.constrained_inputs(self, X, allowed)
-            offsets = features.offsets
+        corpus, offsets, features, inexact = self._decoding_inputs(X, allowed)
         labels, _ = _core.viterbi_corpus(corpus, self._layout(), self.coef_, self._threads())
         for s, (ids, lp) in _partial.exact_alternatives(self, features, inexact).items():
             labels[offsets[s]:offsets[s + 1]] = ids[int(np.argmax(lp))]
@@ -444,12 +439,7 @@ class CRF:
         ``p(y | x, y allowed)``.
         """
         self._check_fitted()
-        inexact, features = {}, None
-        if allowed is None:
-            corpus, offsets = self._compile_inputs(X)
-        else:
-            corpus, features, _, inexact = _partial.constrained_inputs(self, X, allowed)
-            offsets = features.offsets
+        corpus, offsets, features, inexact = self._decoding_inputs(X, allowed)
         node, _ = _core.marginals_corpus(corpus, self._layout(), self.coef_, self._threads())
         for s, (ids, lp) in _partial.exact_alternatives(self, features, inexact).items():
             q = np.exp(lp - lp.max())
@@ -684,6 +674,16 @@ class CRF:
             layout = _core.Layout(self.row_ptr_, self.label_ids_, len(self.classes_))
             self._layout_cache = (key, layout)
         return self._layout_cache[1]
+
+    def _decoding_inputs(self, X, allowed):
+        """Corpus and offsets to decode, with the masks of ``allowed``; also the
+        features and the sentences whose alternatives masks cannot represent
+        (decoded exactly by :func:`sscrf.partial.exact_alternatives`)."""
+        if allowed is None:
+            corpus, offsets = self._compile_inputs(X)
+            return corpus, offsets, None, {}
+        corpus, features, _, inexact = _partial.constrained_inputs(self, X, allowed)
+        return corpus, features.offsets, features, inexact
 
     def _compile_inputs(self, X):
         X = _check_sentences(X, "X")
