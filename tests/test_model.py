@@ -785,3 +785,26 @@ def test_callback_returning_true_stops(data):
         *data, callback=lambda k, loss, theta: k >= 2)
     assert m.training_["iterations"] == 2
     assert m.training_["stop_reason"] == "stopped by callback"
+
+
+def test_same_data_settings_and_threads_give_the_same_model_bytes(tmp_path):
+    # Determinism (issue 8): two independent trainings write identical files;
+    # another thread count gives the same parameters bit for bit (the saved
+    # n_threads setting differs, so compare the arrays there).
+    X, y = make_data(5, 80)
+    X_unlabeled, _ = make_data(6, 40)
+
+    def trained(n_threads, name):
+        model = CRF(max_iterations=15, n_threads=n_threads, verbose=False, entropy_weight=0.1)
+        model.fit(X, y, X_unlabeled=X_unlabeled)
+        path = tmp_path / name
+        model.save(path)
+        return model, path.read_bytes()
+
+    first, first_bytes = trained(1, "a.sscrf")
+    second, second_bytes = trained(1, "b.sscrf")
+    assert first_bytes == second_bytes
+    assert first.training_["seconds"] > 0  # kept in memory, not in the file
+    other, _ = trained(2, "c.sscrf")
+    assert other.coef_.tobytes() == first.coef_.tobytes()
+    assert CRF.load(tmp_path / "c.sscrf").coef_.tobytes() == first.coef_.tobytes()

@@ -89,6 +89,8 @@ class CRF:
         The flat parameter vector.
     training_ : dict
         Iterations, evaluations, final loss, stop reason, seconds, loss history.
+        Saved models keep all but the seconds and the history (a loaded
+        model's file bytes depend on the data and settings only).
     """
 
     def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
@@ -613,7 +615,7 @@ class CRF:
             "features": self.extractor_.to_state(),
             "params": params,
             "feature_set": self.feature_set_,
-            "training": {k: v for k, v in getattr(self, "training_", {}).items() if k != "history"},
+            "training": _saved_training_record(getattr(self, "training_", {})),
         }
         serialization.save(path, meta, {"row_ptr": self.row_ptr_.astype(np.int64),
                                         "label_ids": self.label_ids_.astype(np.int32),
@@ -702,6 +704,16 @@ def _check_sentences(X, name):
     if isinstance(X, (str, bytes, dict)) or not hasattr(X, "__len__"):
         raise SscrfError(f"{name} must be a list of sentences, not {type(X).__name__}")
     return list(X)
+
+
+def _saved_training_record(record):
+    """``training_`` as saved: without the loss history and wall-clock seconds,
+    so that the same data, settings and thread count give the same file bytes."""
+    saved = {k: v for k, v in record.items() if k not in ("history", "seconds")}
+    if "stages" in saved:
+        saved["stages"] = {name: _saved_training_record(stage)
+                           for name, stage in saved["stages"].items()}
+    return saved
 
 
 def _training_record(result):
