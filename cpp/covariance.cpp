@@ -18,8 +18,12 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
   return r.node ? r.node[t * S + b] : 0.0;
 }
 
-// Scaled path. With L_t(b) = E[Σ_{u≤t} r_u | y_t = b] and
-// R_t(a) = E[Σ_{u>t} r_u | y_t = a]:
+// Node marginals of a consistent scaled pass sum to 1 up to rounding; a
+// larger gap means beta overflowed (as in forward_backward).
+constexpr double kMarginalSumTolerance = 1e-8;
+
+// Scaled path, after scaled_forward. With L_t(b) = E[Σ_{u≤t} r_u | y_t = b]
+// and R_t(a) = E[Σ_{u>t} r_u | y_t = a]:
 //   aL_t(b) = alpha_t(b) L_t(b)
 //           = psi_t(b)/s_t Σ_a (aL_{t-1}(a) + alpha_{t-1}(a) edge_t(a,b)) F(a,b)
 //             + alpha_t(b) node_t(b)
@@ -30,12 +34,20 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
 //   ∂E[r]/∂T(a,b)  = Σ_t p_t(a,b) (L_{t-1}(a) + edge_t(a,b) + node_t(b) + R_t(b) - E[r])
 //                  = Σ_t F(a,b) [aL_{t-1}(a) g_t(b) + alpha_{t-1}(a) (h_t(b) - g_t(b) E[r])]
 //                    + edge_t(a,b) F(a,b) alpha_{t-1}(a) g_t(b)
-double scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Workspace& ws,
-                                   const AdditiveScore& r, double* dE, double* dT) {
+// Two sweeps instead of forward-backward plus three: the backward sweep
+// computes beta and bR together (one pass over F per position), centring
+// each position on the way; the forward sweep computes aL and ∂E. Writes
+// E[r] to *expectation; returns false, before writing d_emissions or
+// d_transitions, when the scaled numbers cannot be trusted.
+SSCRF_SIMD_CLONES
+bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Workspace& ws,
+                                 const AdditiveScore& r, double* dE, double* dT,
+                                 double* expectation) {
   const int64_t n = c.n;
   const int S = c.S, ld = f.ld;
   const size_t rows = static_cast<size_t>(n) * ld;
-  // Buffers: aL, bR, h (row stride ld); G = edge∘F and its transpose.
+  ws.beta.assign(rows, 0.0);
+  ws.g.assign(rows, 0.0);
   std::vector<double>& aL = ws.cov_forward;
   std::vector<double>& bR = ws.cov_backward;
   std::vector<double>& h = ws.cov_h;
@@ -58,11 +70,11 @@ double scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, W
   const bool has_edge = r.edge != nullptr;
   const bool shared_edge = has_edge && r.edge_stride == 0;
   if (shared_edge) load_edge(1);
-  ws.tmp.resize(2 * static_cast<size_t>(ld));
+  ws.tmp.assign(2 * static_cast<size_t>(ld), 0.0);
   double* v1 = ws.tmp.data();
-  double* v2 = v1 + ld;
+  double* edge_part = v1 + ld;  // Σ_b edge_t(a,b) F(a,b) g_t(b)
 
-  // Centre each position's score on its expectation c_t: Cov[F, r] does
+  // Each position's score is centred on its expectation c_t: Cov[F, r] does
   // not change, but L, R and E[r] shrink from the size of the scores to the
   // size of their fluctuations, and with them the cancellation error in
   // L + R - E[r] (peaked chains would otherwise keep rounding noise of
@@ -70,85 +82,96 @@ double scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, W
   std::vector<double>& centred = ws.cov_node;
   centred.resize(static_cast<size_t>(n) * S);
   double offset = 0.0;
-  for (int64_t t = 0; t < n; ++t) {
-    double c_t = 0.0;
-    for (int b = 0; b < S; ++b)
-      c_t += ws.alpha[t * ld + b] * ws.beta[t * ld + b] * node_score(r, t, S, b);
-    if (has_edge && t > 0) {
-      if (!shared_edge) load_edge(t);
-      vector_matrix(&ws.g[t * ld], GT.data(), S, ld, v2);  // Σ_b edge(a,b) F(a,b) g_t(b)
-      for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * v2[a];
+  std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
+  for (int64_t t = n - 1; t >= 0; --t) {
+    const double* alpha = &ws.alpha[t * ld];
+    const double* beta = &ws.beta[t * ld];
+    double total = 0.0, c_t = 0.0;
+    for (int b = 0; b < S; ++b) {
+      const double p = alpha[b] * beta[b];
+      total += p;
+      c_t += p * node_score(r, t, S, b);
     }
-    for (int b = 0; b < S; ++b) centred[t * S + b] = node_score(r, t, S, b) - c_t;
-    offset += c_t;
-  }
-  AdditiveScore rc = r;
-  rc.node = centred.data();
-    for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * node_score(rc, 0, S, b);
-  for (int64_t t = 1; t < n; ++t) {
-    if (has_edge && !shared_edge) load_edge(t);
-    vector_matrix(&aL[(t - 1) * ld], f.factor.data(), S, ld, v1);
+    if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
+    if (t == 0) {
+      for (int b = 0; b < S; ++b) centred[b] = node_score(r, 0, S, b) - c_t;
+      offset += c_t;
+      break;
+    }
+    const double inv = 1.0 / ws.scale[t];
+    const double* psi = &ws.psi[t * ld];
+    double* g = &ws.g[t * ld];
+    for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
     if (has_edge) {
-      vector_matrix(&ws.alpha[(t - 1) * ld], G.data(), S, ld, v2);
-      for (int b = 0; b < ld; ++b) v1[b] += v2[b];
+      if (!shared_edge) load_edge(t);
+      vector_matrix(g, GT.data(), S, ld, edge_part);
+      for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * edge_part[a];
+    }
+    double* ht = &h[t * ld];
+    for (int b = 0; b < S; ++b) {
+      centred[t * S + b] = node_score(r, t, S, b) - c_t;
+      ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * centred[t * S + b]);
+    }
+    offset += c_t;
+    // beta_{t-1} = Fᵀ g_t and the F part of bR_{t-1} = Fᵀ h_t, in one sweep
+    double* bR_prev = &bR[(t - 1) * ld];
+    vector_pair_matrix(g, ht, f.factor_t.data(), S, ld, &ws.beta[(t - 1) * ld], bR_prev);
+    if (has_edge)
+      for (int a = 0; a < S; ++a) bR_prev[a] += edge_part[a];
+  }
+  // E[r'] of the centred score (~0), from position 0: Σ_b p_0(b) (r'_0(b) + R_0(b))
+  double expected = 0.0;
+  for (int b = 0; b < S; ++b)
+    expected += ws.alpha[b] * (ws.beta[b] * centred[b] + bR[b]);
+
+  for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * centred[b];
+  for (int64_t t = 1; t < n; ++t) {
+    const double* alpha_prev = &ws.alpha[(t - 1) * ld];
+    if (has_edge) {
+      if (!shared_edge) load_edge(t);
+      vector_matrix_sum(&aL[(t - 1) * ld], f.factor.data(), alpha_prev, G.data(), S, ld, v1);
+    } else {
+      vector_matrix(&aL[(t - 1) * ld], f.factor.data(), S, ld, v1);
     }
     const double inv = 1.0 / ws.scale[t];
     const double* psi = &ws.psi[t * ld];
     const double* alpha = &ws.alpha[t * ld];
     double* out = &aL[t * ld];
-    for (int b = 0; b < S; ++b) out[b] = v1[b] * psi[b] * inv + alpha[b] * node_score(rc, t, S, b);
+    for (int b = 0; b < S; ++b) out[b] = v1[b] * psi[b] * inv + alpha[b] * centred[t * S + b];
   }
-  double expectation = 0.0;  // E[r'] of the centred score, ~0
-  for (int b = 0; b < S; ++b) expectation += aL[(n - 1) * ld + b];
-
-  for (int64_t t = n - 1; t >= 1; --t) {
-    const double inv = 1.0 / ws.scale[t];
-    const double* psi = &ws.psi[t * ld];
-    const double* beta = &ws.beta[t * ld];
-    double* ht = &h[t * ld];
-    for (int b = 0; b < S; ++b)
-      ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * node_score(rc, t, S, b));
-    if (has_edge && !shared_edge) load_edge(t);
-    vector_matrix(ht, f.factor_t.data(), S, ld, &bR[(t - 1) * ld]);
-    if (has_edge) {
-      vector_matrix(&ws.g[t * ld], GT.data(), S, ld, v2);
-      for (int a = 0; a < ld; ++a) bR[(t - 1) * ld + a] += v2[a];
-    }
-  }
-
   for (int64_t t = 0; t < n; ++t) {
     const double* alpha = &ws.alpha[t * ld];
     const double* beta = &ws.beta[t * ld];
     for (int b = 0; b < S; ++b)
       dE[t * S + b] = aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
-                      alpha[b] * beta[b] * expectation;
+                      alpha[b] * beta[b] * expected;
   }
   if (n > 1) {
-    // h_t <- h_t - g_t E[r]; then O = Σ_t aL_{t-1} ⊗ g_t + alpha_{t-1} ⊗ h_t
+    // h_t <- h_t - g_t E[r']; O = Σ_t aL_{t-1} ⊗ g_t + alpha_{t-1} ⊗ h_t and,
+    // for a shared edge score, P = Σ_t alpha_{t-1} ⊗ g_t (edge marginals / F)
     for (int64_t t = 1; t < n; ++t)
-      for (int b = 0; b < S; ++b) h[t * ld + b] -= ws.g[t * ld + b] * expectation;
-    ws.outer.assign(static_cast<size_t>(S) * ld, 0.0);
-    add_transposed_product(aL.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
-    add_transposed_product(ws.alpha.data(), h.data() + ld, n - 1, S, ld, ws.outer.data());
+      for (int b = 0; b < S; ++b) h[t * ld + b] -= ws.g[t * ld + b] * expected;
+    ws.outer.assign(2 * static_cast<size_t>(S) * ld, 0.0);
+    double* O = ws.outer.data();
+    double* P = shared_edge ? O + static_cast<size_t>(S) * ld : nullptr;
+    add_covariance_products(aL.data(), ws.g.data() + ld, ws.alpha.data(), h.data() + ld, n - 1,
+                            S, ld, O, P);
     for (int a = 0; a < S; ++a)
-      for (int b = 0; b < S; ++b) dT[a * S + b] += f.factor[a * ld + b] * ws.outer[a * ld + b];
-    if (has_edge) {
-      if (shared_edge) {
-        ws.outer.assign(static_cast<size_t>(S) * ld, 0.0);
-        add_transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
+      for (int b = 0; b < S; ++b) dT[a * S + b] += f.factor[a * ld + b] * O[a * ld + b];
+    if (shared_edge) {
+      for (int a = 0; a < S; ++a)
+        for (int b = 0; b < S; ++b) dT[a * S + b] += G[a * ld + b] * P[a * ld + b];
+    } else if (has_edge) {
+      for (int64_t t = 1; t < n; ++t) {
+        load_edge(t);
         for (int a = 0; a < S; ++a)
-          for (int b = 0; b < S; ++b) dT[a * S + b] += G[a * ld + b] * ws.outer[a * ld + b];
-      } else {
-        for (int64_t t = 1; t < n; ++t) {
-          load_edge(t);
-          for (int a = 0; a < S; ++a)
-            for (int b = 0; b < S; ++b)
-              dT[a * S + b] += G[a * ld + b] * ws.alpha[(t - 1) * ld + a] * ws.g[t * ld + b];
-        }
+          for (int b = 0; b < S; ++b)
+            dT[a * S + b] += G[a * ld + b] * ws.alpha[(t - 1) * ld + a] * ws.g[t * ld + b];
       }
     }
   }
-  return expectation + offset;
+  *expectation = expected + offset;
+  return true;
 }
 
 // Log-space path from conditionals: L_t(b) = Σ_a q_t(a|b) (L_{t-1}(a) + r_t(a,b)),
@@ -239,9 +262,13 @@ double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& 
     score.edge_stride = 0;
   }
   const TransitionFactors& f = factors_of(c, ws);
-  if (scaled_forward(c, f, ws) && scaled_backward(c, f, ws)) {
+  double expected;
+  // The scaled path writes its outputs only once its backward sweep has
+  // been trusted, so a failed attempt leaves them for the log-space path.
+  if (scaled_forward(c, f, ws) &&
+      scaled_expectation_gradient(c, f, ws, score, d_emissions, d_transitions, &expected)) {
     if (log_z) *log_z = scaled_log_z(ws, c.n);
-    return scaled_expectation_gradient(c, f, ws, score, d_emissions, d_transitions);
+    return expected;
   }
   return log_space_expectation_gradient(c, ws, score, d_emissions, d_transitions, log_z);
 }

@@ -61,6 +61,126 @@ __attribute__((always_inline)) inline void vector_matrix(const double* x, const 
   }
 }
 
+// out[b] = Σ_{a < rows} x[a] · M[a][b] + y[a] · N[a][b] for b < ld: two
+// vector-matrix products summed in one sweep (twice the independent
+// accumulator chains of vector_matrix). M and N have row stride ld.
+__attribute__((always_inline)) inline void vector_matrix_sum(const double* x, const double* M,
+                                                             const double* y, const double* N,
+                                                             int rows, int ld, double* out) {
+  for (int b0 = 0; b0 < ld; b0 += kBlock) {
+    vec4 e0 = splat4(0.0), e1 = e0, o0 = e0, o1 = e0, f0 = e0, f1 = e0, p0 = e0, p1 = e0;
+    int a = 0;
+    for (; a + 1 < rows; a += 2) {
+      const int64_t row = static_cast<int64_t>(a) * ld + b0;
+      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+      const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
+      e0 += xe * load4(M + row);
+      e1 += xe * load4(M + row + 4);
+      o0 += xo * load4(M + row + ld);
+      o1 += xo * load4(M + row + ld + 4);
+      f0 += ye * load4(N + row);
+      f1 += ye * load4(N + row + 4);
+      p0 += yo * load4(N + row + ld);
+      p1 += yo * load4(N + row + ld + 4);
+    }
+    if (a < rows) {
+      const int64_t row = static_cast<int64_t>(a) * ld + b0;
+      const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
+      e0 += xe * load4(M + row);
+      e1 += xe * load4(M + row + 4);
+      f0 += ye * load4(N + row);
+      f1 += ye * load4(N + row + 4);
+    }
+    store4(out + b0, (e0 + o0) + (f0 + p0));
+    store4(out + b0 + 4, (e1 + o1) + (f1 + p1));
+  }
+}
+
+// out_x = x·M and out_y = y·M in one sweep over M (each row loaded once).
+__attribute__((always_inline)) inline void vector_pair_matrix(const double* x, const double* y,
+                                                              const double* M, int rows, int ld,
+                                                              double* out_x, double* out_y) {
+  for (int b0 = 0; b0 < ld; b0 += kBlock) {
+    vec4 e0 = splat4(0.0), e1 = e0, o0 = e0, o1 = e0, f0 = e0, f1 = e0, p0 = e0, p1 = e0;
+    int a = 0;
+    for (; a + 1 < rows; a += 2) {
+      const double* me = M + static_cast<int64_t>(a) * ld + b0;
+      const double* mo = me + ld;
+      const vec4 me0 = load4(me), me1 = load4(me + 4), mo0 = load4(mo), mo1 = load4(mo + 4);
+      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+      const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
+      e0 += xe * me0;
+      e1 += xe * me1;
+      o0 += xo * mo0;
+      o1 += xo * mo1;
+      f0 += ye * me0;
+      f1 += ye * me1;
+      p0 += yo * mo0;
+      p1 += yo * mo1;
+    }
+    if (a < rows) {
+      const double* me = M + static_cast<int64_t>(a) * ld + b0;
+      const vec4 me0 = load4(me), me1 = load4(me + 4);
+      const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
+      e0 += xe * me0;
+      e1 += xe * me1;
+      f0 += ye * me0;
+      f1 += ye * me1;
+    }
+    store4(out_x + b0, e0 + o0);
+    store4(out_x + b0 + 4, e1 + o1);
+    store4(out_y + b0, f0 + p0);
+    store4(out_y + b0 + 4, f1 + p1);
+  }
+}
+
+// The outer-product sums of the covariance kernel's transition gradient, in
+// one sweep over t (A and C rows are each loaded once):
+//   O[a][b] += Σ_{t < n} A[t][a] · B[t][b] + C[t][a] · D[t][b]
+//   P[a][b] += Σ_{t < n} C[t][a] · B[t][b]     (skipped when P is nullptr)
+// for a < rows, b < ld; every matrix has row stride ld.
+template <bool with_p>
+__attribute__((always_inline)) inline void add_covariance_products_impl(
+    const double* A, const double* B, const double* C, const double* D, int64_t n, int rows,
+    int ld, double* O, double* P) {
+  for (int a = 0; a < rows; ++a) {
+    for (int b0 = 0; b0 < ld; b0 += kBlock) {
+      vec4 o0 = splat4(0.0), o1 = o0, q0 = o0, q1 = o0, p0 = o0, p1 = o0;
+      for (int64_t t = 0; t < n; ++t) {
+        const vec4 x = splat4(A[t * ld + a]), z = splat4(C[t * ld + a]);
+        const vec4 b_lo = load4(B + t * ld + b0), b_hi = load4(B + t * ld + b0 + 4);
+        const vec4 d_lo = load4(D + t * ld + b0), d_hi = load4(D + t * ld + b0 + 4);
+        o0 += x * b_lo;
+        o1 += x * b_hi;
+        q0 += z * d_lo;
+        q1 += z * d_hi;
+        if (with_p) {
+          p0 += z * b_lo;
+          p1 += z * b_hi;
+        }
+      }
+      double* out = O + static_cast<int64_t>(a) * ld + b0;
+      store4(out, load4(out) + (o0 + q0));
+      store4(out + 4, load4(out + 4) + (o1 + q1));
+      if (with_p) {
+        double* pout = P + static_cast<int64_t>(a) * ld + b0;
+        store4(pout, load4(pout) + p0);
+        store4(pout + 4, load4(pout + 4) + p1);
+      }
+    }
+  }
+}
+
+__attribute__((always_inline)) inline void add_covariance_products(const double* A, const double* B,
+                                                                   const double* C, const double* D,
+                                                                   int64_t n, int rows, int ld,
+                                                                   double* O, double* P) {
+  if (P)
+    add_covariance_products_impl<true>(A, B, C, D, n, rows, ld, O, P);
+  else
+    add_covariance_products_impl<false>(A, B, C, D, n, rows, ld, O, nullptr);
+}
+
 // O[a][b] += Σ_{t < n} A[t][a] · B[t][b] for a < rows, b < ld: a sum of
 // outer products (AᵀB), blocked two rows of O by kBlock columns at a time.
 // A, B and O have row stride ld.

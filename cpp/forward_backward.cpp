@@ -118,6 +118,7 @@ void log_space_backward(const Chain& c, Workspace& ws, double* node, double* edg
 namespace {
 
 // Σ_t p_t(a, b) from a trusted scaled pass, added to edge_sum [S][S].
+SSCRF_SIMD_CLONES
 void scaled_edge_sum(const Chain& c, const TransitionFactors& f, Workspace& ws,
                      double* edge_sum) {
   const int64_t n = c.n;
