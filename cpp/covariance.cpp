@@ -46,14 +46,16 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   const int64_t n = c.n;
   const int S = c.S, ld = f.ld;
   const size_t rows = static_cast<size_t>(n) * ld;
-  ws.beta.assign(rows, 0.0);
-  ws.g.assign(rows, 0.0);
+  // Rows are written lane by lane below, padding lanes as zeros (rows that
+  // are never read, g[0] and h[0], are left as they are).
+  ws.beta.resize(rows);
+  ws.g.resize(rows);
   std::vector<double>& aL = ws.cov_forward;
   std::vector<double>& bR = ws.cov_backward;
   std::vector<double>& h = ws.cov_h;
-  aL.assign(rows, 0.0);
-  bR.assign(rows, 0.0);
-  h.assign(rows, 0.0);
+  aL.resize(rows);
+  bR.resize(rows);
+  h.resize(rows);
   std::vector<double>& G = ws.cov_edge;
   std::vector<double>& GT = ws.cov_edge_t;
   G.assign(static_cast<size_t>(S) * ld, 0.0);
@@ -83,6 +85,8 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   centred.resize(static_cast<size_t>(n) * S);
   double offset = 0.0;
   std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
+  std::fill(&ws.beta[(n - 1) * ld] + S, &ws.beta[n * ld], 0.0);
+  std::fill(&bR[(n - 1) * ld], &bR[n * ld], 0.0);
   for (int64_t t = n - 1; t >= 0; --t) {
     const double* alpha = &ws.alpha[t * ld];
     const double* beta = &ws.beta[t * ld];
@@ -102,6 +106,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double* psi = &ws.psi[t * ld];
     double* g = &ws.g[t * ld];
     for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
+    for (int b = S; b < ld; ++b) g[b] = 0.0;
     if (has_edge) {
       if (!shared_edge) load_edge(t);
       vector_matrix(g, GT.data(), S, ld, edge_part);
@@ -112,6 +117,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
       centred[t * S + b] = node_score(r, t, S, b) - c_t;
       ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * centred[t * S + b]);
     }
+    for (int b = S; b < ld; ++b) ht[b] = 0.0;
     offset += c_t;
     // beta_{t-1} = Fᵀ g_t and the F part of bR_{t-1} = Fᵀ h_t, in one sweep
     double* bR_prev = &bR[(t - 1) * ld];
@@ -125,6 +131,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     expected += ws.alpha[b] * (ws.beta[b] * centred[b] + bR[b]);
 
   for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * centred[b];
+  for (int b = S; b < ld; ++b) aL[b] = 0.0;
   for (int64_t t = 1; t < n; ++t) {
     const double* alpha_prev = &ws.alpha[(t - 1) * ld];
     if (has_edge) {
@@ -138,6 +145,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double* alpha = &ws.alpha[t * ld];
     double* out = &aL[t * ld];
     for (int b = 0; b < S; ++b) out[b] = v1[b] * psi[b] * inv + alpha[b] * centred[t * S + b];
+    for (int b = S; b < ld; ++b) out[b] = 0.0;
   }
   for (int64_t t = 0; t < n; ++t) {
     const double* alpha = &ws.alpha[t * ld];

@@ -169,8 +169,9 @@ SSCRF_SIMD_CLONES
 bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S, ld = f.ld;
-  ws.psi.assign(static_cast<size_t>(n) * ld, 0.0);
-  ws.alpha.assign(static_cast<size_t>(n) * ld, 0.0);
+  // Every lane of psi and alpha, padding included, is written below.
+  ws.psi.resize(static_cast<size_t>(n) * ld);
+  ws.alpha.resize(static_cast<size_t>(n) * ld);
   ws.row_max.resize(n);
   ws.scale.resize(n);
   ws.tmp.resize(ld);
@@ -268,9 +269,12 @@ SSCRF_SIMD_CLONES
 bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S, ld = f.ld;
-  ws.beta.assign(static_cast<size_t>(n) * ld, 0.0);
-  ws.g.assign(static_cast<size_t>(n) * ld, 0.0);
+  // Rows are written lane by lane below, the padding lanes as zeros (row 0
+  // of g is never read).
+  ws.beta.resize(static_cast<size_t>(n) * ld);
+  ws.g.resize(static_cast<size_t>(n) * ld);
   std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
+  std::fill(&ws.beta[(n - 1) * ld] + S, &ws.beta[n * ld], 0.0);
   for (int64_t t = n - 1; t >= 1; --t) {
     // g_t(b) = psi_t(b) beta_t(b) / scale_t;  beta_{t-1}(a) = Σ_b factor(a,b) g_t(b)
     const double* psi = &ws.psi[t * ld];
@@ -278,6 +282,7 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) 
     double* g = &ws.g[t * ld];
     const double inv = 1.0 / ws.scale[t];
     for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
+    for (int b = S; b < ld; ++b) g[b] = 0.0;
     double* beta_prev = &ws.beta[(t - 1) * ld];
     if (c.edge_mask) {
       const uint8_t* em = c.edge_mask + (t - 1) * S * S;
@@ -287,6 +292,7 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) 
           if (em[a * S + b]) sum += f.factor[a * ld + b] * g[b];
         beta_prev[a] = sum;
       }
+      for (int a = S; a < ld; ++a) beta_prev[a] = 0.0;
     } else {
       vector_matrix(g, f.factor_t.data(), S, ld, beta_prev);
     }

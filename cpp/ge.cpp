@@ -13,6 +13,24 @@
 
 namespace sscrf {
 
+namespace {
+
+// Per sequence, 1 when some constraint fires in it. The others have r ≡ 0:
+// they add nothing to the expectations' sums nor to the gradient, so
+// neither pass scores them.
+std::vector<uint8_t> sequences_with_constraints(const Corpus& corpus,
+                                                const int32_t* constraint_of_attribute) {
+  std::vector<uint8_t> active(static_cast<size_t>(corpus.n_sequences), 0);
+  for (int64_t s = 0; s < corpus.n_sequences; ++s) {
+    const int64_t k0 = corpus.indptr[corpus.offsets[s]], k1 = corpus.indptr[corpus.offsets[s + 1]];
+    for (int64_t k = k0; k < k1 && !active[s]; ++k)
+      active[s] = constraint_of_attribute[corpus.indices[k]] >= 0;
+  }
+  return active;
+}
+
+}  // namespace
+
 void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
                      int n_threads, const int32_t* constraint_of_attribute, int n_constraints,
                      double* sums, double* counts) {
@@ -24,6 +42,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   std::vector<double> marginals;
+  const std::vector<uint8_t> active = sequences_with_constraints(corpus, constraint_of_attribute);
   ExceptionCarrier errors;
   for (const Chunk& ch : corpus.chunks) {
     marginals.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
@@ -34,7 +53,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
         Workspace& ws = workspaces[thread_id()];
         for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
-          if (te == tb) continue;
+          if (te == tb || !active[s]) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
           score_tokens(corpus, tb, te, layout, theta, rows);
           check_scores(rows, (te - tb) * S);
@@ -51,7 +70,8 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
       });
     }
     errors.rethrow();
-    // Token order, so the sums do not depend on the thread count.
+    // Token order, so the sums do not depend on the thread count. Only
+    // tokens of active sequences have a constraint firing.
     for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
       const double* p = &marginals[(t - ch.tok_begin) * S];
       for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
@@ -69,6 +89,7 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
                  double* grad, int n_threads, const int32_t* constraint_of_attribute,
                  const double* score_weights) {
   const int S = layout.S;
+  const std::vector<uint8_t> active = sequences_with_constraints(corpus, constraint_of_attribute);
   evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
@@ -87,7 +108,8 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
         r.node = ws.ge_node.data();
         expectation_gradient(c, ws, r, dE, dT, nullptr);
         return 0.0;  // the loss itself is a function of the expectations, computed by the caller
-      });
+      },
+      active.data());
 }
 
 }  // namespace sscrf

@@ -27,10 +27,12 @@ namespace sscrf {
 // residual rows (the start and end weights enter the score as E[0] and
 // E[n-1] do), and the rows back-projected by attribute. Every sum runs in an
 // order fixed by the corpus, so the result has the same bits for any
-// thread count.
+// thread count. With `active` [n_sequences], sequences whose flag is 0 are
+// known to contribute nothing (loss 0, gradient 0) and are not scored.
 template <class Kernel>
 double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double* theta,
-                        double* grad, int n_threads, Kernel&& kernel) {
+                        double* grad, int n_threads, Kernel&& kernel,
+                        const uint8_t* active = nullptr) {
   const int S = layout.S;
   const int64_t SS = static_cast<int64_t>(S) * S;
   const double* W = theta;
@@ -61,6 +63,10 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb) continue;
           double* E = &residual[(tb - ch.tok_begin) * S];
+          if (active && !active[s]) {
+            std::fill(E, E + (te - tb) * S, 0.0);
+            continue;
+          }
           score_tokens(corpus, tb, te, layout, W, E);
           check_scores(E, (te - tb) * S);
           Chain c;
