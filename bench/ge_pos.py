@@ -197,6 +197,7 @@ def main(argv=None):
     cmap[[attr_index[a] for a in attributes]] = np.arange(len(attributes))
     theta = np.random.default_rng(1).normal(scale=0.1, size=layout.n_parameters)
     score_weights = np.random.default_rng(2).normal(size=targets.shape)
+    firings = _core.ConstraintFirings(corpus_unlabeled, cmap, len(attributes))
     timing_rows = []
     for n_threads in sorted({1, args.threads}):
         lik = OBJECTIVES["likelihood"](corpus_labeled, layout, n_threads)
@@ -207,9 +208,9 @@ def main(argv=None):
             "ge": lambda: ge.value_and_gradient(theta),
             # the two passes of the ge term, alone
             "ge_expectations": lambda: _core.ge_expectations(
-                corpus_unlabeled, layout, theta, n_threads, cmap, len(attributes)),
+                corpus_unlabeled, layout, theta, n_threads, firings),
             "ge_gradient": lambda: _core.ge_gradient(
-                corpus_unlabeled, layout, theta, n_threads, cmap, score_weights),
+                corpus_unlabeled, layout, theta, n_threads, firings, score_weights),
             # another user of the covariance kernel, for reference
             "entropy": lambda: _core.entropy_objective(corpus_unlabeled, layout, theta,
                                                        n_threads),

@@ -235,11 +235,13 @@ def plan_jiao(args, c):
     return plan
 
 
-def fit_exponents(rows):
-    """Least squares log(jiao/fast) = c + a log n + b log S; returns (a, b) or None."""
+def fit_exponents(rows, min_labels=0):
+    """Least squares log(jiao/fast) = c + a log n + b log S over the rows with
+    S >= min_labels; returns (a, b) or None."""
     import numpy as np
 
-    pts = [(r["n"], r["S"], r["jiao"] / r["fast_same"]) for r in rows if r["jiao"]]
+    pts = [(r["n"], r["S"], r["jiao"] / r["fast_same"]) for r in rows
+           if r["jiao"] and r["S"] >= min_labels]
     if len(pts) < 3 or len({p[0] for p in pts}) < 2 or len({p[1] for p in pts}) < 2:
         return None
     A = np.array([[1.0, math.log(n), math.log(S)] for n, S, _ in pts])
@@ -339,6 +341,13 @@ def report(args, machine, real, synth, c_jiao, plan, total_s):
         L.append(f"Fit jiao/fast ∝ n^a · S^b over the grid: a = {a:.2f}, b = {b:.2f} "
                  f"(n·S growth means a = b = 1; pass when both in [{lo}, {hi}]) → "
                  f"{_common.verdict(ok)}")
+        large = fit_exponents(synth, min_labels=10)
+        if large is not None:
+            # At S = 5 the fast kernel's per-token cost is mostly fixed work
+            # (scoring, exp, bookkeeping), not its S² products, which bends
+            # the full-grid fit upwards in S; shown separately, not judged.
+            L.append(f"Same fit over S ≥ 10 only (where fast's S² work dominates its cost): "
+                     f"a = {large[0]:.2f}, b = {large[1]:.2f}")
     return "\n".join(L)
 
 

@@ -282,6 +282,11 @@ std::vector<int32_t> checked_constraint_map(const py::object& map_o, const Corpu
   return out;
 }
 
+void checked_firings(const ConstraintFirings& firings, const Corpus& corpus) {
+  if (firings.n_tokens != corpus.n_tokens || firings.n_sequences != corpus.n_sequences)
+    fail("these constraint firings were built for another corpus");
+}
+
 void require_labels(const Corpus& corpus, const Layout& layout) {
   if (corpus.labels.empty() && corpus.n_tokens > 0) fail("this corpus has no labels");
   for (int32_t y : corpus.labels)
@@ -644,45 +649,58 @@ PYBIND11_MODULE(_core, m) {
 
   // ---- generalized expectation ------------------------------------------------
 
+  py::class_<ConstraintFirings, std::shared_ptr<ConstraintFirings>>(
+      m, "ConstraintFirings", "Where each GE constraint fires in one corpus (validated).")
+      .def(py::init([](const Corpus& corpus, py::object constraint_of_attribute_o,
+                       int n_constraints) {
+             auto cons = checked_constraint_map(constraint_of_attribute_o, corpus, n_constraints);
+             return std::make_shared<ConstraintFirings>(corpus, cons.data(), n_constraints);
+           }),
+           py::arg("corpus"), py::arg("constraint_of_attribute"), py::arg("n_constraints"))
+      .def_readonly("n_constraints", &ConstraintFirings::n_constraints)
+      .def_property_readonly("counts", [](const ConstraintFirings& f) {
+        py::array_t<double> out(f.counts.size());
+        std::copy(f.counts.begin(), f.counts.end(), out.mutable_data());
+        return out;
+      });
+
   m.def("ge_expectations",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
-           py::object constraint_of_attribute_o, int n_constraints) {
+           const ConstraintFirings& firings) {
           auto theta = checked_theta(corpus, layout, theta_o, false);
           checked_threads(n_threads);
-          auto cons = checked_constraint_map(constraint_of_attribute_o, corpus, n_constraints);
-          py::array_t<double> sums({static_cast<py::ssize_t>(n_constraints),
+          checked_firings(firings, corpus);
+          py::array_t<double> sums({static_cast<py::ssize_t>(firings.n_constraints),
                                     static_cast<py::ssize_t>(layout.S)});
-          py::array_t<double> counts(n_constraints);
           double* sp = sums.mutable_data();
-          double* cp = counts.mutable_data();
           {
             py::gil_scoped_release release;
-            ge_expectations(corpus, layout, theta.data(), n_threads, cons.data(), n_constraints, sp, cp);
+            ge_expectations(corpus, layout, theta.data(), n_threads, firings, sp);
           }
-          return py::make_tuple(sums, counts);
+          return sums;
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
-        py::arg("constraint_of_attribute"), py::arg("n_constraints"));
+        py::arg("firings"));
 
   m.def("ge_gradient",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
-           py::object constraint_of_attribute_o, py::object score_weights_o) {
+           const ConstraintFirings& firings, py::object score_weights_o) {
           auto theta = checked_theta(corpus, layout, theta_o, false);
           checked_threads(n_threads);
+          checked_firings(firings, corpus);
           auto weights = Doubles::ensure(score_weights_o);
-          if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S)
+          if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
+              weights.shape(0) != firings.n_constraints)
             fail("score_weights must be a float array (n_constraints, S)");
           require_finite(weights.data(), weights.size(), "score_weights");
-          const int n_constraints = static_cast<int>(weights.shape(0));
-          auto cons = checked_constraint_map(constraint_of_attribute_o, corpus, n_constraints);
           py::array_t<double> grad(layout.n_parameters());
           double* g = grad.mutable_data();
           {
             py::gil_scoped_release release;
-            ge_gradient(corpus, layout, theta.data(), g, n_threads, cons.data(), weights.data());
+            ge_gradient(corpus, layout, theta.data(), g, n_threads, firings, weights.data());
           }
           return grad;
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
-        py::arg("constraint_of_attribute"), py::arg("score_weights"));
+        py::arg("firings"), py::arg("score_weights"));
 }

@@ -13,36 +13,38 @@
 
 namespace sscrf {
 
-namespace {
-
-// Per sequence, 1 when some constraint fires in it. The others have r ≡ 0:
-// they add nothing to the expectations' sums nor to the gradient, so
-// neither pass scores them.
-std::vector<uint8_t> sequences_with_constraints(const Corpus& corpus,
-                                                const int32_t* constraint_of_attribute) {
-  std::vector<uint8_t> active(static_cast<size_t>(corpus.n_sequences), 0);
-  for (int64_t s = 0; s < corpus.n_sequences; ++s) {
-    const int64_t k0 = corpus.indptr[corpus.offsets[s]], k1 = corpus.indptr[corpus.offsets[s + 1]];
-    for (int64_t k = k0; k < k1 && !active[s]; ++k)
-      active[s] = constraint_of_attribute[corpus.indices[k]] >= 0;
+ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int32_t* constraint_of_attribute,
+                                     int n_constraints_)
+    : n_constraints(n_constraints_),
+      n_tokens(corpus.n_tokens),
+      n_sequences(corpus.n_sequences),
+      token_ptr(static_cast<size_t>(corpus.n_tokens) + 1, 0),
+      counts(static_cast<size_t>(n_constraints_), 0.0),
+      active(static_cast<size_t>(corpus.n_sequences), 0) {
+  for (int64_t t = 0; t < corpus.n_tokens; ++t) {
+    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+      const int32_t m = constraint_of_attribute[corpus.indices[k]];
+      if (m < 0) continue;
+      constraint.push_back(m);
+      counts[m] += 1.0;
+    }
+    token_ptr[t + 1] = static_cast<int64_t>(constraint.size());
   }
-  return active;
+  // Sequences where nothing fires have r ≡ 0: they add nothing to the
+  // expectations' sums nor to the gradient, so neither pass scores them.
+  for (int64_t s = 0; s < corpus.n_sequences; ++s)
+    active[s] = token_ptr[corpus.offsets[s + 1]] > token_ptr[corpus.offsets[s]];
 }
 
-}  // namespace
-
 void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
-                     int n_threads, const int32_t* constraint_of_attribute, int n_constraints,
-                     double* sums, double* counts) {
+                     int n_threads, const ConstraintFirings& firings, double* sums) {
   const int S = layout.S;
-  std::fill(sums, sums + static_cast<int64_t>(n_constraints) * S, 0.0);
-  std::fill(counts, counts + n_constraints, 0.0);
+  std::fill(sums, sums + static_cast<int64_t>(firings.n_constraints) * S, 0.0);
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   std::vector<double> marginals;
-  const std::vector<uint8_t> active = sequences_with_constraints(corpus, constraint_of_attribute);
   ExceptionCarrier errors;
   for (const Chunk& ch : corpus.chunks) {
     marginals.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
@@ -53,7 +55,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
         Workspace& ws = workspaces[thread_id()];
         for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
-          if (te == tb || !active[s]) continue;
+          if (te == tb || !firings.active[s]) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
           score_tokens(corpus, tb, te, layout, theta, rows);
           check_scores(rows, (te - tb) * S);
@@ -70,15 +72,12 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
       });
     }
     errors.rethrow();
-    // Token order, so the sums do not depend on the thread count. Only
-    // tokens of active sequences have a constraint firing.
+    // Token order, so the sums do not depend on the thread count (only
+    // tokens of active sequences have firings, and marginals).
     for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
       const double* p = &marginals[(t - ch.tok_begin) * S];
-      for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
-        const int32_t m = constraint_of_attribute[corpus.indices[k]];
-        if (m < 0) continue;
-        counts[m] += 1.0;
-        double* out = sums + static_cast<int64_t>(m) * S;
+      for (int64_t k = firings.token_ptr[t]; k < firings.token_ptr[t + 1]; ++k) {
+        double* out = sums + static_cast<int64_t>(firings.constraint[k]) * S;
         for (int l = 0; l < S; ++l) out[l] += p[l];
       }
     }
@@ -86,10 +85,9 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
 }
 
 void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
-                 double* grad, int n_threads, const int32_t* constraint_of_attribute,
+                 double* grad, int n_threads, const ConstraintFirings& firings,
                  const double* score_weights) {
   const int S = layout.S;
-  const std::vector<uint8_t> active = sequences_with_constraints(corpus, constraint_of_attribute);
   evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
@@ -97,10 +95,8 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
         // node score of token t: Σ over the constraints firing there of w_m
         ws.ge_node.assign(static_cast<size_t>(c.n) * S, 0.0);
         for (int64_t t = 0; t < c.n; ++t) {
-          for (int64_t k = corpus.indptr[tb + t]; k < corpus.indptr[tb + t + 1]; ++k) {
-            const int32_t m = constraint_of_attribute[corpus.indices[k]];
-            if (m < 0) continue;
-            const double* w = score_weights + static_cast<int64_t>(m) * S;
+          for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k) {
+            const double* w = score_weights + static_cast<int64_t>(firings.constraint[k]) * S;
             for (int l = 0; l < S; ++l) ws.ge_node[t * S + l] += w[l];
           }
         }
@@ -109,7 +105,7 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
         expectation_gradient(c, ws, r, dE, dT, nullptr);
         return 0.0;  // the loss itself is a function of the expectations, computed by the caller
       },
-      active.data());
+      firings.active.data());
 }
 
 }  // namespace sscrf

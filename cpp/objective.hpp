@@ -166,17 +166,32 @@ void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
 double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
                                     const double* theta, double* grad, int n_threads);
 
-// Generalized expectation, pass 1: for each constraint m (an attribute, via
-// constraint_of_attribute [n_attributes] -> m or -1), the sum of the model's
-// node marginals over the C_m tokens where it fires: sums [M][S], counts [M].
+// Where the constraints of generalized expectation fire in a corpus, found
+// once per term (the corpus and the constraints are fixed while training):
+// constraint[token_ptr[t] .. token_ptr[t+1]) are the constraints whose
+// attribute occurs at token t (once per occurrence), counts[m] = C_m, and
+// active[s] = 1 when some constraint fires in sequence s.
+struct ConstraintFirings {
+  int n_constraints = 0;
+  int64_t n_tokens = 0, n_sequences = 0;
+  std::vector<int64_t> token_ptr;   // [n_tokens + 1]
+  std::vector<int32_t> constraint;  // [n_firings]
+  std::vector<double> counts;       // [n_constraints]
+  std::vector<uint8_t> active;      // [n_sequences]
+  // constraint_of_attribute [n_attributes]: attribute -> constraint m or -1.
+  ConstraintFirings(const Corpus& corpus, const int32_t* constraint_of_attribute,
+                    int n_constraints);
+};
+
+// Generalized expectation, pass 1: for each constraint m, the sum of the
+// model's node marginals over the C_m tokens where it fires: sums [M][S].
 void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
-                     int n_threads, const int32_t* constraint_of_attribute, int n_constraints,
-                     double* sums, double* counts);
+                     int n_threads, const ConstraintFirings& firings, double* sums);
 
 // Pass 2: grad = Σ_x Cov_x[F, r_x] with r_x(y) = Σ_j Σ_{m fires at j}
 // score_weights[m][y_j] (score_weights [M][S] = ∂loss/∂p̂_m / C_m).
 void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
-                 double* grad, int n_threads, const int32_t* constraint_of_attribute,
+                 double* grad, int n_threads, const ConstraintFirings& firings,
                  const double* score_weights);
 
 // Σ_x w_x H(Y | x) and its gradient, by Mann & McCallum's O(n S²) covariance

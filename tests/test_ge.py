@@ -613,3 +613,23 @@ def test_cli_train_from_constraints_only(tmp_path, capsys):
                         "--ge-weight", "1", "--max-iterations", "2"])
     _, err = capsys.readouterr()
     assert code == 0 and "sscrf: warning:" in err and "U02:zzz-never" in err
+
+
+def test_constraint_firings_count_occurrences_and_belong_to_one_corpus():
+    # C_m counts every token where attribute m occurs, from the CSR by hand;
+    # firings built for one corpus are refused for another.
+    tiny = Tiny(11, [3, 1, 4], p_fire=0.4)
+    attrs = [0, 2, 5]
+    firings = _core.ConstraintFirings(tiny.corpus, constraint_map(tiny.A, attrs), len(attrs))
+    expected = [float(np.sum(tiny.indices == a)) for a in attrs]
+    assert firings.counts.tolist() == expected
+    assert firings.n_constraints == len(attrs)
+    other = Tiny(12, [2, 2], p_fire=0.4)
+    theta = np.zeros(other.n_params)
+    with pytest.raises(ValueError, match="another corpus"):
+        _core.ge_expectations(other.corpus, other.layout, theta, 1, firings)
+    with pytest.raises(ValueError, match="score_weights"):
+        _core.ge_gradient(tiny.corpus, tiny.layout, np.zeros(tiny.n_params), 1, firings,
+                          np.zeros((len(attrs) + 1, tiny.S)))
+    with pytest.raises(ValueError, match="out of range"):
+        _core.ConstraintFirings(tiny.corpus, constraint_map(tiny.A, attrs), 2)

@@ -220,8 +220,8 @@ class GE(Term):
         self.constraint_of_attribute = np.ascontiguousarray(constraint_of_attribute,
                                                             dtype=np.int64)
         M = targets.shape[0]
-        _, counts = _core.ge_expectations(corpus, layout, np.zeros(layout.n_parameters),
-                                          n_threads, self.constraint_of_attribute, M)
+        self._firings = _core.ConstraintFirings(corpus, self.constraint_of_attribute, M)
+        counts = self._firings.counts
         empty = np.flatnonzero(counts == 0)
         if len(empty):
             raise ValueError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
@@ -233,10 +233,9 @@ class GE(Term):
 
     def expectations(self, theta):
         """The model's label distributions ``p̂`` (M, S), smoothed as the penalty uses them."""
-        sums, _ = _core.ge_expectations(self.corpus, self.layout,
-                                        np.ascontiguousarray(theta, dtype=np.float64),
-                                        self.n_threads, self.constraint_of_attribute,
-                                        len(self.targets))
+        sums = _core.ge_expectations(self.corpus, self.layout,
+                                     np.ascontiguousarray(theta, dtype=np.float64),
+                                     self.n_threads, self._firings)
         return self._smoothed(sums)
 
     def _smoothed(self, sums):
@@ -260,8 +259,8 @@ class GE(Term):
 
     def _evaluate(self, theta):
         M, S = self.targets.shape
-        sums, _ = _core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
-                                        self.constraint_of_attribute, M)
+        sums = _core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
+                                     self._firings)
         p_hat = self._smoothed(sums)
         value = float(self._per_constraint(p_hat).sum())
         if self.penalty == "l2":
@@ -273,5 +272,5 @@ class GE(Term):
             d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
         score_weights = np.ascontiguousarray(d_p_hat * d_sums[:, None])
         grad = _core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
-                                 self.constraint_of_attribute, score_weights)
+                                 self._firings, score_weights)
         return value, grad
