@@ -78,6 +78,19 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
     }
     return;
   }
+  if (r1 - r0 > 1) {
+    // Several labels: occurrences outer, so that each residual row (a cache
+    // miss when the attribute is frequent) is read once for all of them, and
+    // the sums run in g, which stays in L1.
+    const int64_t m = r1 - r0;
+    for (int64_t k = k0; k < k1; ++k) {
+      if (k + 8 < k1) __builtin_prefetch(d_emissions + static_cast<int64_t>(tok[k + 8]) * S);
+      const double* row = d_emissions + static_cast<int64_t>(tok[k]) * S;
+      const double v = val[k];
+      for (int64_t j = 0; j < m; ++j) g[j] += v * row[lab[j]];
+    }
+    return;
+  }
   for (int64_t j = 0; j < r1 - r0; ++j) {
     const double* column = d_emissions + lab[j];
     double even = 0.0, odd = 0.0;
