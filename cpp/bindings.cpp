@@ -148,7 +148,7 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
                                     const py::object& values_o, const py::object& offsets_o,
                                     int64_t n_attributes, const py::object& labels_o,
                                     const py::object& weights_o, const py::object& mask_o,
-                                    const py::object& edge_mask_o) {
+                                    const py::object& edge_mask_o, int64_t chunk_tokens) {
   auto indptr = Array<int64_t>::ensure(indptr_o);
   // ids arrive as int64 and are range-checked before narrowing, so an id
   // beyond int32 is refused instead of wrapping onto a valid one
@@ -160,7 +160,9 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   if (!values || values.ndim() != 1) fail("values must be a 1-D float array");
   if (!offsets || offsets.ndim() != 1 || offsets.size() < 1) fail("offsets must be a 1-D int array of length n_sequences + 1");
   if (n_attributes < 0 || n_attributes > INT32_MAX) fail("n_attributes out of range");
+  if (chunk_tokens < 1) fail("chunk_tokens must be >= 1");
   auto c = std::make_shared<Corpus>();
+  c->chunk_tokens = chunk_tokens;
   c->n_tokens = indptr.size() - 1;
   c->n_sequences = offsets.size() - 1;
   c->n_attributes = static_cast<int32_t>(n_attributes);
@@ -406,7 +408,7 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init(&make_corpus), py::arg("indptr"), py::arg("indices"), py::arg("values"),
            py::arg("offsets"), py::arg("n_attributes"), py::arg("labels") = py::none(),
            py::arg("weights") = py::none(), py::arg("mask") = py::none(),
-           py::arg("edge_mask") = py::none())
+           py::arg("edge_mask") = py::none(), py::arg("chunk_tokens") = kChunkTokens)
       .def_readonly("n_tokens", &Corpus::n_tokens)
       .def_readonly("n_sequences", &Corpus::n_sequences)
       .def_readonly("n_attributes", &Corpus::n_attributes)

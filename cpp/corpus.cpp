@@ -21,7 +21,7 @@ void Corpus::build_chunks() {
         ch.group_bounds.push_back(seq);
         group_start_tok = offsets[seq];
       }
-    } while (seq < n_sequences && offsets[seq + 1] - ch.tok_begin <= kChunkTokens);
+    } while (seq < n_sequences && offsets[seq + 1] - ch.tok_begin <= chunk_tokens);
     if (ch.group_bounds.back() != seq) ch.group_bounds.push_back(seq);
     ch.seq_end = seq;
     ch.tok_end = offsets[seq];

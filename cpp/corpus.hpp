@@ -25,7 +25,11 @@ struct Chunk {
   std::vector<double> value;
 };
 
-constexpr int64_t kChunkTokens = 4096;
+// Default token budget of a chunk (DESIGN.md: "say 32k tokens"): few
+// enough chunks that the two fork-joins per chunk cost little even when the
+// threads share their cores with other work, small enough that a chunk's
+// residual rows stay in the last-level cache.
+constexpr int64_t kChunkTokens = 32768;
 constexpr int64_t kGroupTokens = 256;
 
 struct Corpus {
@@ -44,6 +48,7 @@ struct Corpus {
   // (y_{t-1}, y_t), or empty; the row of a sequence's first token is unused.
   std::vector<uint8_t> edge_mask;
   std::vector<Chunk> chunks;
+  int64_t chunk_tokens = kChunkTokens;  // token budget of a chunk, >= 1
 
   double weight(int64_t seq) const { return weights.empty() ? 1.0 : weights[seq]; }
   const uint8_t* mask_at(int64_t token) const {

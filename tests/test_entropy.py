@@ -824,7 +824,7 @@ def big_unlabeled_corpus(seed=0, min_tokens=24_000, A=400, S=5):
     np.cumsum(lengths, out=offsets[1:])
     weights = rng.uniform(0.1, 2.0, size=len(lengths))
     corpus = _core.Corpus(indptr, ids.astype(np.int32), rng.normal(size=len(ids)), offsets, A,
-                          None, weights)
+                          None, weights, chunk_tokens=4096)  # several chunks, quickly
     return corpus, N
 
 

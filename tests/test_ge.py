@@ -59,8 +59,9 @@ class Tiny:
         self.indices = np.array(indices, dtype=np.int32)
         self.values = np.array(values, dtype=np.float64)
         self.offsets = np.cumsum([0] + self.lengths).astype(np.int64)
+        # 4096-token chunks: the larger corpora below span several of them
         self.corpus = _core.Corpus(self.indptr, self.indices, self.values, self.offsets, A,
-                                   None, None, None)
+                                   None, None, None, chunk_tokens=4096)
         if dense:
             row_ptr = np.arange(A + 1, dtype=np.int64) * S
             label_ids = np.tile(np.arange(S, dtype=np.int32), A)
@@ -218,6 +219,7 @@ def test_identical_bits_for_any_thread_count():
     lengths = rng.integers(1, 12, size=2500).tolist()  # ≈ 15k tokens: several 4096-token chunks
     assert sum(lengths) > 3 * 4096
     tiny = Tiny(11, lengths, A=40, S=5, p_fire=0.15)
+    assert tiny.corpus.n_chunks >= 3
     attrs = list(range(0, 40, 3))
     targets = rng.dirichlet(np.ones(5), size=len(attrs))
     targets[0] = [0.5, 0.5, 0, 0, 0]

@@ -542,3 +542,31 @@ def test_corpus_with_more_attributes_than_layout(tiny):
 def test_bad_layout(row_ptr, label_ids, S, message):
     with pytest.raises(ValueError, match=message):
         _core.Layout(np.array(row_ptr, dtype=np.int64), np.array(label_ids, dtype=np.int32), S)
+
+
+def test_chunk_size_changes_only_the_summation_order():
+    # Any token budget gives the same loss and gradient up to rounding (one
+    # chunk per sentence at the extreme); a budget below 1 is refused.
+    big = big_corpus(n_tokens=4000)
+    A, S = big["A"], big["S"]
+    row_ptr, label_ids = dense_layout(A, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = np.random.default_rng(5).normal(0.0, 0.5, size=layout.n_parameters)
+    n = 3000  # the first sentences only: chunk_tokens=1 makes a chunk per sentence
+    first = int(np.searchsorted(big["offsets"], n))
+    offsets = big["offsets"][:first + 1]
+    tokens = int(offsets[-1])
+    indptr = big["indptr"][:tokens + 1]
+    args = (indptr, big["indices"][:indptr[-1]], big["values"][:indptr[-1]], offsets, A,
+            big["labels"][:tokens])
+    results = []
+    for budget in (1, 100, 32768):
+        corpus = _core.Corpus(*args, chunk_tokens=budget)
+        results.append(_core.likelihood(corpus, layout, theta, 2))
+        if budget == 1:
+            assert corpus.n_chunks == corpus.n_sequences
+    for loss, grad in results[1:]:
+        assert loss == pytest.approx(results[0][0], rel=1e-12)
+        np.testing.assert_allclose(grad, results[0][1], rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="chunk_tokens"):
+        _core.Corpus(*args, chunk_tokens=0)

@@ -17,7 +17,7 @@ class Corpus:
     def __init__(self, indptr: Array, indices: Array, values: Array, offsets: Array,
                  n_attributes: int, labels: Optional[Array] = None,
                  weights: Optional[Array] = None, mask: Optional[Array] = None,
-                 edge_mask: Optional[Array] = None) -> None: ...
+                 edge_mask: Optional[Array] = None, chunk_tokens: int = 32768) -> None: ...
 
 class Layout:
     n_attributes: int
