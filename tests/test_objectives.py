@@ -570,3 +570,25 @@ def test_chunk_size_changes_only_the_summation_order():
         np.testing.assert_allclose(grad, results[0][1], rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match="chunk_tokens"):
         _core.Corpus(*args, chunk_tokens=0)
+
+
+def test_partial_likelihood_bit_identical_across_thread_counts():
+    # Node masks (some tokens fully open, some with 1-3 allowed labels) on a
+    # corpus of several chunks: the same value and gradient bits for 1/2/4 threads.
+    big = big_corpus(seed=4, n_tokens=20_000)
+    A, S, N = big["A"], big["S"], big["N"]
+    rng = np.random.default_rng(6)
+    mask = rng.random((N, S)) < 0.5
+    mask[np.arange(N), big["labels"]] = True  # the gold label is always allowed
+    mask[rng.random(N) < 0.3] = True
+    corpus = _core.Corpus(big["indptr"], big["indices"], big["values"], big["offsets"], A,
+                          None, big["weights"], mask, chunk_tokens=2048)
+    assert corpus.n_chunks >= 8
+    row_ptr, label_ids = dense_layout(A, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+    results = [_core.partial_likelihood(corpus, layout, theta, n) for n in (1, 2, 4)]
+    for loss, grad in results[1:]:
+        assert loss == results[0][0]
+        assert grad.tobytes() == results[0][1].tobytes()
+    assert results[0][0] > 0 and np.any(results[0][1] != 0)
