@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _core
 from .errors import SscrfError
 
 __all__ = [
@@ -423,6 +424,8 @@ class Features(NamedTuple):
         Attribute ids, unique and ascending within each token.
     values : ndarray of float64, shape (nnz,)
         Attribute values (duplicates of one attribute in a token summed).
+        When every value is 1.0 (string and boolean features), a read-only
+        view of a single 1.0 (``np.broadcast_to``) that takes no memory.
     offsets : ndarray of int64, shape (n_sentences + 1,)
         Sentence s is tokens ``offsets[s]:offsets[s + 1]``; an empty sentence
         repeats an offset.
@@ -452,7 +455,14 @@ class Features(NamedTuple):
         return len(self.indices)
 
 
-_DICT_SLICE_TOKENS = 20000
+def _ones(n):
+    """A read-only float64 array of ``n`` ones that stores one value (stride 0)."""
+    return np.broadcast_to(np.float64(1.0), (n,))
+
+
+def _is_ones(values):
+    """True for the constant arrays of :func:`_ones`."""
+    return values.ndim == 1 and values.strides == (0,) and (len(values) == 0 or values[0] == 1.0)
 
 
 def _intern(index, strings, grow):
@@ -609,7 +619,13 @@ class FeatureExtractor:
         self.min_freq = int(min_freq)
         self.attributes_ = None
         self.n_columns_ = None
-        self._index = None
+        self._index = None  # templates: attribute -> id (dict)
+        self._lookup = None  # feature dicts: attribute -> id (_core.AttributeIndex), built lazily
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_lookup"] = None  # compiled; rebuilt from attributes_ when needed
+        return state
 
     def __repr__(self):
         mode = "dicts" if self.templates is None else f"{len(self.templates)} templates"
@@ -659,9 +675,15 @@ class FeatureExtractor:
         -------
         Features
         """
-        if self._index is None:
+        if self.attributes_ is None:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
-        features, _ = self._features(X, self._index, "")
+        if self.templates is not None:
+            index = self._index
+        else:
+            if self._lookup is None:
+                self._lookup = _core.AttributeIndex(self.attributes_)
+            index = self._lookup
+        features, _ = self._features(X, index, "")
         return features
 
     def attribute_index(self):
@@ -671,9 +693,9 @@ class FeatureExtractor:
         -------
         dict of str to int
         """
-        if self._index is None:
+        if self.attributes_ is None:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
-        return dict(self._index)
+        return dict(zip(self.attributes_, range(len(self.attributes_))))
 
     def attribute_strings(self, sentence):
         """Per-token attributes of one sentence before interning (no fit needed).
@@ -758,7 +780,7 @@ class FeatureExtractor:
             if len(index) != len(attributes):
                 raise SscrfError("feature state: 'attributes' contains repeated strings")
             self.attributes_ = list(attributes)
-            self._index = index
+            self._index = index if self.templates is not None else None
         self.n_columns_ = n_columns
         return self
 
@@ -770,12 +792,17 @@ class FeatureExtractor:
             raise SscrfError("fit needs at least one corpus (a list of sentences)")
         # Provisional ids are handed out in first-occurrence order over all
         # corpora; the min_freq cutoff then keeps a subset, in that order.
-        index = {}
+        # Templates intern through a dict; feature dicts through the compiled
+        # AttributeIndex, with the strings of new attributes in `strings`.
+        dicts = self.templates is None
+        index = _core.AttributeIndex() if dicts else {}
+        strings = [] if dicts else None
         provisional = []
         n_columns = None
         for k, corpus in enumerate(corpora):
             prefix = f"corpus {k}, " if len(corpora) > 1 else ""
-            features, shortest = self._features(corpus, index, prefix, grow=True)
+            features, shortest = self._features(corpus, index, prefix, grow=True,
+                                                new_strings=strings)
             provisional.append(features)
             if shortest is not None:
                 n_columns = shortest if n_columns is None else min(n_columns, shortest)
@@ -788,27 +815,33 @@ class FeatureExtractor:
         new_id = np.cumsum(keep) - 1
         new_id[~keep] = -1
         nothing_cut = bool(keep.all())
+        names = strings if dicts else index
         if nothing_cut:
             # The provisional ids are the final ones.
-            attributes = list(index)
+            attributes = list(names)
         else:
-            attributes = list(compress(index, keep.tolist()))
-            index = dict(zip(attributes, range(len(attributes))))
+            attributes = list(compress(names, keep.tolist()))
+            # dicts: the index of the kept attributes is built when first needed
+            index = None if dicts else dict(zip(attributes, range(len(attributes))))
+        del names, strings
 
         self.attributes_ = attributes
-        self._index = index
+        self._index = None if dicts else index
+        self._lookup = index if dicts else None
         self.n_columns_ = n_columns
         if nothing_cut:
             return [f._replace(n_attributes=n_ids) for f in provisional]
         return [_renumber(f, new_id, len(attributes)) for f in provisional]
 
-    def _features(self, X, index, prefix, grow=False):
+    def _features(self, X, index, prefix, grow=False, new_strings=None):
         """CSR matrix of a corpus under ``index`` (attribute -> id).
 
-        With ``grow`` (fitting), new attributes are added to ``index`` in
-        order of first occurrence: token by token, and within a token in
-        template or dict order. Without, attributes outside ``index`` are
-        dropped.
+        ``index`` is a dict str -> id with templates, an
+        ``_core.AttributeIndex`` with feature dicts (then ``new_strings``, a
+        list, receives the strings of the attributes added). With ``grow``
+        (fitting), new attributes are added to ``index`` in order of first
+        occurrence: token by token, and within a token in template or dict
+        order. Without, attributes outside ``index`` are dropped.
 
         Returns
         -------
@@ -820,22 +853,27 @@ class FeatureExtractor:
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         if self.templates is None:
-            # Slices of tokens: the attribute strings of one slice are interned
-            # and dropped before the next is built, so peak memory holds ids for
-            # the corpus but strings for one slice only.
-            ids, values, counts = [], [], []
-            for begin in range(0, len(tokens), _DICT_SLICE_TOKENS):
-                part = tokens[begin:begin + _DICT_SLICE_TOKENS]
-                names, part_values, part_counts = self._dict_pairs(part, lengths, prefix, begin)
-                ids.append(_intern(index, names, grow))
-                values.append(np.array(part_values, dtype=np.float64))
-                counts.extend(part_counts)
-                del names, part_values
-            ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-            values = np.concatenate(values) if values else np.zeros(0)
-            rows = np.repeat(np.arange(len(tokens)), counts)
-            features = _csr_from_triples(rows, ids, values, offsets, len(index), prefix)
-            return features, None
+            # One compiled pass: no string per (token, attribute) is built
+            # (the key bytes are formed in a buffer), tokens of the common
+            # kinds are read in C, any other token through _dict_pairs.
+            def slow(i):
+                names, values, _ = self._dict_pairs([tokens[i]], lengths, prefix, i)
+                return names, values
+
+            if new_strings is None:
+                new_strings = []
+            indptr, indices, values = index.dict_tokens_to_csr(tokens, grow, slow, new_strings)
+            if values is None:
+                values = _ones(len(indices))
+            elif not np.isfinite(values).all():
+                i = int(np.searchsorted(indptr, np.flatnonzero(~np.isfinite(values))[0],
+                                        side="right")) - 1
+                s = int(np.searchsorted(offsets, i, side="right")) - 1
+                raise SscrfError(
+                    f"{prefix}sentence {s}, token {i - int(offsets[s])}: summing the values of "
+                    "a repeated attribute overflowed to infinity"
+                )
+            return Features(indptr, indices, values, offsets, len(index)), None
 
         columns, shortest = self._columns(tokens, lengths, prefix)
         factors = self.templates._apply(columns, lengths)
@@ -1034,52 +1072,6 @@ def _csr_from_matrix(matrix, offsets, n_ids):
     return Features(indptr, ids.astype(np.int32), run_lengths.astype(np.float64), offsets, n_ids)
 
 
-def _csr_from_triples(rows, ids, values, offsets, n_ids, prefix=""):
-    """CSR from (token, id, value) triples, summing repeated (token, id) pairs.
-
-    Parameters
-    ----------
-    rows : ndarray of int64, shape (E,)
-        Non-decreasing token indices.
-    ids : ndarray of int64, shape (E,)
-        Attribute ids; -1 entries are dropped.
-    values : ndarray of float64, shape (E,)
-    offsets : ndarray of int64, shape (n_sentences + 1,)
-    n_ids : int
-    prefix : str
-        Start of error messages ("corpus k, " when fitting several corpora).
-
-    Returns
-    -------
-    Features
-    """
-    n = int(offsets[-1])
-    known = ids >= 0
-    rows, ids, values = rows[known], ids[known], values[known]
-    # One key per entry orders entries by token, then id.
-    keys = rows * max(n_ids, 1) + ids
-    order = np.argsort(keys, kind="stable")
-    keys, values = keys[order], values[order]
-    new = np.ones(len(keys), dtype=bool)
-    np.not_equal(keys[1:], keys[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    with np.errstate(over="ignore"):
-        merged = np.add.reduceat(values, starts) if len(starts) else np.zeros(0)
-    unique = keys[starts]
-    token = unique // max(n_ids, 1)
-    if not np.isfinite(merged).all():
-        i = int(token[np.flatnonzero(~np.isfinite(merged))[0]])
-        s = int(np.searchsorted(offsets, i, side="right")) - 1
-        raise SscrfError(
-            f"{prefix}sentence {s}, token {i - int(offsets[s])}: summing the values of a repeated "
-            "attribute overflowed to infinity"
-        )
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(token, minlength=n), out=indptr[1:])
-    indices = (unique - token * max(n_ids, 1)).astype(np.int32)
-    return Features(indptr, indices, merged, offsets, n_ids)
-
-
 def _renumber(features, new_id, n_ids):
     """Map provisional ids through ``new_id`` (-1 = dropped).
 
@@ -1091,6 +1083,5 @@ def _renumber(features, new_id, n_ids):
     token = np.repeat(np.arange(features.n_tokens), np.diff(features.indptr))
     indptr = np.zeros_like(features.indptr)
     np.cumsum(np.bincount(token[kept], minlength=features.n_tokens), out=indptr[1:])
-    return Features(
-        indptr, indices[kept].astype(np.int32), features.values[kept], features.offsets, n_ids
-    )
+    values = _ones(int(kept.sum())) if _is_ones(features.values) else features.values[kept]
+    return Features(indptr, indices[kept].astype(np.int32), values, features.offsets, n_ids)
