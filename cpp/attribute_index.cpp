@@ -323,4 +323,42 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
   return py::make_tuple(indptr, indices, vals);
 }
 
+py::array_t<int64_t> intern_strings(AttributeIndex& index, const py::list& strings, bool grow,
+                                    py::list new_strings) {
+  const Py_ssize_t n = PyList_GET_SIZE(strings.ptr());
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!PyUnicode_Check(PyList_GET_ITEM(strings.ptr(), i)))
+      throw py::type_error("intern: item " + std::to_string(i) + " is not a str");
+  py::array_t<int64_t> out(n);
+  int64_t* ids = out.mutable_data();
+  // batches: keys hashed and slots prefetched, then looked up
+  constexpr Py_ssize_t kBatch = 32;
+  std::string keys;
+  size_t key_end[kBatch];
+  uint64_t hashes[kBatch];
+  for (Py_ssize_t b = 0; b < n; b += kBatch) {
+    const Py_ssize_t m = std::min(kBatch, n - b);
+    keys.clear();
+    for (Py_ssize_t k = 0; k < m; ++k) {
+      const size_t begin = keys.size();
+      append_str_key(keys, PyList_GET_ITEM(strings.ptr(), b + k));
+      key_end[k] = keys.size();
+      hashes[k] = AttributeIndex::hash({keys.data() + begin, keys.size() - begin});
+      index.prefetch(hashes[k]);
+    }
+    for (Py_ssize_t k = 0; k < m; ++k) {
+      const size_t begin = k ? key_end[k - 1] : 0;
+      const std::string_view key(keys.data() + begin, key_end[k] - begin);
+      if (grow) {
+        bool added;
+        ids[b + k] = index.insert(key, hashes[k], added);
+        if (added) new_strings.append(PyList_GET_ITEM(strings.ptr(), b + k));
+      } else {
+        ids[b + k] = index.find(key, hashes[k]);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace sscrf

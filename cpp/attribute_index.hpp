@@ -1,6 +1,7 @@
 // Attribute string -> id vocabulary, and the conversion of feature-dict tokens to CSR.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
@@ -70,5 +71,11 @@ void append_str_key(std::string& out, PyObject* s);
 pybind11::tuple dict_tokens_to_csr(AttributeIndex& index, const pybind11::list& tokens,
                                    bool grow, const pybind11::object& slow,
                                    pybind11::list new_strings);
+
+// The ids of the strs of `strings` under `index`, int64 [len(strings)]: with
+// `grow`, strings not yet in `index` are added (in order of first occurrence)
+// and appended to new_strings; without, they read as -1.
+pybind11::array_t<int64_t> intern_strings(AttributeIndex& index, const pybind11::list& strings,
+                                          bool grow, pybind11::list new_strings);
 
 }  // namespace sscrf

@@ -461,7 +461,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("nbytes", &AttributeIndex::bytes)
       .def("dict_tokens_to_csr", &dict_tokens_to_csr, py::arg("tokens"), py::arg("grow"),
            py::arg("slow"), py::arg("new_strings"),
-           "(indptr, indices, values or None) of feature-dict tokens; see attribute_index.hpp.");
+           "(indptr, indices, values or None) of feature-dict tokens; see attribute_index.hpp.")
+      .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
+           "int64 ids of a list of str (-1: absent); with grow, absent ones are added.");
 
   py::class_<Layout, std::shared_ptr<Layout>>(m, "Layout",
                                               "Which labels each attribute scores (row-sparse W).")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sscrf import _core
 from sscrf.errors import SscrfError
-from sscrf.features import FeatureExtractor, Features, _flatten_corpus
+from sscrf.features import FeatureExtractor, Features, _flatten_corpus, _is_ones
 
 
 # -- the former Python path ---------------------------------------------------
@@ -364,3 +364,51 @@ def test_observed_layout_matches_the_whole_corpus_computation(n_attributes, slic
                      np.zeros(1, np.int64), n_attributes)
     row_ptr, label_ids = model._layout_arrays(empty, np.zeros(0, np.int32), S, "observed")
     assert row_ptr.tolist() == [0] * (n_attributes + 1) and label_ids.tolist() == []
+
+
+# -- templates: the same index, slices of sentences -------------------------------
+
+
+def test_intern_method():
+    index = _core.AttributeIndex(["a"])
+    new = []
+    assert index.intern(["b", "a", "b", "\udfff", "é"], True, new).tolist() == [1, 0, 1, 2, 3]
+    assert new == ["b", "\udfff", "é"]
+    assert index.intern(["é", "zz", "a"], False, new).tolist() == [3, -1, 0]
+    assert index.intern([], True, new).tolist() == [] and len(index) == 4
+    with pytest.raises(TypeError, match=r"item 1 is not a str"):
+        index.intern(["a", 1], True, new)
+
+
+TEMPLATE_CORPUS = [
+    [["He", "PRP"], ["reckons", "VBZ"], ["the", "DT"]],
+    [],
+    [["a", "DT"]],
+    [["He", "PRP"], ["He", "PRP"], ["runs", "VBZ"], ["a", "DT"], ["b", "NN"]],
+    [["é", "\ud800"]],
+]
+
+
+@pytest.mark.parametrize("slice_tokens", [1, 2, 3, 7])
+@pytest.mark.parametrize("min_freq", [1, 2])
+def test_template_slices_give_the_whole_corpus_result(slice_tokens, min_freq, monkeypatch):
+    from sscrf import features
+
+    lines = ["U00:%x[-1,0]", "U01:%x[0,0]/%x[1,1]", "U02:%x[0,1]", "U02:%x[0,1]", "U04:bias"]
+    other = [[["He", "NN"], ["unseen", "XX"]]]
+    whole = FeatureExtractor(lines, min_freq=min_freq)
+    want = whole.fit_transform(TEMPLATE_CORPUS, other)
+    monkeypatch.setattr(features, "_TEMPLATE_SLICE_TOKENS", slice_tokens)
+    fx = FeatureExtractor(lines, min_freq=min_freq)
+    got = fx.fit_transform(TEMPLATE_CORPUS, other)
+    assert fx.attributes_ == whole.attributes_ and fx.n_columns_ == whole.n_columns_
+    for g, w in zip(got, want):
+        assert_same_bits(g, w)
+    assert_same_bits(fx.transform(other), whole.transform(other))
+    # the repeated U02 line counts its attribute twice: values are not all one
+    assert not _is_ones(want[0].values) and 2.0 in want[0].values
+
+
+def test_template_values_without_repeats_take_no_memory():
+    (f,) = FeatureExtractor(["U00:%x[0,0]", "U01:%x[-1,0]"]).fit_transform(TEMPLATE_CORPUS)
+    assert _is_ones(f.values) and f.values.strides == (0,) and len(f.values) == f.nnz

@@ -26,6 +26,7 @@ class AttributeIndex:
     def dict_tokens_to_csr(self, tokens: List[Any], grow: bool,
                            slow: Callable[[int], Tuple[List[str], List[float]]],
                            new_strings: List[str]) -> Tuple[Array, Array, Optional[Array]]: ...
+    def intern(self, strings: List[str], grow: bool, new_strings: List[str]) -> Array: ...
 
 class Layout:
     n_attributes: int
