@@ -183,31 +183,57 @@ struct Pair {
   double value;
 };
 
-// The pairs of a token of the fast kinds; false if anything needs the slow path.
-bool fast_pairs(PyObject* token, std::vector<Pair>& pairs) {
-  pairs.clear();
-  if (!PyDict_CheckExact(token)) return false;
+// One token on its way through the pipeline of dict_tokens_to_csr.
+struct TokenWork {
+  bool is_dict = false;
+  std::vector<std::pair<PyObject*, PyObject*>> items;  // (key, value) of an exact dict
+  std::vector<Pair> pairs;
+  std::string keys;             // the keys of the pairs, one after the other
+  std::vector<size_t> key_end;  // [pairs] end of each key in `keys`
+  std::vector<uint64_t> hashes;  // [pairs]
+  py::object slow_names, slow_values;  // what the slow path returned, kept alive
+};
+
+// The (key, value) items of token `i` when it is an exact dict, their values
+// prefetched; and the next token's dict object prefetched.
+void gather(const py::list& tokens, Py_ssize_t i, TokenWork& w) {
+  PyObject* token = PyList_GET_ITEM(tokens.ptr(), i);
+  w.items.clear();
+  w.is_dict = PyDict_CheckExact(token);
+  if (i + 1 < PyList_GET_SIZE(tokens.ptr())) __builtin_prefetch(PyList_GET_ITEM(tokens.ptr(), i + 1));
+  if (!w.is_dict) return;
   Py_ssize_t pos = 0;
   PyObject *key, *value;
   while (PyDict_Next(token, &pos, &key, &value)) {
+    __builtin_prefetch(value);
+    w.items.emplace_back(key, value);
+  }
+}
+
+// The pairs of a gathered token of the fast kinds; false if anything needs
+// the slow path.
+bool fast_pairs(TokenWork& w) {
+  w.pairs.clear();
+  if (!w.is_dict) return false;
+  for (const auto& [key, value] : w.items) {
     if (!PyUnicode_CheckExact(key)) return false;
     if (PyUnicode_CheckExact(value)) {
-      pairs.push_back({key, value, 1.0});
+      w.pairs.push_back({key, value, 1.0});
     } else if (value == Py_True) {
-      pairs.push_back({key, nullptr, 1.0});
+      w.pairs.push_back({key, nullptr, 1.0});
     } else if (value == Py_False) {
       continue;  // absent, as in the Python path
     } else if (PyFloat_CheckExact(value)) {
       const double v = PyFloat_AS_DOUBLE(value);
       if (!std::isfinite(v)) return false;  // the slow path names the problem
-      pairs.push_back({key, nullptr, v});
+      w.pairs.push_back({key, nullptr, v});
     } else if (PyLong_CheckExact(value)) {
       const double v = PyLong_AsDouble(value);  // what float(int) computes
       if (v == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         return false;
       }
-      pairs.push_back({key, nullptr, v});
+      w.pairs.push_back({key, nullptr, v});
     } else {
       return false;
     }
@@ -215,112 +241,165 @@ bool fast_pairs(PyObject* token, std::vector<Pair>& pairs) {
   return true;
 }
 
-}  // namespace
+// The pairs of token `i` from the Python path (which names any problem).
+void slow_pairs(const py::object& slow, Py_ssize_t i, TokenWork& w) {
+  py::tuple got = slow(i);
+  w.slow_names = got[0];
+  w.slow_values = got[1];
+  const py::list names = w.slow_names.cast<py::list>();
+  const py::list values = w.slow_values.cast<py::list>();
+  w.pairs.clear();
+  for (size_t k = 0; k < names.size(); ++k)
+    w.pairs.push_back({names[k].ptr(), nullptr, values[k].cast<double>()});
+}
 
-py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool grow,
-                             const py::object& slow, py::list new_strings) {
-  const Py_ssize_t n_tokens = PyList_GET_SIZE(tokens.ptr());
-  py::array_t<int64_t> indptr(n_tokens + 1);
-  int64_t* ip = indptr.mutable_data();
-  ip[0] = 0;
-  Blocks<int32_t> ids;
-  Blocks<double> values;  // filled only once a summed value differs from 1.0
-  bool all_ones = true;
+// The keys of the pairs and their hashes; their slots prefetched.
+void make_keys(const AttributeIndex& index, TokenWork& w) {
+  w.keys.clear();
+  w.key_end.clear();
+  w.hashes.clear();
+  for (const Pair& p : w.pairs) {
+    const size_t begin = w.keys.size();
+    append_str_key(w.keys, p.name);
+    if (p.joined) {
+      w.keys.push_back('=');
+      append_str_key(w.keys, p.joined);
+    }
+    w.key_end.push_back(w.keys.size());
+    w.hashes.push_back(AttributeIndex::hash({w.keys.data() + begin, w.keys.size() - begin}));
+    index.prefetch(w.hashes.back());
+  }
+}
 
-  std::vector<Pair> pairs;
-  std::string keys;               // the keys of one token's pairs, one after the other
-  std::vector<size_t> key_end;    // [pairs] end of each key in `keys`
-  std::vector<uint64_t> hashes;   // [pairs]
-  std::vector<std::pair<int32_t, double>> entries;  // (id, value) of one token
-  std::vector<double> run;
-  for (Py_ssize_t i = 0; i < n_tokens; ++i) {
-    PyObject* token = PyList_GET_ITEM(tokens.ptr(), i);
-    py::object slow_names, slow_values;  // keep the slow path's objects alive
-    if (!fast_pairs(token, pairs)) {
-      py::tuple got = slow(i);
-      slow_names = got[0];
-      slow_values = got[1];
-      const py::list names = slow_names.cast<py::list>();
-      const py::list vals = slow_values.cast<py::list>();
-      pairs.clear();
-      for (size_t k = 0; k < names.size(); ++k)
-        pairs.push_back({names[k].ptr(), nullptr, vals[k].cast<double>()});
-    }
-    // all keys of the token hashed and their slots prefetched first, then
-    // looked up: the table's cache misses overlap instead of queueing
-    keys.clear();
-    key_end.clear();
-    hashes.clear();
-    for (const Pair& p : pairs) {
-      const size_t begin = keys.size();
-      append_str_key(keys, p.name);
-      if (p.joined) {
-        keys.push_back('=');
-        append_str_key(keys, p.joined);
-      }
-      key_end.push_back(keys.size());
-      hashes.push_back(AttributeIndex::hash({keys.data() + begin, keys.size() - begin}));
-      index.prefetch(hashes.back());
-    }
-    entries.clear();
-    for (size_t k = 0; k < pairs.size(); ++k) {
-      const Pair& p = pairs[k];
-      const size_t begin = k ? key_end[k - 1] : 0;
-      const std::string_view key(keys.data() + begin, key_end[k] - begin);
+// Appends the CSR row of a token (ids and, once one differs from 1.0, values).
+class RowWriter {
+ public:
+  RowWriter(AttributeIndex& index, bool grow, py::list new_strings)
+      : index_(index), grow_(grow), new_strings_(std::move(new_strings)) {}
+
+  void write(const TokenWork& w) {
+    entries_.clear();
+    for (size_t k = 0; k < w.pairs.size(); ++k) {
+      const Pair& p = w.pairs[k];
+      const size_t begin = k ? w.key_end[k - 1] : 0;
+      const std::string_view key(w.keys.data() + begin, w.key_end[k] - begin);
       int32_t id;
-      if (grow) {
+      if (grow_) {
         bool added;
-        id = index.insert(key, hashes[k], added);
+        id = index_.insert(key, w.hashes[k], added);
         if (added) {
           PyObject* s = p.joined ? PyUnicode_FromFormat("%U=%U", p.name, p.joined)
                                  : (Py_INCREF(p.name), p.name);
           if (!s) throw py::error_already_set();
-          new_strings.append(py::reinterpret_steal<py::object>(s));
+          new_strings_.append(py::reinterpret_steal<py::object>(s));
         }
       } else {
-        id = index.find(key, hashes[k]);
+        id = index_.find(key, w.hashes[k]);
         if (id < 0) continue;
       }
-      entries.emplace_back(id, p.value);
+      entries_.emplace_back(id, p.value);
     }
     // by id, equal ids in token order (stable; insertion sort for the usual
     // tens of entries); repeated ids summed as numpy does
-    if (entries.size() <= 64) {
-      for (size_t k = 1; k < entries.size(); ++k) {
-        const auto e = entries[k];
+    if (entries_.size() <= 64) {
+      for (size_t k = 1; k < entries_.size(); ++k) {
+        const auto e = entries_[k];
         size_t j = k;
-        for (; j > 0 && entries[j - 1].first > e.first; --j) entries[j] = entries[j - 1];
-        entries[j] = e;
+        for (; j > 0 && entries_[j - 1].first > e.first; --j) entries_[j] = entries_[j - 1];
+        entries_[j] = e;
       }
     } else {
-      std::stable_sort(entries.begin(), entries.end(),
+      std::stable_sort(entries_.begin(), entries_.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
     }
-    for (size_t k = 0; k < entries.size();) {
+    for (size_t k = 0; k < entries_.size();) {
       size_t end = k + 1;
-      while (end < entries.size() && entries[end].first == entries[k].first) ++end;
-      double v = entries[k].second;
+      while (end < entries_.size() && entries_[end].first == entries_[k].first) ++end;
+      double v = entries_[k].second;
       if (end - k > 1) {
-        run.clear();
-        for (size_t j = k + 1; j < end; ++j) run.push_back(entries[j].second);
-        v += numpy_pairwise_sum(run.data(), static_cast<int64_t>(run.size()));
+        run_.clear();
+        for (size_t j = k + 1; j < end; ++j) run_.push_back(entries_[j].second);
+        v += numpy_pairwise_sum(run_.data(), static_cast<int64_t>(run_.size()));
       }
-      if (all_ones && v != 1.0) {
-        all_ones = false;
-        for (int64_t j = 0; j < ids.size(); ++j) values.push(1.0);
+      if (all_ones_ && v != 1.0) {
+        all_ones_ = false;
+        for (int64_t j = 0; j < ids_.size(); ++j) values_.push(1.0);
       }
-      ids.push(entries[k].first);
-      if (!all_ones) values.push(v);
+      ids_.push(entries_[k].first);
+      if (!all_ones_) values_.push(v);
       k = end;
     }
-    ip[i + 1] = ids.size();
   }
-  py::array_t<int32_t> indices(ids.size());
-  ids.drain(indices.mutable_data());
-  if (all_ones) return py::make_tuple(indptr, indices, py::none());
-  py::array_t<double> vals(values.size());
-  values.drain(vals.mutable_data());
-  return py::make_tuple(indptr, indices, vals);
+
+  int64_t size() const { return ids_.size(); }
+
+  // (indices, values or None), the buffers handed over
+  std::pair<py::array_t<int32_t>, py::object> finish() {
+    py::array_t<int32_t> indices(ids_.size());
+    ids_.drain(indices.mutable_data());
+    if (all_ones_) return {indices, py::none()};
+    py::array_t<double> values(values_.size());
+    values_.drain(values.mutable_data());
+    return {indices, values};
+  }
+
+ private:
+  AttributeIndex& index_;
+  const bool grow_;
+  py::list new_strings_;
+  Blocks<int32_t> ids_;
+  Blocks<double> values_;  // filled only once a summed value differs from 1.0
+  bool all_ones_ = true;
+  std::vector<std::pair<int32_t, double>> entries_;  // (id, value) of one token
+  std::vector<double> run_;
+};
+
+}  // namespace
+
+py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool grow,
+                             const py::object& slow, py::list new_strings) {
+  const Py_ssize_t n = PyList_GET_SIZE(tokens.ptr());
+  py::array_t<int64_t> indptr(n + 1);
+  int64_t* ip = indptr.mutable_data();
+  ip[0] = 0;
+  RowWriter out(index, grow, new_strings);
+  // A software pipeline over tokens, so that the cache misses of several
+  // tokens overlap: while token i is classified and its keys are hashed
+  // (their table slots prefetched), the values of token i+1 are on their
+  // way, the entries that token i-1's slots point to are fetched, and token
+  // i-2 is looked up and written. w[i % 4] holds token i.
+  constexpr Py_ssize_t kDepth = 4;
+  TokenWork w[kDepth];
+  Py_ssize_t written = 0;  // tokens [0, written) are in `out`
+  auto write_until = [&](Py_ssize_t end) {
+    for (; written < end; ++written) {
+      TokenWork& t = w[written % kDepth];
+      out.write(t);
+      ip[written + 1] = out.size();
+      t.slow_names = py::object();
+      t.slow_values = py::object();
+    }
+  };
+  if (n > 0) gather(tokens, 0, w[0]);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    TokenWork& cur = w[i % kDepth];
+    if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
+    if (!fast_pairs(cur)) {
+      // Python code runs: the tokens before i are written first (their
+      // borrowed references must not outlive anything that code could do),
+      // and token i+1 is gathered again after it.
+      write_until(i);
+      slow_pairs(slow, i, cur);
+      if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
+    }
+    make_keys(index, cur);
+    if (i >= 1 && written <= i - 1)
+      for (uint64_t h : w[(i - 1) % kDepth].hashes) index.prefetch_entry(h);
+    write_until(i - 1);
+  }
+  write_until(n);
+  auto [indices, values] = out.finish();
+  return py::make_tuple(indptr, indices, values);
 }
 
 py::array_t<int64_t> intern_strings(AttributeIndex& index, const py::list& strings, bool grow,
