@@ -412,3 +412,41 @@ def test_template_slices_give_the_whole_corpus_result(slice_tokens, min_freq, mo
 def test_template_values_without_repeats_take_no_memory():
     (f,) = FeatureExtractor(["U00:%x[0,0]", "U01:%x[-1,0]"]).fit_transform(TEMPLATE_CORPUS)
     assert _is_ones(f.values) and f.values.strides == (0,) and len(f.values) == f.nnz
+
+
+def test_python_code_of_a_token_may_change_its_neighbours():
+    # A Mapping token runs Python code (its items()) in the middle of the
+    # compiled pipeline; if that code replaces the values of the dicts
+    # before and after it, the result is what reading the tokens one after
+    # the other gives, and nothing reads a freed object.
+    from collections.abc import Mapping
+
+    class Meddling(Mapping):
+        def __init__(self, before, after):
+            self.before, self.after, self.data = before, after, {"m": "x"}
+
+        def __getitem__(self, key):
+            return self.data[key]
+
+        def __len__(self):
+            return len(self.data)
+
+        def __iter__(self):
+            for d in (self.before, self.after):
+                for key in list(d):
+                    d[key] = "".join(["changed", str(len(d))])  # a fresh object
+            return iter(self.data)
+
+    def corpus():
+        tokens = [{"w": "".join(["a", str(k)]), "v": float(k)} for k in range(12)]
+        tokens[5] = Meddling(tokens[4], tokens[6])
+        return [tokens[:7], tokens[7:]]
+
+    index = {}
+    want = reference_features(corpus(), index, True)  # one pass, as fit makes
+    attributes = list(index)
+    assert "w=changed2" in attributes and "w=a4" in attributes
+    fx = FeatureExtractor()
+    (got,) = fx.fit_transform(corpus())
+    assert fx.attributes_ == attributes
+    assert_same_bits(got, want)
