@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "attribute_index.hpp"
 #include "corpus.hpp"
 #include "covariance.hpp"
 #include "lattice.hpp"
@@ -150,14 +151,30 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
                                     const py::object& weights_o, const py::object& mask_o,
                                     const py::object& edge_mask_o, int64_t chunk_tokens) {
   auto indptr = Array<int64_t>::ensure(indptr_o);
-  // ids arrive as int64 and are range-checked before narrowing, so an id
-  // beyond int32 is refused instead of wrapping onto a valid one
-  auto indices = Array<int64_t>::ensure(indices_o);
-  auto values = Doubles::ensure(values_o);
+  // int32 ids are read in place; any other integer type arrives as int64 and
+  // is range-checked before narrowing, so an id beyond int32 is refused
+  // instead of wrapping onto a valid one
+  const bool ids32 = py::isinstance<py::array>(indices_o) &&
+                    py::reinterpret_borrow<py::array>(indices_o).dtype().is(py::dtype::of<int32_t>());
+  Array<int32_t> indices32;  // (a default array_t is an empty array, not null)
+  Array<int64_t> indices64;
+  if (ids32) indices32 = Array<int32_t>::ensure(indices_o);
+  else indices64 = Array<int64_t>::ensure(indices_o);
+  const py::array indices = ids32 ? py::array(indices32) : py::array(indices64);
+  // A constant 1-D float64 array (stride 0, e.g. np.broadcast_to(1.0, n)) is
+  // read as its one value instead of being copied out to n doubles.
+  Doubles values;
+  bool constant_values = false;
+  if (py::isinstance<py::array>(values_o)) {
+    auto v = py::reinterpret_borrow<py::array>(values_o);
+    constant_values = v.ndim() == 1 && v.size() > 0 && v.strides(0) == 0 &&
+                      v.dtype().is(py::dtype::of<double>());
+  }
+  if (!constant_values) values = Doubles::ensure(values_o);
   auto offsets = Array<int64_t>::ensure(offsets_o);
   if (!indptr || indptr.ndim() != 1 || indptr.size() < 1) fail("indptr must be a 1-D int array of length n_tokens + 1");
   if (!indices || indices.ndim() != 1) fail("indices must be a 1-D int array");
-  if (!values || values.ndim() != 1) fail("values must be a 1-D float array");
+  if (!constant_values && (!values || values.ndim() != 1)) fail("values must be a 1-D float array");
   if (!offsets || offsets.ndim() != 1 || offsets.size() < 1) fail("offsets must be a 1-D int array of length n_sequences + 1");
   if (n_attributes < 0 || n_attributes > INT32_MAX) fail("n_attributes out of range");
   if (chunk_tokens < 1) fail("chunk_tokens must be >= 1");
@@ -167,23 +184,36 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   c->n_sequences = offsets.size() - 1;
   c->n_attributes = static_cast<int32_t>(n_attributes);
   const int64_t nnz = indices.size();
-  if (values.size() != nnz) fail("values and indices must have the same length");
+  const int64_t n_values = constant_values ? py::reinterpret_borrow<py::array>(values_o).size()
+                                           : values.size();
+  if (n_values != nnz) fail("values and indices must have the same length");
   const int64_t* ip = indptr.data();
   if (ip[0] != 0 || ip[c->n_tokens] != nnz) fail("indptr must start at 0 and end at len(indices)");
   for (int64_t t = 0; t < c->n_tokens; ++t)
     if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
-  const int64_t* ix = indices.data();
-  for (int64_t k = 0; k < nnz; ++k)
-    if (ix[k] < 0 || ix[k] >= n_attributes)
-      fail("attribute id " + std::to_string(ix[k]) + " out of range [0, " + std::to_string(n_attributes) + ")");
-  require_finite(values.data(), nnz, "feature values");
+  auto check_ids = [&](const auto* ix) {
+    for (int64_t k = 0; k < nnz; ++k)
+      if (ix[k] < 0 || ix[k] >= n_attributes)
+        fail("attribute id " + std::to_string(ix[k]) + " out of range [0, " + std::to_string(n_attributes) + ")");
+  };
+  if (ids32) check_ids(indices32.data());
+  else check_ids(indices64.data());
+  double constant = 0.0;
+  if (constant_values) {
+    constant = *static_cast<const double*>(py::reinterpret_borrow<py::array>(values_o).data());
+    require_finite(&constant, 1, "feature values");
+  } else {
+    require_finite(values.data(), nnz, "feature values");
+  }
   const int64_t* op = offsets.data();
   if (op[0] != 0 || op[c->n_sequences] != c->n_tokens) fail("offsets must start at 0 and end at n_tokens");
   for (int64_t s = 0; s < c->n_sequences; ++s)
     if (op[s + 1] < op[s]) fail("offsets must be non-decreasing");
   c->indptr.assign(ip, ip + c->n_tokens + 1);
-  c->indices.assign(ix, ix + nnz);
-  c->values.assign(values.data(), values.data() + nnz);
+  if (ids32) c->indices.assign(indices32.data(), indices32.data() + nnz);
+  else c->indices.assign(indices64.data(), indices64.data() + nnz);
+  if (constant_values) c->values.assign(nnz, constant);
+  else c->values.assign(values.data(), values.data() + nnz);
   c->offsets.assign(op, op + c->n_sequences + 1);
   if (!labels_o.is_none()) {
     auto labels = Array<int64_t>::ensure(labels_o);
@@ -414,6 +444,33 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("n_attributes", &Corpus::n_attributes)
       .def_property_readonly("n_chunks", [](const Corpus& c) { return c.chunks.size(); })
       .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); });
+
+  py::class_<AttributeIndex, std::shared_ptr<AttributeIndex>>(
+      m, "AttributeIndex", "Attribute string -> id: the vocabulary of feature-dict extraction.")
+      .def(py::init([](const py::iterable& attributes) {
+             auto index = std::make_shared<AttributeIndex>();
+             std::string key;
+             int64_t k = 0;
+             for (const py::handle& a : attributes) {
+               if (!PyUnicode_Check(a.ptr()))
+                 fail("attribute " + std::to_string(k) + " is not a str");
+               key.clear();
+               append_str_key(key, a.ptr());
+               bool added;
+               index->insert(key, AttributeIndex::hash(key), added);
+               if (!added) fail("attribute " + std::to_string(k) + " repeats an earlier one");
+               ++k;
+             }
+             return index;
+           }),
+           py::arg("attributes") = py::list())
+      .def("__len__", [](const AttributeIndex& index) { return index.size(); })
+      .def_property_readonly("nbytes", &AttributeIndex::bytes)
+      .def("dict_tokens_to_csr", &dict_tokens_to_csr, py::arg("tokens"), py::arg("grow"),
+           py::arg("slow"), py::arg("new_strings"),
+           "(indptr, indices, values or None) of feature-dict tokens; see attribute_index.hpp.")
+      .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
+           "int64 ids of a list of str (-1: absent); with grow, absent ones are added.");
 
   py::class_<Layout, std::shared_ptr<Layout>>(m, "Layout",
                                               "Which labels each attribute scores (row-sparse W).")

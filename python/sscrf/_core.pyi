@@ -1,6 +1,6 @@
 """Type stub of the private compiled core (kept in sync by tests/test_core_stub.py)."""
 
-from typing import Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -18,6 +18,15 @@ class Corpus:
                  n_attributes: int, labels: Optional[Array] = None,
                  weights: Optional[Array] = None, mask: Optional[Array] = None,
                  edge_mask: Optional[Array] = None, chunk_tokens: int = 32768) -> None: ...
+
+class AttributeIndex:
+    nbytes: int
+    def __init__(self, attributes: Iterable[str] = ...) -> None: ...
+    def __len__(self) -> int: ...
+    def dict_tokens_to_csr(self, tokens: List[Any], grow: bool,
+                           slow: Callable[[int], Tuple[List[str], List[float]]],
+                           new_strings: List[str]) -> Tuple[Array, Array, Optional[Array]]: ...
+    def intern(self, strings: List[str], grow: bool, new_strings: List[str]) -> Array: ...
 
 class Layout:
     n_attributes: int

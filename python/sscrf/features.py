@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _core
 from .errors import SscrfError
 
 __all__ = [
@@ -157,9 +158,9 @@ class Templates:
         pads += [_eos(k) for k in range(1, self._after + 1)]
         value_ids, value_strings = {}, {}
         for c in self._columns:
-            table = dict(zip(pads, range(len(pads))))
-            value_ids[c] = _intern(table, columns[c], grow=True)
-            value_strings[c] = np.array(list(table), dtype=object)
+            table, strings = _core.AttributeIndex(pads), list(pads)
+            value_ids[c] = table.intern(columns[c], True, strings)
+            value_strings[c] = np.array(strings, dtype=object)
 
         # Position of each token in its sentence, and that sentence's length.
         length_of = np.repeat(lengths, lengths)
@@ -423,6 +424,8 @@ class Features(NamedTuple):
         Attribute ids, unique and ascending within each token.
     values : ndarray of float64, shape (nnz,)
         Attribute values (duplicates of one attribute in a token summed).
+        When every value is 1.0 (string and boolean features), a read-only
+        view of a single 1.0 (``np.broadcast_to``) that takes no memory.
     offsets : ndarray of int64, shape (n_sentences + 1,)
         Sentence s is tokens ``offsets[s]:offsets[s + 1]``; an empty sentence
         repeats an offset.
@@ -452,34 +455,17 @@ class Features(NamedTuple):
         return len(self.indices)
 
 
-_DICT_SLICE_TOKENS = 20000
+_TEMPLATE_SLICE_TOKENS = 1 << 15
 
 
-def _intern(index, strings, grow):
-    """Ids of ``strings`` under ``index`` (a dict str -> id), as int64.
+def _ones(n):
+    """A read-only float64 array of ``n`` ones that stores one value (stride 0)."""
+    return np.broadcast_to(np.float64(1.0), (n,))
 
-    With ``grow``, strings not yet in ``index`` are added with the next ids,
-    in order of first occurrence in ``strings``; without, they read as -1.
-    Both paths stay in C (``dict.fromkeys``, ``map``): interning is the inner
-    loop of extraction.
 
-    Parameters
-    ----------
-    index : dict of str to int
-    strings : list of str, length E
-    grow : bool
-
-    Returns
-    -------
-    ndarray of int64, shape (E,)
-    """
-    if not grow:
-        return np.fromiter(map(index.get, strings, repeat(-1)), np.int64, count=len(strings))
-    fresh = dict.fromkeys(strings)
-    if index:
-        fresh = [s for s in fresh if s not in index]
-    index.update(zip(fresh, range(len(index), len(index) + len(fresh))))
-    return np.fromiter(map(index.__getitem__, strings), np.int64, count=len(strings))
+def _is_ones(values):
+    """True for the constant arrays of :func:`_ones`."""
+    return values.ndim == 1 and values.strides == (0,) and (len(values) == 0 or values[0] == 1.0)
 
 
 class _ValueProblem(Exception):
@@ -609,7 +595,12 @@ class FeatureExtractor:
         self.min_freq = int(min_freq)
         self.attributes_ = None
         self.n_columns_ = None
-        self._index = None
+        self._lookup = None  # attribute -> id (_core.AttributeIndex), built when first needed
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_lookup"] = None  # compiled; rebuilt from attributes_ when needed
+        return state
 
     def __repr__(self):
         mode = "dicts" if self.templates is None else f"{len(self.templates)} templates"
@@ -659,9 +650,11 @@ class FeatureExtractor:
         -------
         Features
         """
-        if self._index is None:
+        if self.attributes_ is None:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
-        features, _ = self._features(X, self._index, "")
+        if self._lookup is None:
+            self._lookup = _core.AttributeIndex(self.attributes_)
+        features, _ = self._features(X, self._lookup, "")
         return features
 
     def attribute_index(self):
@@ -671,9 +664,9 @@ class FeatureExtractor:
         -------
         dict of str to int
         """
-        if self._index is None:
+        if self.attributes_ is None:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
-        return dict(self._index)
+        return dict(zip(self.attributes_, range(len(self.attributes_))))
 
     def attribute_strings(self, sentence):
         """Per-token attributes of one sentence before interning (no fit needed).
@@ -754,11 +747,11 @@ class FeatureExtractor:
         if attributes is not None:
             if not isinstance(attributes, list) or not all(isinstance(a, str) for a in attributes):
                 raise SscrfError("feature state: 'attributes' must be a list of str or null")
-            index = dict(zip(attributes, range(len(attributes))))
-            if len(index) != len(attributes):
-                raise SscrfError("feature state: 'attributes' contains repeated strings")
+            try:
+                self._lookup = _core.AttributeIndex(attributes)
+            except ValueError:
+                raise SscrfError("feature state: 'attributes' contains repeated strings") from None
             self.attributes_ = list(attributes)
-            self._index = index
         self.n_columns_ = n_columns
         return self
 
@@ -769,13 +762,15 @@ class FeatureExtractor:
         if not corpora:
             raise SscrfError("fit needs at least one corpus (a list of sentences)")
         # Provisional ids are handed out in first-occurrence order over all
-        # corpora; the min_freq cutoff then keeps a subset, in that order.
-        index = {}
+        # corpora (the strings of new attributes go to `strings`); the
+        # min_freq cutoff then keeps a subset, in that order.
+        index, strings = _core.AttributeIndex(), []
         provisional = []
         n_columns = None
         for k, corpus in enumerate(corpora):
             prefix = f"corpus {k}, " if len(corpora) > 1 else ""
-            features, shortest = self._features(corpus, index, prefix, grow=True)
+            features, shortest = self._features(corpus, index, prefix, grow=True,
+                                                new_strings=strings)
             provisional.append(features)
             if shortest is not None:
                 n_columns = shortest if n_columns is None else min(n_columns, shortest)
@@ -790,25 +785,27 @@ class FeatureExtractor:
         nothing_cut = bool(keep.all())
         if nothing_cut:
             # The provisional ids are the final ones.
-            attributes = list(index)
+            attributes = strings
         else:
-            attributes = list(compress(index, keep.tolist()))
-            index = dict(zip(attributes, range(len(attributes))))
+            attributes = list(compress(strings, keep.tolist()))
+            index = None  # the index of the kept attributes is built when first needed
+        del strings
 
         self.attributes_ = attributes
-        self._index = index
+        self._lookup = index
         self.n_columns_ = n_columns
         if nothing_cut:
             return [f._replace(n_attributes=n_ids) for f in provisional]
         return [_renumber(f, new_id, len(attributes)) for f in provisional]
 
-    def _features(self, X, index, prefix, grow=False):
+    def _features(self, X, index, prefix, grow=False, new_strings=None):
         """CSR matrix of a corpus under ``index`` (attribute -> id).
 
-        With ``grow`` (fitting), new attributes are added to ``index`` in
-        order of first occurrence: token by token, and within a token in
-        template or dict order. Without, attributes outside ``index`` are
-        dropped.
+        ``index`` is an ``_core.AttributeIndex``. With ``grow`` (fitting), new
+        attributes are added to ``index`` in order of first occurrence: token
+        by token, and within a token in template or dict order; their strings
+        are appended to ``new_strings``. Without, attributes outside ``index``
+        are dropped.
 
         Returns
         -------
@@ -820,24 +817,59 @@ class FeatureExtractor:
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         if self.templates is None:
-            # Slices of tokens: the attribute strings of one slice are interned
-            # and dropped before the next is built, so peak memory holds ids for
-            # the corpus but strings for one slice only.
-            ids, values, counts = [], [], []
-            for begin in range(0, len(tokens), _DICT_SLICE_TOKENS):
-                part = tokens[begin:begin + _DICT_SLICE_TOKENS]
-                names, part_values, part_counts = self._dict_pairs(part, lengths, prefix, begin)
-                ids.append(_intern(index, names, grow))
-                values.append(np.array(part_values, dtype=np.float64))
-                counts.extend(part_counts)
-                del names, part_values
-            ids = np.concatenate(ids) if ids else np.zeros(0, np.int64)
-            values = np.concatenate(values) if values else np.zeros(0)
-            rows = np.repeat(np.arange(len(tokens)), counts)
-            features = _csr_from_triples(rows, ids, values, offsets, len(index), prefix)
-            return features, None
+            # One compiled pass: no string per (token, attribute) is built
+            # (the key bytes are formed in a buffer), tokens of the common
+            # kinds are read in C, any other token through _dict_pairs.
+            def slow(i):
+                names, values, _ = self._dict_pairs([tokens[i]], lengths, prefix, i)
+                return names, values
+
+            indptr, indices, values = index.dict_tokens_to_csr(
+                tokens, grow, slow, [] if new_strings is None else new_strings)
+            if values is None:
+                values = _ones(len(indices))
+            elif not np.isfinite(values).all():
+                i = int(np.searchsorted(indptr, np.flatnonzero(~np.isfinite(values))[0],
+                                        side="right")) - 1
+                s = int(np.searchsorted(offsets, i, side="right")) - 1
+                raise SscrfError(
+                    f"{prefix}sentence {s}, token {i - int(offsets[s])}: summing the values of "
+                    "a repeated attribute overflowed to infinity"
+                )
+            return Features(indptr, indices, values, offsets, len(index)), None
 
         columns, shortest = self._columns(tokens, lengths, prefix)
+        # Slices of whole sentences of about _TEMPLATE_SLICE_TOKENS tokens:
+        # the factorisation's per-token temporaries (int64 per cell and per
+        # template) then exist for one slice at a time. Interning slice after
+        # slice in each slice's reading order is interning in the corpus'
+        # reading order, so ids are those of one pass over the whole corpus.
+        ends = offsets[1:]
+        indptr_parts, index_parts, value_parts = [], [], []
+        begin, s0, nnz = 0, 0, 0
+        while s0 < len(lengths):
+            s1 = max(int(np.searchsorted(ends, begin + _TEMPLATE_SLICE_TOKENS, side="right")),
+                     s0 + 1)
+            end = int(ends[s1 - 1])
+            part = self._template_slice({c: v[begin:end] for c, v in columns.items()},
+                                        lengths[s0:s1], index, grow, new_strings)
+            indptr_parts.append(part.indptr[1:] + nnz)
+            nnz += part.nnz
+            index_parts.append(part.indices)
+            value_parts.append(part.values)
+            begin, s0 = end, s1
+        del columns
+        indptr = np.concatenate([np.zeros(1, np.int64)] + indptr_parts)
+        indices = np.concatenate(index_parts) if index_parts else np.zeros(0, np.int32)
+        del index_parts
+        if all(map(_is_ones, value_parts)):
+            values = _ones(len(indices))
+        else:
+            values = np.concatenate([np.ones(len(v)) if _is_ones(v) else v for v in value_parts])
+        return Features(indptr, indices, values, offsets, len(index)), shortest
+
+    def _template_slice(self, columns, lengths, index, grow, new_strings):
+        """CSR of a run of whole sentences (template mode); see :meth:`_features`."""
         factors = self.templates._apply(columns, lengths)
         # One id per distinct (template, attribute) pair.
         strings = list(chain.from_iterable(s for _, _, s in factors))
@@ -848,16 +880,21 @@ class FeatureExtractor:
             template = np.repeat(np.arange(len(factors)), [len(f) for _, f, _ in factors])
             order = np.lexsort((template, first))
             ids = np.empty(len(strings), dtype=np.int64)
-            ids[order] = _intern(index, list(map(strings.__getitem__, order.tolist())), grow)
+            ids[order] = index.intern(list(map(strings.__getitem__, order.tolist())), True,
+                                      new_strings)
         else:
-            ids = _intern(index, strings, grow)
+            ids = index.intern(strings, False, [])
+        del strings
         # matrix[t, j]: the id of template j's attribute at token t.
-        matrix = np.empty((len(tokens), len(factors)), dtype=np.int64)
+        matrix = np.empty((int(lengths.sum()), len(factors)), dtype=np.int32)
         start = 0
         for j, (inverse, _, template_strings) in enumerate(factors):
             matrix[:, j] = ids[start : start + len(template_strings)][inverse]
             start += len(template_strings)
-        return _csr_from_matrix(matrix, offsets, len(index)), shortest
+        del factors
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return _csr_from_matrix(matrix, offsets, len(index))
 
     def _columns(self, tokens, lengths, prefix):
         """The columns the templates read, checked: lists of str, one per token.
@@ -1007,7 +1044,7 @@ def _csr_from_matrix(matrix, offsets, n_ids):
 
     Parameters
     ----------
-    matrix : ndarray of int64, shape (N, J)
+    matrix : ndarray of int32, shape (N, J)
         Sorted in place along rows. An id repeated in a row (two templates
         producing the same string) becomes one entry with the count as value.
     offsets : ndarray of int64, shape (n_sentences + 1,)
@@ -1031,53 +1068,9 @@ def _csr_from_matrix(matrix, offsets, n_ids):
     starts, run_lengths, ids = starts[known], run_lengths[known], ids[known]
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(starts // width, minlength=n), out=indptr[1:])
-    return Features(indptr, ids.astype(np.int32), run_lengths.astype(np.float64), offsets, n_ids)
-
-
-def _csr_from_triples(rows, ids, values, offsets, n_ids, prefix=""):
-    """CSR from (token, id, value) triples, summing repeated (token, id) pairs.
-
-    Parameters
-    ----------
-    rows : ndarray of int64, shape (E,)
-        Non-decreasing token indices.
-    ids : ndarray of int64, shape (E,)
-        Attribute ids; -1 entries are dropped.
-    values : ndarray of float64, shape (E,)
-    offsets : ndarray of int64, shape (n_sentences + 1,)
-    n_ids : int
-    prefix : str
-        Start of error messages ("corpus k, " when fitting several corpora).
-
-    Returns
-    -------
-    Features
-    """
-    n = int(offsets[-1])
-    known = ids >= 0
-    rows, ids, values = rows[known], ids[known], values[known]
-    # One key per entry orders entries by token, then id.
-    keys = rows * max(n_ids, 1) + ids
-    order = np.argsort(keys, kind="stable")
-    keys, values = keys[order], values[order]
-    new = np.ones(len(keys), dtype=bool)
-    np.not_equal(keys[1:], keys[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    with np.errstate(over="ignore"):
-        merged = np.add.reduceat(values, starts) if len(starts) else np.zeros(0)
-    unique = keys[starts]
-    token = unique // max(n_ids, 1)
-    if not np.isfinite(merged).all():
-        i = int(token[np.flatnonzero(~np.isfinite(merged))[0]])
-        s = int(np.searchsorted(offsets, i, side="right")) - 1
-        raise SscrfError(
-            f"{prefix}sentence {s}, token {i - int(offsets[s])}: summing the values of a repeated "
-            "attribute overflowed to infinity"
-        )
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(token, minlength=n), out=indptr[1:])
-    indices = (unique - token * max(n_ids, 1)).astype(np.int32)
-    return Features(indptr, indices, merged, offsets, n_ids)
+    # A count above 1 only where two templates give the same string.
+    values = _ones(len(ids)) if (run_lengths == 1).all() else run_lengths.astype(np.float64)
+    return Features(indptr, ids.astype(np.int32), values, offsets, n_ids)
 
 
 def _renumber(features, new_id, n_ids):
@@ -1091,6 +1084,5 @@ def _renumber(features, new_id, n_ids):
     token = np.repeat(np.arange(features.n_tokens), np.diff(features.indptr))
     indptr = np.zeros_like(features.indptr)
     np.cumsum(np.bincount(token[kept], minlength=features.n_tokens), out=indptr[1:])
-    return Features(
-        indptr, indices[kept].astype(np.int32), features.values[kept], features.offsets, n_ids
-    )
+    values = _ones(int(kept.sum())) if _is_ones(features.values) else features.values[kept]
+    return Features(indptr, indices[kept].astype(np.int32), values, features.offsets, n_ids)

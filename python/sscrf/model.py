@@ -261,6 +261,9 @@ class CRF:
                                           weight=self.ge_weight,
                                           constraint_of_attribute=constraint_of_attribute,
                                           targets=targets, penalty=self.ge_penalty))
+        # The terms hold compiled corpora; the numpy matrices are not needed
+        # any more and would otherwise stay alive through the optimiser.
+        del features, unlabeled_corpus
         theta0 = np.zeros(layout.n_parameters)
         if init is not None:
             self._warm_start(init, theta0)
@@ -838,24 +841,47 @@ def _layout_keys(row_ptr, label_ids, S):
     return attrs * S + label_ids
 
 
+_LAYOUT_SLICE_TOKENS = 1 << 16
+
+
 def _layout_arrays(features, token_labels, S, feature_set):
     """row_ptr (A+1,) int64 and label_ids (nnz,) int32 of the chosen feature set.
 
     ``observed``: the (attribute, label) pairs that co-occur in labeled
     tokens (``token_labels[t] ≥ 0``); ``dense``: every pair.
+
+    The pairs are collected over slices of tokens, as a presence table of
+    the A·S pairs when that is small next to the corpus, else as sorted keys
+    merged at the end, so that temporaries stay bounded by a slice.
     """
     A = features.n_attributes
     if feature_set == "dense":
         row_ptr = np.arange(A + 1, dtype=np.int64) * S
         label_ids = np.tile(np.arange(S, dtype=np.int32), A)
         return row_ptr, label_ids
-    token_of_entry = np.repeat(np.arange(features.n_tokens, dtype=np.int64),
-                               np.diff(features.indptr))
-    labels = token_labels[token_of_entry]
-    keep = labels >= 0
-    keys = np.unique(features.indices[keep].astype(np.int64) * S + labels[keep])
-    attrs = keys // S
-    counts = np.bincount(attrs, minlength=A)
+    indptr, indices = features.indptr, features.indices
+    n = features.n_tokens
+    present = np.zeros(A * S, dtype=bool) if A * S <= max(4 * len(indices), 1 << 24) else None
+    parts = []
+    for t0 in range(0, n, _LAYOUT_SLICE_TOKENS):
+        t1 = min(t0 + _LAYOUT_SLICE_TOKENS, n)
+        labels = np.repeat(token_labels[t0:t1], np.diff(indptr[t0:t1 + 1]))
+        keep = labels >= 0
+        keys = indices[indptr[t0]:indptr[t1]][keep].astype(np.int64)
+        keys *= S
+        keys += labels[keep]
+        if present is not None:
+            present[keys] = True
+        else:
+            parts.append(np.unique(keys))
+        del labels, keep, keys
+    if present is not None:
+        keys = np.flatnonzero(present)
+        del present
+    else:
+        keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        del parts
+    counts = np.bincount(keys // S, minlength=A)
     row_ptr = np.zeros(A + 1, dtype=np.int64)
     np.cumsum(counts, out=row_ptr[1:])
     return row_ptr, (keys % S).astype(np.int32)
