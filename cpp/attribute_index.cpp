@@ -200,7 +200,8 @@ void gather(const py::list& tokens, Py_ssize_t i, TokenWork& w) {
   PyObject* token = PyList_GET_ITEM(tokens.ptr(), i);
   w.items.clear();
   w.is_dict = PyDict_CheckExact(token);
-  if (i + 1 < PyList_GET_SIZE(tokens.ptr())) __builtin_prefetch(PyList_GET_ITEM(tokens.ptr(), i + 1));
+  if (i + 1 < PyList_GET_SIZE(tokens.ptr()))
+    __builtin_prefetch(PyList_GET_ITEM(tokens.ptr(), i + 1));
   if (!w.is_dict) return;
   Py_ssize_t pos = 0;
   PyObject *key, *value;

@@ -40,7 +40,8 @@ class AttributeIndex {
   void prefetch_entry(uint64_t h) const {
     if (slots_.empty()) return;
     const uint64_t slot = slots_[h & (slots_.size() - 1)];
-    if (slot != 0) __builtin_prefetch(arena_.data() + ((slot & ((uint64_t(1) << kTagShift) - 1)) - 1));
+    if (slot != 0)
+      __builtin_prefetch(arena_.data() + ((slot & ((uint64_t(1) << kTagShift) - 1)) - 1));
   }
   // Bytes held (arena and slots).
   size_t bytes() const { return arena_.capacity() + sizeof(uint64_t) * slots_.capacity(); }
