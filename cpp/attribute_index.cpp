@@ -383,6 +383,8 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
   };
   if (n > 0) gather(tokens, 0, w[0]);
   for (Py_ssize_t i = 0; i < n; ++i) {
+    // Ctrl-C (and other signal handlers) are honoured during long corpora
+    if ((i & 0xFFFF) == 0xFFFF && PyErr_CheckSignals() != 0) throw py::error_already_set();
     TokenWork& cur = w[i % kDepth];
     if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
     if (!fast_pairs(cur)) {
@@ -417,6 +419,7 @@ py::array_t<int64_t> intern_strings(AttributeIndex& index, const py::list& strin
   size_t key_end[kBatch];
   uint64_t hashes[kBatch];
   for (Py_ssize_t b = 0; b < n; b += kBatch) {
+    if ((b & 0xFFFF) == 0 && b > 0 && PyErr_CheckSignals() != 0) throw py::error_already_set();
     const Py_ssize_t m = std::min(kBatch, n - b);
     keys.clear();
     for (Py_ssize_t k = 0; k < m; ++k) {

@@ -450,3 +450,42 @@ def test_python_code_of_a_token_may_change_its_neighbours():
     (got,) = fx.fit_transform(corpus())
     assert fx.attributes_ == attributes
     assert_same_bits(got, want)
+
+
+def test_signal_handlers_run_during_a_long_conversion():
+    # A SIGALRM handler that raises stops the compiled loops (as Ctrl-C
+    # does) well before their end: the token (or string) at the end, which
+    # would call `slow` (a C function, list.append: no Python code in which
+    # the handler could run instead), is never reached.
+    import signal
+    import sys
+
+    if sys.platform == "win32" or not hasattr(signal, "setitimer"):
+        pytest.skip("needs setitimer")
+
+    class Alarm(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Alarm
+
+    tokens = [{"w": f"w{k % 5000}", "p": "NN", "b": True} for k in range(400_000)] * 3
+    tokens.append(OrderedDict(w="last"))
+    strings = [f"w{k % 5000}" for k in range(1_000_000)] * 3 + ["last"]
+    index = _core.AttributeIndex()
+    index.dict_tokens_to_csr(tokens[:5000], True, None, [])
+    index.intern(strings[:5000], True, [])
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        slow_calls, new_strings = [], []
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        with pytest.raises(Alarm):
+            index.dict_tokens_to_csr(tokens, False, slow_calls.append, [])
+        assert slow_calls == []
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        with pytest.raises(Alarm):
+            index.intern(strings, True, new_strings)
+        assert new_strings == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
