@@ -138,14 +138,16 @@ def phases(out, X, y, peak):
     out["peak_after_extract"] = peak()
     out["rss_after_extract"] = _rss_now()
     out["nnz_per_token"] = features.nnz / max(features.n_tokens, 1)
-    out["csr_bytes"] = int(features.indptr.nbytes + features.indices.nbytes
-                           + features.values.nbytes + features.offsets.nbytes)
+    # bytes held, not nbytes: all-ones values are a stride-0 view of one 1.0
+    held = lambda a: a.itemsize if a.ndim and a.strides[0] == 0 else a.nbytes  # noqa: E731
+    out["csr_bytes"] = int(held(features.indptr) + held(features.indices)
+                           + held(features.values) + held(features.offsets))
     index = {label: i for i, label in enumerate(sorted({l for s in y for l in s}))}
     labels = np.fromiter((index[l] for s in y for l in s), dtype=np.int32)
     corpus = _compile(features, labels=labels)
     # What the C++ corpus holds (cpp/corpus.hpp): its CSR copy (int64 indptr,
     # int32 ids, double values), int32 labels, int64 offsets, and per chunk
-    # of whole sentences of at most 4096 tokens (corpus.cpp) the attribute
+    # of whole sentences of at most 32768 tokens (corpus.cpp) the attribute
     # index: int32 token + double value per entry, plus an int32 id and an
     # int64 pointer per distinct attribute of the chunk.
     n, nnz = features.n_tokens, features.nnz
@@ -153,7 +155,7 @@ def phases(out, X, y, peak):
     distinct, start, offsets = 0, 0, features.offsets
     while start < len(offsets) - 1:
         stop = start + 1
-        while stop < len(offsets) - 1 and offsets[stop + 1] - offsets[start] <= 4096:
+        while stop < len(offsets) - 1 and offsets[stop + 1] - offsets[start] <= 32768:
             stop += 1
         k0, k1 = features.indptr[offsets[start]], features.indptr[offsets[stop]]
         distinct += len(np.unique(features.indices[k0:k1]))
