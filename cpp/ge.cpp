@@ -57,16 +57,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb || !firings.active[s]) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
-          score_tokens(corpus, tb, te, layout, theta, rows);
-          check_scores(rows, (te - tb) * S);
-          Chain c;
-          c.n = te - tb;
-          c.S = S;
-          c.emissions = rows;
-          c.transitions = T;
-          c.start = theta + layout.start_offset();
-          c.end = theta + layout.end_offset();
-          c.factors = &factors;
+          const Chain c = scored_chain(corpus, layout, theta, factors, tb, te, rows);
           forward_backward(c, ws, rows, nullptr, nullptr);
         }
       });

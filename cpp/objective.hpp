@@ -14,6 +14,24 @@
 
 namespace sscrf {
 
+// Scores the tokens [tb, te) of one sequence into rows [te - tb][S] (checked
+// for overflow) and returns its chain, without masks.
+inline Chain scored_chain(const Corpus& corpus, const Layout& layout, const double* theta,
+                          const TransitionFactors& factors, int64_t tb, int64_t te,
+                          double* rows) {
+  score_tokens(corpus, tb, te, layout, theta, rows);
+  check_scores(rows, (te - tb) * layout.S);
+  Chain c;
+  c.n = te - tb;
+  c.S = layout.S;
+  c.emissions = rows;
+  c.transitions = theta + layout.transitions_offset();
+  c.start = theta + layout.start_offset();
+  c.end = theta + layout.end_offset();
+  c.factors = &factors;
+  return c;
+}
+
 // Evaluates Σ_seq kernel(seq) and its gradient with respect to theta
 // (layout of Layout), writing the gradient into grad [n_parameters].
 //
@@ -35,10 +53,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
                         const uint8_t* active = nullptr) {
   const int S = layout.S;
   const int64_t SS = static_cast<int64_t>(S) * S;
-  const double* W = theta;
   const double* T = theta + layout.transitions_offset();
-  const double* start = theta + layout.start_offset();
-  const double* end = theta + layout.end_offset();
   std::fill(grad, grad + layout.n_parameters(), 0.0);
   double* grad_T = grad + layout.transitions_offset();
   double* grad_start = grad + layout.start_offset();
@@ -67,16 +82,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
             std::fill(E, E + (te - tb) * S, 0.0);
             continue;
           }
-          score_tokens(corpus, tb, te, layout, W, E);
-          check_scores(E, (te - tb) * S);
-          Chain c;
-          c.n = te - tb;
-          c.S = S;
-          c.emissions = E;
-          c.transitions = T;
-          c.start = start;
-          c.end = end;
-          c.factors = &factors;
+          const Chain c = scored_chain(corpus, layout, theta, factors, tb, te, E);
           sums[0] += kernel(s, c, ws, E, sums + 1);
         }
       });
@@ -124,18 +130,9 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
       if (te == tb) return;
       Workspace& ws = workspaces[thread_id()];
       ws.emissions.resize(static_cast<size_t>(te - tb) * S);
-      score_tokens(corpus, tb, te, layout, theta, ws.emissions.data());
-      check_scores(ws.emissions.data(), (te - tb) * S);
-      Chain c;
-      c.n = te - tb;
-      c.S = S;
-      c.emissions = ws.emissions.data();
-      c.transitions = T;
-      c.start = theta + layout.start_offset();
-      c.end = theta + layout.end_offset();
+      Chain c = scored_chain(corpus, layout, theta, factors, tb, te, ws.emissions.data());
       c.node_mask = use_mask ? corpus.mask_at(tb) : nullptr;
       c.edge_mask = use_mask && te - tb > 1 ? corpus.edge_mask_from(tb) : nullptr;
-      c.factors = &factors;
       f(s, c, ws);
     });
   }

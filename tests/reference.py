@@ -267,3 +267,41 @@ def node_marginal_at(E, T, t, start=None, end=None):
         log_beta = _logsumexp(right + end[None, :], axis=1)
     x = log_alpha + log_beta
     return np.exp(x - _logsumexp(x, axis=0))
+
+
+def random_corpus(rng, n_sentences, max_len, A, S, max_attrs=3):
+    """CSR arrays of a random labeled corpus plus its dense design matrix.
+
+    Tokens get 0..max_attrs distinct attributes with values in [-2, 2]
+    (negatives included); some tokens have none.
+
+    Returns
+    -------
+    dict with indptr (N+1,) int64, indices (nnz,) int32, values (nnz,),
+    offsets (n_sentences+1,) int64, labels (N,) int32, X (N, A) dense.
+    """
+    lengths = rng.integers(1, max_len + 1, size=n_sentences)
+    N = int(lengths.sum())
+    indptr = [0]
+    indices, values = [], []
+    X = np.zeros((N, A))
+    for t in range(N):
+        k = int(rng.integers(0, min(max_attrs, A) + 1))
+        ids = np.sort(rng.choice(A, size=k, replace=False))
+        vals = rng.uniform(-2.0, 2.0, size=k)
+        indices.extend(ids.tolist())
+        values.extend(vals.tolist())
+        X[t, ids] = vals
+        indptr.append(len(indices))
+    offsets = np.zeros(n_sentences + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return dict(
+        indptr=np.array(indptr, dtype=np.int64),
+        indices=np.array(indices, dtype=np.int32),
+        values=np.array(values, dtype=np.float64),
+        offsets=offsets,
+        labels=rng.integers(0, S, size=N).astype(np.int32),
+        X=X,
+        A=A,
+        S=S,
+    )

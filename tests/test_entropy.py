@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sscrf
-from reference import all_labelings, brute_force, random_chain
+from reference import all_labelings, brute_force, random_chain, random_corpus
 from sscrf import _core, lattice
 from sscrf.objectives import OBJECTIVES
 
@@ -665,24 +665,6 @@ def test_jiao_pair_marginals_bad_positions(u, v):
 # ---------------------------------------------------------------------------
 
 
-def tiny_corpus(rng, n_sentences=6, max_len=5, A=6, S=3, max_attrs=3):
-    """Sparse unlabeled corpus (CSR) and its dense design matrix X (N, A)."""
-    lengths = rng.integers(1, max_len + 1, size=n_sentences)
-    N = int(lengths.sum())
-    indptr, indices, values = [0], [], []
-    X = np.zeros((N, A))
-    for t in range(N):
-        k = int(rng.integers(0, min(max_attrs, A) + 1))
-        ids = np.sort(rng.choice(A, size=k, replace=False))
-        vals = rng.uniform(-2.0, 2.0, size=k)
-        indices.extend(ids.tolist())
-        values.extend(vals.tolist())
-        X[t, ids] = vals
-        indptr.append(len(indices))
-    offsets = np.zeros(n_sentences + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return dict(indptr=np.array(indptr, dtype=np.int64), indices=np.array(indices, np.int32),
-                values=np.array(values), offsets=offsets, X=X, A=A, S=S)
 
 
 def layout_arrays(kind, rng, A, S):
@@ -735,7 +717,7 @@ def brute_entropy_term(data, row_ptr, label_ids, theta, weights):
 
 def term_setup(seed, kind, weighted, S=3, scale=0.8):
     rng = np.random.default_rng(seed)
-    data = tiny_corpus(rng, S=S)
+    data = random_corpus(rng, 6, 5, 6, S)  # its labels are not used
     row_ptr, label_ids = layout_arrays(kind, rng, data["A"], S)
     layout = _core.Layout(row_ptr, label_ids, S)
     weights = rng.uniform(0.0, 3.0, size=len(data["offsets"]) - 1) if weighted else None
