@@ -13,6 +13,7 @@
 #include "linear_layer.hpp"
 #include "objective.hpp"
 #include "parallel.hpp"
+#include "vector_passes.hpp"
 
 namespace py = pybind11;
 using namespace sscrf;
@@ -325,6 +326,42 @@ void require_labels(const Corpus& corpus, const Layout& layout) {
     if (y >= layout.S) fail("label id " + std::to_string(y) + " out of range for " + std::to_string(layout.S) + " labels");
 }
 
+// A float64, 1-D, C-contiguous array of n entries (any n when n < 0), used in
+// place: the optimiser's vectors are never copied, and a converted copy of an
+// output would silently drop the result.
+double* parameter_vector(const py::handle& o, int64_t n, bool writable, const std::string& name) {
+  if (!py::isinstance<py::array>(o)) fail(name + " must be a numpy array");
+  auto a = py::reinterpret_borrow<py::array>(o);
+  if (!a.dtype().is(py::dtype::of<double>()) || a.ndim() != 1 ||
+      !(a.flags() & py::array::c_style))
+    fail(name + " must be a 1-D C-contiguous float64 array");
+  if (n >= 0 && a.shape(0) != n)
+    fail(name + " must have " + std::to_string(n) + " entries, got " + std::to_string(a.shape(0)));
+  if (writable && !a.writeable()) fail(name + " must be writable");
+  return static_cast<double*>(const_cast<void*>(a.data()));
+}
+
+// The gradient output of an objective: a new array, or `out` (validated,
+// written in place, so that the optimiser reuses one buffer).
+struct GradientOutput {
+  py::array array;
+  double* data;
+};
+
+GradientOutput gradient_output(const py::object& out_o, const Layout& layout,
+                               const Doubles& theta) {
+  if (out_o.is_none()) {
+    py::array_t<double> grad(layout.n_parameters());
+    double* p = grad.mutable_data();
+    return {grad, p};
+  }
+  double* p = parameter_vector(out_o, layout.n_parameters(), true, "out");
+  const double* t = theta.data();
+  if (p < t + theta.size() && t < p + layout.n_parameters())
+    fail("out must not overlap theta");
+  return {py::reinterpret_borrow<py::array>(out_o), p};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -481,27 +518,30 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("n_parameters", &Layout::n_parameters);
 
   m.def("likelihood",
-        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           py::object out_o) {
           auto theta = checked_theta(corpus, layout, theta_o, false);
           require_labels(corpus, layout);
           checked_threads(n_threads);
-          py::array_t<double> grad(layout.n_parameters());
-          double* g = grad.mutable_data();
+          auto grad = gradient_output(out_o, layout, theta);
+          double* g = grad.data;
           double loss;
           {
             py::gil_scoped_release release;
             loss = likelihood_objective(corpus, layout, theta.data(), g, n_threads);
           }
-          return py::make_tuple(loss, grad);
+          return py::make_tuple(loss, grad.array);
         },
-        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("out") = py::none());
 
   m.def("partial_likelihood",
-        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           py::object out_o) {
           auto theta = checked_theta(corpus, layout, theta_o, true);
           checked_threads(n_threads);
-          py::array_t<double> grad(layout.n_parameters());
-          double* g = grad.mutable_data();
+          auto grad = gradient_output(out_o, layout, theta);
+          double* g = grad.data;
           double loss;
           try {
             py::gil_scoped_release release;
@@ -509,9 +549,10 @@ PYBIND11_MODULE(_core, m) {
           } catch (const NoLabeling&) {
             fail("the allowed label sets leave no labeling for some sentence");
           }
-          return py::make_tuple(loss, grad);
+          return py::make_tuple(loss, grad.array);
         },
-        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("out") = py::none());
 
   m.def("viterbi_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
@@ -673,22 +714,22 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("entropy_objective",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
-           const std::string& method) {
+           const std::string& method, py::object out_o) {
           if (method != "fast" && method != "jiao")
             fail("method must be 'fast' or 'jiao', got '" + method + "'");
           auto theta = checked_theta(corpus, layout, theta_o, false);
           checked_threads(n_threads);
-          py::array_t<double> grad(layout.n_parameters());
-          double* g = grad.mutable_data();
+          auto grad = gradient_output(out_o, layout, theta);
+          double* g = grad.data;
           double loss;
           {
             py::gil_scoped_release release;
             loss = entropy_objective(corpus, layout, theta.data(), g, n_threads, method == "jiao");
           }
-          return py::make_tuple(loss, grad);
+          return py::make_tuple(loss, grad.array);
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
-        py::arg("method") = "fast");
+        py::arg("method") = "fast", py::arg("out") = py::none());
 
   m.def("entropy_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
@@ -743,7 +784,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("ge_gradient",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
-           const ConstraintFirings& firings, py::object score_weights_o) {
+           const ConstraintFirings& firings, py::object score_weights_o, py::object out_o) {
           auto theta = checked_theta(corpus, layout, theta_o, false);
           checked_threads(n_threads);
           checked_firings(firings, corpus);
@@ -752,14 +793,115 @@ PYBIND11_MODULE(_core, m) {
               weights.shape(0) != firings.n_constraints)
             fail("score_weights must be a float array (n_constraints, S)");
           require_finite(weights.data(), weights.size(), "score_weights");
-          py::array_t<double> grad(layout.n_parameters());
-          double* g = grad.mutable_data();
+          auto grad = gradient_output(out_o, layout, theta);
+          double* g = grad.data;
           {
             py::gil_scoped_release release;
             ge_gradient(corpus, layout, theta.data(), g, n_threads, firings, weights.data());
           }
-          return grad;
+          return grad.array;
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
-        py::arg("firings"), py::arg("score_weights"));
+        py::arg("firings"), py::arg("score_weights"), py::arg("out") = py::none());
+
+  // ---- optimiser vector passes (deterministic for any thread count) ---------------
+
+  m.def("dot_products",
+        [](py::sequence vectors_o, py::object pairs_o, int n_threads) {
+          checked_threads(n_threads);
+          std::vector<const double*> vectors;
+          int64_t n = -1;
+          for (size_t j = 0; j < vectors_o.size(); ++j) {
+            const std::string name = "vectors[" + std::to_string(j) + "]";
+            vectors.push_back(parameter_vector(vectors_o[j], n, false, name));
+            n = py::reinterpret_borrow<py::array>(vectors_o[j]).shape(0);
+          }
+          auto pairs_a = Array<int64_t>::ensure(pairs_o);
+          if (!pairs_a || pairs_a.ndim() != 2 || pairs_a.shape(1) != 2)
+            fail("pairs must be an int array of shape (n_pairs, 2)");
+          std::vector<std::pair<int, int>> pairs;
+          for (py::ssize_t p = 0; p < pairs_a.shape(0); ++p) {
+            const int64_t i = pairs_a.at(p, 0), j = pairs_a.at(p, 1);
+            if (i < 0 || j < 0 || i >= static_cast<int64_t>(vectors.size()) ||
+                j >= static_cast<int64_t>(vectors.size()))
+              fail("pairs[" + std::to_string(p) + "] names a vector out of range [0, " +
+                   std::to_string(vectors.size()) + ")");
+            pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
+          }
+          py::array_t<double> out(static_cast<py::ssize_t>(pairs.size()));
+          double* o = out.mutable_data();
+          {
+            py::gil_scoped_release release;
+            dot_products(vectors, pairs, std::max<int64_t>(n, 0), o, n_threads);
+          }
+          return out;
+        },
+        py::arg("vectors"), py::arg("pairs"), py::arg("n_threads"),
+        "Dot products vectors[i]·vectors[j] for each row (i, j) of pairs, in one pass.");
+
+  m.def("linear_combination",
+        [](py::object out_o, py::object coefficients_o, py::sequence vectors_o,
+           py::object reference_o, bool confine, int n_threads) {
+          checked_threads(n_threads);
+          double* out = parameter_vector(out_o, -1, true, "out");
+          const int64_t n = py::reinterpret_borrow<py::array>(out_o).shape(0);
+          const double* reference = parameter_vector(reference_o, n, false, "reference");
+          auto c = Doubles::ensure(coefficients_o);
+          if (!c || c.ndim() != 1 || c.shape(0) != static_cast<py::ssize_t>(vectors_o.size()))
+            fail("coefficients must be a 1-D float array with one entry per vector");
+          require_finite(c.data(), c.size(), "coefficients");
+          std::vector<double> coefficients(c.data(), c.data() + c.size());
+          std::vector<const double*> vectors;
+          for (size_t j = 0; j < vectors_o.size(); ++j)
+            vectors.push_back(parameter_vector(vectors_o[j], n, false,
+                                               "vectors[" + std::to_string(j) + "]"));
+          py::gil_scoped_release release;
+          return linear_combination(out, coefficients, vectors, reference, confine, n, n_threads);
+        },
+        py::arg("out"), py::arg("coefficients"), py::arg("vectors"), py::arg("reference"),
+        py::arg("confine"), py::arg("n_threads"),
+        "out = Σ coefficients[j]·vectors[j] (entries with out·reference >= 0 set to 0 when "
+        "confine); returns reference·out. out may be one of the inputs.");
+
+  m.def("step_along",
+        [](py::object out_o, py::object x_o, double alpha, py::object d_o, int n_threads) {
+          checked_threads(n_threads);
+          double* out = parameter_vector(out_o, -1, true, "out");
+          const int64_t n = py::reinterpret_borrow<py::array>(out_o).shape(0);
+          const double* x = parameter_vector(x_o, n, false, "x");
+          const double* d = parameter_vector(d_o, n, false, "d");
+          py::gil_scoped_release release;
+          step_along(out, x, alpha, d, n, n_threads);
+        },
+        py::arg("out"), py::arg("x"), py::arg("alpha"), py::arg("d"), py::arg("n_threads"),
+        "out = x + alpha·d.");
+
+  m.def("secant_pair",
+        [](py::object x_o, py::object trial_o, py::object gradient_o, py::object previous_o,
+           py::object step_o, int n_threads) {
+          checked_threads(n_threads);
+          double* x = parameter_vector(x_o, -1, true, "x");
+          const int64_t n = py::reinterpret_borrow<py::array>(x_o).shape(0);
+          const double* trial = parameter_vector(trial_o, n, false, "trial");
+          const double* gradient = parameter_vector(gradient_o, n, false, "gradient");
+          double* previous = parameter_vector(previous_o, n, true, "previous_gradient");
+          double* step = parameter_vector(step_o, n, true, "step");
+          py::gil_scoped_release release;
+          secant_pair(x, trial, gradient, previous, step, n, n_threads);
+        },
+        py::arg("x"), py::arg("trial"), py::arg("gradient"), py::arg("previous_gradient"),
+        py::arg("step"), py::arg("n_threads"),
+        "step = trial − x, then x = trial; previous_gradient = gradient − previous_gradient.");
+
+  m.def("add_l2_prior",
+        [](py::object theta_o, py::object grad_o, double c2, int n_threads) {
+          checked_threads(n_threads);
+          const double* theta = parameter_vector(theta_o, -1, false, "theta");
+          const int64_t n = py::reinterpret_borrow<py::array>(theta_o).shape(0);
+          double* grad = parameter_vector(grad_o, n, true, "grad");
+          py::gil_scoped_release release;
+          return add_l2_prior(theta, grad, c2, n, n_threads);
+        },
+        py::arg("theta"), py::arg("grad"), py::arg("c2"), py::arg("n_threads"),
+        "grad += 2·c2·theta; returns theta·theta.");
 }

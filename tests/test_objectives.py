@@ -550,3 +550,35 @@ def test_partial_likelihood_bit_identical_across_thread_counts():
         assert loss == results[0][0]
         assert grad.tobytes() == results[0][1].tobytes()
     assert results[0][0] > 0 and np.any(results[0][1] != 0)
+
+
+def test_reused_gradient_buffer_gives_the_same_results_and_out_is_checked():
+    data, row_ptr, label_ids, weights, layout, theta = setup(4, "observed", True)
+    corpus = corpus_of(data, weights)
+    fresh = Objective([OBJECTIVES["likelihood"](corpus, layout, 1)], 0.3)
+    reused = Objective([OBJECTIVES["likelihood"](corpus, layout, 1),
+                        OBJECTIVES["likelihood"](corpus, layout, 2, weight=0.5)], 0.3,
+                       n_threads=2, reuse_gradient=True)
+    loss, grad = fresh(theta)
+    other = theta + 0.1
+    first = reused(other)[1]
+    loss2, grad2 = reused(theta)
+    assert grad2 is first                       # one buffer, overwritten
+    assert fresh(other)[1] is not fresh(theta)[1]
+    half = OBJECTIVES["likelihood"](corpus, layout, 1).value_and_gradient(theta)
+    assert loss2 == pytest.approx(loss + 0.5 * half[0], rel=1e-13)
+    np.testing.assert_allclose(grad2, grad + 0.5 * half[1], rtol=1e-12, atol=1e-12)
+    # out written in place and returned; bad buffers refused before any work
+    out = np.full(layout.n_parameters, np.nan)
+    value, g = _core.likelihood(corpus, layout, theta, 1, out=out)
+    assert g is out and value == half[0]
+    np.testing.assert_array_equal(out, half[1])
+    shared = np.concatenate([theta, np.zeros(layout.n_parameters)])
+    with pytest.raises(ValueError, match="overlap"):
+        _core.likelihood(corpus, layout, shared[:layout.n_parameters],
+                         1, out=shared[:layout.n_parameters])
+    with pytest.raises(ValueError, match="entries"):
+        _core.likelihood(corpus, layout, theta, 1, out=np.empty(layout.n_parameters + 1))
+    with pytest.raises(ValueError, match="float64"):
+        _core.likelihood(corpus, layout, theta, 1,
+                         out=np.empty(layout.n_parameters, dtype=np.float32))

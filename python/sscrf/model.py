@@ -271,18 +271,20 @@ class CRF:
             callback = self._checkpointing(callback, checkpoint, checkpoint_every)
         options = dict(max_iterations=self.max_iterations, epsilon=self.epsilon,
                        period=self.period, delta=self.delta, callback=callback,
-                       verbose=self.verbose, c1=self.c1)
+                       verbose=self.verbose, c1=self.c1, n_threads=n_threads)
         stages = {}
         if len(terms) > len(supervised) and supervised and init is None:
             # Non-concave objective: start from the supervised optimum.
             if self.verbose:
                 print("stage 1/2: supervised warm start", file=sys.stderr)
-            warm = minimize(Objective(supervised, self.c2), theta0, **options)
+            warm = minimize(Objective(supervised, self.c2, n_threads, reuse_gradient=True),
+                            theta0, **options)
             stages["supervised"] = _training_record(warm)
             theta0 = warm.theta
             if self.verbose:
                 print("stage 2/2: with unlabeled data", file=sys.stderr)
-        result = minimize(Objective(terms, self.c2), theta0, **options)
+        result = minimize(Objective(terms, self.c2, n_threads, reuse_gradient=True), theta0,
+                          **options)
         self.coef_ = result.theta
         self.training_ = _training_record(result)
         if stages:

@@ -25,13 +25,28 @@ line search's trial point and the previous gradient live in the history row
 that the step is about to recycle (its oldest pair, or an unused row), so they
 cost nothing extra. Add the gradient array ``fun`` returns: the optimiser drops
 its reference to the previous one before it calls ``fun`` again, so one is alive
-when ``fun`` keeps none. Total ``(2m + 3)·8`` bytes per parameter — 120 B for
-the default ``m = 6``, 1.2 GB for 10 million parameters. Element-wise work (the
-two-loop's ``y += a·x``, the pseudo-gradient, the orthant projection) runs in
-blocks of 32768 entries, so its temporaries come to about 1 MiB whatever
-``P``; no other array has ``P`` entries, except one more ``(P,)`` array
-allocated only if a line search rejects a trial point that is lower than the
-point it accepts (see "Best point").
+when ``fun`` keeps none (or reuses one buffer). Total ``(2m + 3)·8`` bytes per
+parameter — 120 B for the default ``m = 6``, 1.2 GB for 10 million parameters.
+OWL-QN's element-wise work (the pseudo-gradient, the orthant projection) runs
+in numpy blocks of 32768 entries, so its temporaries come to about 1 MiB
+whatever ``P``; no other array has ``P`` entries, except one more ``(P,)``
+array allocated only if a line search rejects a trial point that is lower than
+the point it accepts (see "Best point").
+
+Vector work
+-----------
+With millions of parameters the optimiser's passes over ``P``-vectors are
+memory-bound and, done as separate numpy operations (the two-loop recursion
+alone is ``4m`` of them), cost more than a dense CRF's loss and gradient. The
+direction is therefore computed *vector-free* (Chen, Wang & Zhou, "Large-scale
+L-BFGS using MapReduce", NIPS 2014): ``H·v`` is a linear combination of the
+basis ``s_1..s_m, y_1..y_m, v``, and the two-loop recursion runs on its
+``(2m+1)²`` Gram matrix. Each iteration then makes two compiled passes over
+the history — one pass of dot products (the new pair and the new ``v``
+against the basis, and ``‖x‖²``), one linear combination — plus the step
+``x + α·d`` and one ``g·d`` per trial, all threaded (``n_threads``) over fixed
+blocks in :mod:`sscrf._core`, so their sums have the same bits for any thread
+count.
 
 Best point
 ----------
@@ -60,8 +75,9 @@ a minimum they stop at ``F``'s rounding error ("line search failed: ..."), at
 about ``‖x − x*‖ ~ sqrt(ε·|F|/λ_min)`` (ε = 2.2e-16); a smaller ``epsilon``
 cannot go further.
 
-Threads: the vector operations are ``numpy`` ufuncs and ``einsum`` dot
-products, which never start BLAS threads.
+Threads: the vector passes use ``n_threads`` OpenMP threads with sums over
+fixed blocks (bit-identical for any thread count); the remaining numpy work
+never starts BLAS threads.
 """
 
 import math
@@ -69,6 +85,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _core
 from .errors import SscrfError
 
 _BLOCK = 1 << 15       # entries per block of element-wise work (256 KiB per temporary)
@@ -119,7 +136,7 @@ class NonFiniteObjective(SscrfError):
 
 
 def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period=10,
-          delta=1e-5, callback=None, max_linesearch=20):
+          delta=1e-5, callback=None, max_linesearch=20, n_threads=1):
     """Minimise ``f(x) + c1·‖x‖₁`` by L-BFGS (``c1 = 0``) or OWL-QN (``c1 > 0``).
 
     Parameters
@@ -148,6 +165,9 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
     max_linesearch : int
         Evaluations allowed per line search; when they run out the optimiser
         stops with the best point so far.
+    n_threads : int
+        Threads for the passes over parameter vectors (results do not depend
+        on it).
 
     Returns
     -------
@@ -170,7 +190,7 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
                 and math.isfinite(value)) or (low is not None and value < low):
             raise SscrfError(f"{name} must be a finite number{'' if low is None else f' >= {low}'},"
                              f" got {value!r}")
-    run = _Run(fun, x0, c1, memory, max_iterations, max_linesearch)
+    run = _Run(fun, x0, c1, memory, max_iterations, max_linesearch, n_threads)
     try:
         reason = run.minimise(int(max_iterations), float(epsilon), int(period), float(delta),
                               callback)
@@ -187,11 +207,14 @@ class _Run:
     """State of one minimisation. ``best`` is ``(array, None, F)`` or, while a
     line search runs, ``(None, alpha, F)`` for its trial at step ``alpha``."""
 
-    def __init__(self, fun, x0, c1, memory, max_iterations, max_linesearch):
+    def __init__(self, fun, x0, c1, memory, max_iterations, max_linesearch, n_threads):
         for name, value, low in (("memory", memory, 1), ("max_iterations", max_iterations, 0),
                                  ("max_linesearch", max_linesearch, 1)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
                 raise SscrfError(f"{name} must be an integer >= {low}, got {value!r}")
+        if (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
+                or not 1 <= n_threads <= 1024):
+            raise SscrfError(f"n_threads must be an integer in [1, 1024], got {n_threads!r}")
         if not (isinstance(c1, (int, float, np.integer, np.floating)) and math.isfinite(c1)
                 and c1 >= 0):
             raise SscrfError(f"c1 must be a finite number >= 0, got {c1!r}")
@@ -202,16 +225,22 @@ class _Run:
         rows = max(1, min(int(memory), int(max_iterations)))
         self.fun, self.c1, self.l1 = fun, float(c1), c1 > 0
         self.max_linesearch = int(max_linesearch)
+        self.n_threads = int(n_threads)
         self.x = x                               # (P,) the iterate
-        self.d = np.empty(n)                     # (P,) search direction; also the two-loop's q
+        self.d = np.empty(n)                     # (P,) search direction; OWL-QN's pseudo-gradient
         self.S = np.empty((rows, n))             # (m, P) ring buffer of steps s = x_{k+1} − x_k
         self.Y = np.empty((rows, n))             # (m, P) ring buffer of y = g_{k+1} − g_k
         self.rho = np.zeros(rows)                # (m,) 1 / (s·y) per row
         self.gamma = 1.0                         # s·y / y·y of the newest pair: H0 = gamma·I
         self.order = []                          # rows holding pairs, oldest first
+        # Gram matrix of the basis [S rows | Y rows | v], v being the vector the
+        # direction is built from (the gradient, or OWL-QN's pseudo-gradient):
+        # entries between rows in `order` and v are current.
+        self.gram = np.zeros((2 * rows + 1, 2 * rows + 1))
+        self.v = None                            # v while the direction is computed
+        self.x_norm2 = 0.0                       # ‖x‖² at the iterate
         self.T = self.G0 = None                  # the recycled row: trial point, previous gradient
         self.blocks = [(a, min(a + _BLOCK, n)) for a in range(0, n, _BLOCK)]
-        self.scratch = np.empty(min(n, _BLOCK))
         self.spare = None                        # (P,) only once a rejected trial must be kept
         self.best = (x, None, math.inf)
         self.n_iterations = self.n_evaluations = 0
@@ -220,28 +249,31 @@ class _Run:
     # -- the outer loop -------------------------------------------------------------
 
     def minimise(self, max_iterations, epsilon, period, delta, callback):
-        x, d = self.x, self.d
+        x, rows = self.x, self.S.shape[0]
         f, g = self.evaluate(x)
         F = f + self.c1 * self.l1_norm(x) if self.l1 else f
         self.best = (x, None, F)
-        if self.gradient_norm(g) / max(1.0, math.sqrt(_dot(x, x))) < epsilon:
+        self.measure(g, None)
+        if self.converged(epsilon):
             return "gradient norm below epsilon"
         while self.n_iterations < max_iterations:
-            gd = self.direction(g)
+            gd = self.direction()
             if not gd < 0.0 and self.order:
                 # Not a descent direction (rounding, or the orthant constraint
                 # removed every component): forget the pairs, take steepest descent.
                 self.order.clear()
-                gd = self.direction(g)
+                gd = self.direction()
+            self.v = None                        # fun's gradient may be freed below
             if not gd < 0.0:
                 return "gradient is zero"
-            alpha = 1.0 if self.order else 1.0 / math.sqrt(_dot(d, d))  # libLBFGS's first step
-            if len(self.order) == self.S.shape[0]:
-                slot = self.order.pop(0)         # the oldest pair, already used by the two-loop
+            # libLBFGS's first step: unit length (‖d‖ = ‖v‖ for steepest descent)
+            alpha = 1.0 if self.order else 1.0 / math.sqrt(self.gram[2 * rows, 2 * rows])
+            if len(self.order) == rows:
+                slot = self.order.pop(0)         # the oldest pair, already used by the direction
             else:
-                slot = min(set(range(self.S.shape[0])) - set(self.order))
+                slot = min(set(range(rows)) - set(self.order))
             self.T, self.G0 = self.S[slot], self.Y[slot]
-            self.G0[...] = g                     # keep g here so that fun's array can be freed
+            np.copyto(self.G0, g)                # keep g here so that fun's array can be freed
             g = None
             found = self.backtrack(F, alpha) if self.l1 else self.wolfe(f, gd, alpha)
             if found is None:
@@ -256,17 +288,23 @@ class _Run:
             self.history.append(F)
             if callback is not None and callback(k, F, x):
                 return "stopped by callback"
-            if self.gradient_norm(g) / max(1.0, math.sqrt(_dot(x, x))) < epsilon:
+            if self.converged(epsilon):
                 return "gradient norm below epsilon"
             if k > period and F != 0.0 and (self.history[-1 - period] - F) / abs(F) < delta:
                 return f"improvement over {period} iterations below delta"
         return "reached max_iterations"
 
+    def converged(self, epsilon):
+        """``‖v‖ / max(1, ‖x‖) < epsilon`` at the iterate (v: gradient or pseudo-gradient)."""
+        rows = self.S.shape[0]
+        v_norm = math.sqrt(self.gram[2 * rows, 2 * rows])
+        return v_norm / max(1.0, math.sqrt(self.x_norm2)) < epsilon
+
     def evaluate(self, x):
         f, g = self.fun(x)
         self.n_evaluations += 1
         f = float(f)
-        g = np.asarray(g, dtype=np.float64)
+        g = np.ascontiguousarray(g, dtype=np.float64)
         if g.shape != x.shape:
             raise SscrfError(f"fun returned a gradient of shape {g.shape}, expected {x.shape}")
         # A finite sum proves every entry finite; otherwise check entry by entry
@@ -279,43 +317,65 @@ class _Run:
                 "the best point so far is in this exception's .result")
         return f, g
 
-    # -- direction: two-loop recursion (N&W Alg. 7.4) -------------------------------
+    def dot(self, a, b):
+        return float(_core.dot_products([a, b], [[0, 1]], self.n_threads)[0])
 
-    def direction(self, g):
-        """Set ``d = −H·v`` (``v``: gradient, or pseudo-gradient for L1), confined to
-        ``v``'s orthant for OWL-QN; return ``v·d``."""
-        d, S, Y, rho = self.d, self.S, self.Y, self.rho
+    # -- direction: two-loop recursion on the Gram matrix ---------------------------
+
+    def measure(self, g, slot):
+        """Form ``v`` from the gradient ``g`` at the iterate and, in one pass, the
+        dot products the next direction needs: those of the new pair in ``slot``
+        (if any) and of ``v`` with the basis, and ``‖x‖²``."""
+        rows = self.S.shape[0]
         if self.l1:
             for a, b in self.blocks:
-                d[a:b] = _pseudo_gradient(g[a:b], self.x[a:b], self.c1)
+                self.d[a:b] = _pseudo_gradient(g[a:b], self.x[a:b], self.c1)
+            self.v = self.d
         else:
-            d[...] = g
-        coefficients = []
-        for r in reversed(self.order):           # newest to oldest: a_i = ρ_i s_i·q, q −= a_i y_i
-            coefficient = rho[r] * _dot(S[r], d)
-            self.axpy(-coefficient, Y[r], d)
-            coefficients.append(coefficient)
-        if self.order:
-            d *= self.gamma                      # r = H0·q
-        for r, coefficient in zip(self.order, reversed(coefficients)):
-            beta = rho[r] * _dot(Y[r], d)        # oldest to newest: r += s_i (a_i − ρ_i y_i·r)
-            self.axpy(coefficient - beta, S[r], d)
-        np.negative(d, out=d)
-        if not self.l1:
-            return _dot(g, d)
-        gd = 0.0
-        for a, b in self.blocks:                 # keep only components that agree with −pg
-            pg, db = _pseudo_gradient(g[a:b], self.x[a:b], self.c1), d[a:b]
-            db[db * pg >= 0.0] = 0.0
-            gd += _dot(pg, db)
-        return gd
+            self.v = g
+        old = list(self.order)
+        vectors = [self.S[r] for r in old] + [self.Y[r] for r in old]
+        where = old + [rows + r for r in old]    # Gram index of each vector
+        pairs = []
+        if slot is not None:
+            i_s, i_y = len(vectors), len(vectors) + 1
+            vectors += [self.S[slot], self.Y[slot]]
+            where += [slot, rows + slot]
+            pairs += [(i, j) for i in (i_s, i_y) for j in range(i_s)]
+            pairs += [(i_s, i_s), (i_s, i_y), (i_y, i_y)]
+        i_v = len(vectors)
+        vectors += [self.v, self.x]
+        where.append(2 * rows)
+        pairs += [(i_v, j) for j in range(i_v + 1)] + [(i_v + 1, i_v + 1)]
+        dots = _core.dot_products(vectors, np.array(pairs, dtype=np.int64), self.n_threads)
+        for (i, j), value in zip(pairs[:-1], dots[:-1]):
+            self.gram[where[i], where[j]] = self.gram[where[j], where[i]] = value
+        self.x_norm2 = float(dots[-1])
 
-    def axpy(self, a, v, out):
-        """``out += a·v`` block by block through the scratch block."""
-        for lo, hi in self.blocks:
-            t, o = self.scratch[:hi - lo], out[lo:hi]
-            np.multiply(v[lo:hi], a, out=t)
-            np.add(o, t, out=o)
+    def direction(self):
+        """Set ``d = −H·v``, confined to ``v``'s orthant for OWL-QN; return ``v·d``.
+
+        The two-loop recursion (Nocedal & Wright, Alg. 7.4) on coefficients:
+        ``q = Σ_j δ_j b_j`` over the basis ``b = [s_i…, y_i…, v]``, so each
+        ``s_i·q`` and ``y_i·r`` is a row of the Gram matrix times ``δ``."""
+        rows, order = self.S.shape[0], self.order
+        k = len(order)
+        basis = order + [rows + r for r in order] + [2 * rows]
+        gram = self.gram[np.ix_(basis, basis)]
+        delta = np.zeros(2 * k + 1)
+        delta[-1] = 1.0
+        alphas = np.zeros(k)
+        for i in reversed(range(k)):             # newest to oldest: a_i = ρ_i s_i·q, q −= a_i y_i
+            alphas[i] = self.rho[order[i]] * float(gram[i] @ delta)
+            delta[k + i] -= alphas[i]
+        if k:
+            delta *= self.gamma                  # r = H0·q
+        for i in range(k):                       # oldest to newest: r += s_i (a_i − ρ_i y_i·r)
+            beta = self.rho[order[i]] * float(gram[k + i] @ delta)
+            delta[i] += alphas[i] - beta
+        vectors = [self.S[r] for r in order] + [self.Y[r] for r in order] + [self.v]
+        return _core.linear_combination(self.d, -delta, vectors, self.v, self.l1,
+                                        self.n_threads)
 
     # -- line searches --------------------------------------------------------------
 
@@ -325,8 +385,7 @@ class _Run:
         Returns ``(‖out‖₁, pg·(out − x))`` for OWL-QN, ``None`` otherwise.
         Deterministic in ``alpha`` while ``x``, ``d`` and ``G0`` are unchanged.
         """
-        np.multiply(self.d, alpha, out=out)
-        np.add(out, self.x, out=out)
+        _core.step_along(out, self.x, alpha, self.d, self.n_threads)
         if not self.l1:
             return None
         norm, step = 0.0, 0.0
@@ -367,7 +426,7 @@ class _Run:
             f, g = self.evaluate(self.T)
             self.note_trial(a, f)
             last["g"] = g
-            return f, _dot(g, self.d)
+            return f, self.dot(g, self.d)
 
         found = _strong_wolfe(phi, f0, gd0, alpha, self.max_linesearch)
         if found is None:
@@ -393,14 +452,14 @@ class _Run:
             self.best = (self.spare, None, best_F)
         elif array is None:
             self.best = (T, None, F)
-        np.subtract(T, x, out=d)                 # s = x_new − x
-        x[...] = T
+        _core.secant_pair(x, T, g, G0, d, self.n_threads)  # d = s = T − x, x = T, G0 = y
         if self.best[0] is T:
             self.best = (x, None, F)
-        T[...] = d
-        np.subtract(g, G0, out=G0)               # y = g_new − g
+        np.copyto(T, d)
         self.T = self.G0 = None
-        sy, yy = _dot(self.S[slot], self.Y[slot]), _dot(self.Y[slot], self.Y[slot])
+        self.measure(g, slot)
+        rows = self.S.shape[0]
+        sy, yy = self.gram[slot, rows + slot], self.gram[rows + slot, rows + slot]
         # Store the pair only with positive curvature, so that H stays positive
         # definite. Strong-Wolfe steps guarantee s·y > 0 up to rounding; OWL-QN's
         # backtracking does not on a nonconvex f. A skipped step still recycled
@@ -415,16 +474,6 @@ class _Run:
     def l1_norm(self, x):
         return sum(float(np.abs(x[a:b]).sum()) for a, b in self.blocks)
 
-    def gradient_norm(self, g):
-        """‖g‖, or ‖pseudo-gradient‖ for OWL-QN, at the iterate."""
-        if not self.l1:
-            return math.sqrt(_dot(g, g))
-        total = 0.0
-        for a, b in self.blocks:
-            pg = _pseudo_gradient(g[a:b], self.x[a:b], self.c1)
-            total += _dot(pg, pg)
-        return math.sqrt(total)
-
     def result(self, reason, copy):
         array, alpha, F = self.best
         if array is None:                        # a trial of the running line search
@@ -436,7 +485,7 @@ class _Run:
                               list(self.history))
 
     def release(self):
-        self.S = self.Y = self.T = self.G0 = self.d = self.spare = None
+        self.S = self.Y = self.T = self.G0 = self.d = self.spare = self.v = None
 
 
 def _dot(a, b):

@@ -432,9 +432,12 @@ class AlternativesLikelihood(Term):
         starts = np.flatnonzero(np.r_[True, self.groups[1:] != self.groups[:-1]])
         self._starts = starts
 
-    def _evaluate(self, theta):
+    def _evaluate(self, theta, out):
         if len(self.groups) == 0:
-            return 0.0, np.zeros(self.layout.n_parameters)
+            if out is None:
+                return 0.0, np.zeros(self.layout.n_parameters)
+            out.fill(0.0)
+            return 0.0, out
         lp = _core.log_probability_corpus(self.corpus, self.layout, theta, self.n_threads)
         top = np.maximum.reduceat(lp, self._starts)
         shifted = np.exp(lp - top[self.groups])
@@ -445,7 +448,7 @@ class AlternativesLikelihood(Term):
         value = -float(np.dot(w, log_sum))
         weighted = compile_corpus(self.features, labels=self.labels,
                                   weights=w[self.groups] * q)
-        _, grad = _core.likelihood(weighted, self.layout, theta, self.n_threads)
+        _, grad = _core.likelihood(weighted, self.layout, theta, self.n_threads, out=out)
         return value, grad
 
 

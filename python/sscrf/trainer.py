@@ -52,7 +52,7 @@ class NonFiniteLoss(SscrfError):
 
 
 def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
-             memory=6, callback=None, verbose=False, c1=0.0, use_scipy=False):
+             memory=6, callback=None, verbose=False, c1=0.0, use_scipy=False, n_threads=1):
     """Minimise ``objective(theta) -> (loss, grad)`` by L-BFGS.
 
     Parameters
@@ -78,6 +78,8 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
         Use scipy's L-BFGS-B (about 27 doubles per parameter) instead of
         sscrf's compact L-BFGS (:func:`sscrf.optimize.lbfgs`, 2m+3 vectors,
         15 doubles per parameter at m = 6), which is the default.
+    n_threads : int
+        Threads for sscrf's L-BFGS vector passes (results do not depend on it).
 
     Returns
     -------
@@ -91,6 +93,7 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
 
     def fun(theta):
         loss, grad = objective(theta)
+        grad = np.array(grad, dtype=np.float64)  # the objective may reuse its buffer
         counts["evaluations"] += 1
         if not (math.isfinite(loss) and np.all(np.isfinite(grad))):
             raise NonFiniteLoss(
@@ -124,7 +127,8 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
     if c1 > 0 or not use_scipy:
         return _minimize_owlqn(objective, theta0, c1, max_iterations=max_iterations,
                                epsilon=epsilon, period=period, delta=delta, memory=memory,
-                               callback=callback, show=show, started=started)
+                               callback=callback, show=show, started=started,
+                               n_threads=n_threads)
     stop_reason = None
     if max_iterations == 0:
         # scipy takes one step even with maxiter=0; zero means "evaluate the start".
@@ -167,7 +171,7 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
 
 
 def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, delta, memory,
-                    callback, show, started):
+                    callback, show, started, n_threads):
     from .optimize import NonFiniteObjective, lbfgs
 
     state = {"evaluations": 0}
@@ -183,7 +187,7 @@ def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, d
     try:
         r = lbfgs(fun, np.asarray(theta0, dtype=np.float64), c1=c1, memory=memory,
                   max_iterations=max_iterations, epsilon=epsilon, period=period, delta=delta,
-                  callback=on_iteration)
+                  callback=on_iteration, n_threads=n_threads)
     except KeyboardInterrupt as e:
         r = e.result
         warnings.warn(f"training interrupted after {r.n_iterations} iterations; keeping the "

@@ -1,0 +1,175 @@
+"""The optimiser's compiled vector passes (sscrf._core) against numpy, and the
+vector-free two-loop recursion against the textbook one.
+
+Vectors span several reduction blocks (8192 entries) and end in a partial
+block, so that block sums, their order and the tails are exercised; every
+result must have the same bits for any thread count.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from sscrf import _core
+from sscrf.optimize import _Run
+
+N = 3 * 8192 + 1237
+THREADS = (1, 2, 3, 8)
+
+
+@pytest.fixture
+def vectors():
+    rng = np.random.default_rng(7)
+    return [rng.standard_normal(N) * 10.0 ** rng.integers(-3, 4) for _ in range(5)]
+
+
+def test_dot_products_match_numpy_and_do_not_depend_on_threads(vectors):
+    pairs = np.array([[0, 1], [2, 2], [4, 3], [1, 0], [3, 3]])
+    results = [_core.dot_products(vectors, pairs, t) for t in THREADS]
+    want = [math.fsum(vectors[i] * vectors[j]) for i, j in pairs]
+    np.testing.assert_allclose(results[0], want, rtol=1e-12)
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes()
+    assert results[0][0] == results[0][3]          # the same sum in the same order
+    assert _core.dot_products([], np.zeros((0, 2), dtype=np.int64), 1).shape == (0,)
+    short = [v[:5] for v in vectors[:2]]            # under one stripe: the tail only
+    assert _core.dot_products(short, [[0, 1]], 2)[0] == pytest.approx(short[0] @ short[1],
+                                                                      rel=1e-14)
+
+
+@pytest.mark.parametrize("confine", [False, True])
+def test_linear_combination_matches_numpy(vectors, confine):
+    c = np.array([0.5, -1.25, 2.0])
+    reference = vectors[3]
+    want = c[0] * vectors[0] + c[1] * vectors[1] + c[2] * vectors[2]
+    if confine:
+        want[want * reference >= 0.0] = 0.0
+        assert np.count_nonzero(want) not in (0, N)
+    outs, dots = [], []
+    for t in THREADS:
+        out = np.full(N, np.nan)
+        dots.append(_core.linear_combination(out, c, vectors[:3], reference, confine, t))
+        outs.append(out)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-13, atol=1e-12 * np.abs(want).max())
+    assert dots[0] == pytest.approx(math.fsum(outs[0] * reference), rel=1e-12)
+    for out, d in zip(outs[1:], dots[1:]):
+        assert out.tobytes() == outs[0].tobytes() and d == dots[0]
+
+
+def test_linear_combination_may_write_over_an_input_and_the_reference(vectors):
+    # OWL-QN keeps the pseudo-gradient in d and builds d from it in place.
+    c = np.array([-0.5, 3.0])
+    want = c[0] * vectors[0] + c[1] * vectors[1]
+    want[want * vectors[0] >= 0.0] = 0.0
+    want_dot = math.fsum(want * vectors[0])
+    d = vectors[0].copy()
+    got = _core.linear_combination(d, c, [d, vectors[1]], d, True, 2)
+    np.testing.assert_allclose(d, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
+    assert got == pytest.approx(want_dot, rel=1e-12)
+
+
+def test_step_secant_pair_and_l2_prior(vectors):
+    x, d, g, g_old = (v.copy() for v in vectors[:4])
+    out = np.empty(N)
+    _core.step_along(out, x, 0.75, d, 3)
+    # one or two roundings (with or without a fused multiply-add)
+    assert np.all(np.abs(out - (x + 0.75 * d)) <= 4.5e-16 * (np.abs(x) + np.abs(0.75 * d)))
+
+    x_old, trial, previous = x.copy(), out.copy(), g_old.copy()
+    step = np.empty(N)
+    _core.secant_pair(x, trial, g, previous, step, 2)
+    assert np.array_equal(x, trial)                 # x moved, trial intact
+    assert np.array_equal(step, trial - x_old)
+    assert np.array_equal(previous, g - g_old)
+
+    grads = []
+    for t in THREADS:
+        grad = vectors[4].copy()
+        norm2 = _core.add_l2_prior(vectors[0], grad, 0.35, t)
+        grads.append((grad.tobytes(), norm2))
+    assert norm2 == pytest.approx(math.fsum(vectors[0] ** 2), rel=1e-12)
+    np.testing.assert_allclose(grad, vectors[4] + 0.7 * vectors[0], rtol=1e-14,
+                               atol=1e-14 * np.abs(grad).max())
+    assert all(item == grads[0] for item in grads)
+
+
+def test_bad_vectors_are_refused(vectors):
+    x = vectors[0]
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        _core.step_along(np.empty(N), x[::2], 1.0, x, 1)
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        _core.dot_products([x, x.astype(np.float32)], [[0, 1]], 1)
+    with pytest.raises(ValueError, match="entries"):
+        _core.dot_products([x, x[:-1]], [[0, 1]], 1)
+    with pytest.raises(ValueError, match="out of range"):
+        _core.dot_products([x, x], [[0, 2]], 1)
+    with pytest.raises(ValueError, match="one entry per vector"):
+        _core.linear_combination(np.empty(N), [1.0], [x, x], x, False, 1)
+    with pytest.raises(ValueError, match="NaN"):
+        _core.linear_combination(np.empty(N), [math.nan], [x], x, False, 1)
+    frozen = np.empty(N)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writable"):
+        _core.add_l2_prior(x, frozen, 1.0, 1)
+    with pytest.raises(ValueError, match="n_threads"):
+        _core.add_l2_prior(x, np.empty(N), 1.0, 0)
+    with pytest.raises(ValueError, match="numpy array"):
+        _core.step_along(list(x), x, 1.0, x, 1)
+
+
+# -- the vector-free two-loop recursion ---------------------------------------------
+
+def textbook_direction(S, Y, v, gamma):
+    """Nocedal & Wright, Alg. 7.4, pairs oldest first: returns −H·v."""
+    q = v.copy()
+    rho = [1.0 / (s @ y) for s, y in zip(S, Y)]
+    alphas = []
+    for s, y, r in reversed(list(zip(S, Y, rho))):
+        a = r * (s @ q)
+        q -= a * y
+        alphas.append(a)
+    q *= gamma
+    for (s, y, r), a in zip(zip(S, Y, rho), reversed(alphas)):
+        q += s * (a - r * (y @ q))
+    return -q
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5])
+@pytest.mark.parametrize("l1", [False, True])
+def test_gram_two_loop_is_the_textbook_two_loop(k, l1):
+    rng = np.random.default_rng(k)
+    n, memory = 20_000, 5
+    run = _Run(lambda x: (0.0, x), rng.standard_normal(n), 0.1 if l1 else 0.0, memory,
+               100, 20, 2)
+    # Pairs with positive curvature in rows filled in a shuffled order, as
+    # the ring buffer leaves them.
+    rows = list(rng.permutation(memory)[:k])
+    for r in rows:
+        s = rng.standard_normal(n)
+        run.S[r] = s
+        run.Y[r] = s * rng.uniform(0.5, 4.0, n) + 0.1 * rng.standard_normal(n)
+    g = rng.standard_normal(n)
+    # measure() fills the Gram matrix one new pair at a time, as accept() does.
+    run.measure(g, None)
+    for r in rows:
+        run.measure(g, r)
+        run.rho[r] = 1.0 / (run.S[r] @ run.Y[r])
+        run.order.append(r)
+    run.gamma = (run.S[rows[-1]] @ run.Y[rows[-1]]) / (run.Y[rows[-1]] @ run.Y[rows[-1]]) \
+        if k else 1.0
+    basis = [run.S[r] for r in rows] + [run.Y[r] for r in rows] + [run.v]
+    index = rows + [memory + r for r in rows] + [2 * memory]
+    want_gram = np.array([[a @ b for b in basis] for a in basis])
+    np.testing.assert_allclose(run.gram[np.ix_(index, index)], want_gram, rtol=1e-11)
+    assert run.x_norm2 == pytest.approx(run.x @ run.x, rel=1e-12)
+
+    v = run.v.copy()                                  # for OWL-QN the pseudo-gradient
+    if l1:
+        assert run.v is run.d and not np.array_equal(v, g)
+    gd = run.direction()
+    want = textbook_direction([run.S[r] for r in rows], [run.Y[r] for r in rows], v, run.gamma)
+    if l1:
+        want[want * v >= 0.0] = 0.0
+    np.testing.assert_allclose(run.d, want, rtol=1e-9, atol=1e-10 * np.abs(want).max())
+    assert gd == pytest.approx(v @ want, rel=1e-9)
