@@ -341,6 +341,20 @@ double* parameter_vector(const py::handle& o, int64_t n, bool writable, const st
   return static_cast<double*>(const_cast<void*>(a.data()));
 }
 
+// Like parameter_vector, but float32 is accepted too (the L-BFGS history).
+VectorRef any_vector(const py::handle& o, int64_t n, bool writable, const std::string& name) {
+  if (!py::isinstance<py::array>(o)) fail(name + " must be a numpy array");
+  auto a = py::reinterpret_borrow<py::array>(o);
+  const bool single = a.dtype().is(py::dtype::of<float>());
+  if (!(single || a.dtype().is(py::dtype::of<double>())) || a.ndim() != 1 ||
+      !(a.flags() & py::array::c_style))
+    fail(name + " must be a 1-D C-contiguous float64 or float32 array");
+  if (n >= 0 && a.shape(0) != n)
+    fail(name + " must have " + std::to_string(n) + " entries, got " + std::to_string(a.shape(0)));
+  if (writable && !a.writeable()) fail(name + " must be writable");
+  return {a.data(), single};
+}
+
 // The gradient output of an objective: a new array, or `out` (validated,
 // written in place, so that the optimiser reuses one buffer).
 struct GradientOutput {
@@ -809,11 +823,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("dot_products",
         [](py::sequence vectors_o, py::object pairs_o, int n_threads) {
           checked_threads(n_threads);
-          std::vector<const double*> vectors;
+          std::vector<VectorRef> vectors;
           int64_t n = -1;
           for (size_t j = 0; j < vectors_o.size(); ++j) {
             const std::string name = "vectors[" + std::to_string(j) + "]";
-            vectors.push_back(parameter_vector(vectors_o[j], n, false, name));
+            vectors.push_back(any_vector(vectors_o[j], n, false, name));
             n = py::reinterpret_borrow<py::array>(vectors_o[j]).shape(0);
           }
           auto pairs_a = Array<int64_t>::ensure(pairs_o);
@@ -851,10 +865,10 @@ PYBIND11_MODULE(_core, m) {
             fail("coefficients must be a 1-D float array with one entry per vector");
           require_finite(c.data(), c.size(), "coefficients");
           std::vector<double> coefficients(c.data(), c.data() + c.size());
-          std::vector<const double*> vectors;
+          std::vector<VectorRef> vectors;
           for (size_t j = 0; j < vectors_o.size(); ++j)
-            vectors.push_back(parameter_vector(vectors_o[j], n, false,
-                                               "vectors[" + std::to_string(j) + "]"));
+            vectors.push_back(any_vector(vectors_o[j], n, false,
+                                         "vectors[" + std::to_string(j) + "]"));
           py::gil_scoped_release release;
           return linear_combination(out, coefficients, vectors, reference, confine, n, n_threads);
         },
@@ -878,20 +892,24 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("secant_pair",
         [](py::object x_o, py::object trial_o, py::object gradient_o, py::object previous_o,
-           py::object step_o, int n_threads) {
+           py::object step_o, py::object y_o, int n_threads) {
           checked_threads(n_threads);
           double* x = parameter_vector(x_o, -1, true, "x");
           const int64_t n = py::reinterpret_borrow<py::array>(x_o).shape(0);
           const double* trial = parameter_vector(trial_o, n, false, "trial");
           const double* gradient = parameter_vector(gradient_o, n, false, "gradient");
-          double* previous = parameter_vector(previous_o, n, true, "previous_gradient");
-          double* step = parameter_vector(step_o, n, true, "step");
+          const double* previous = parameter_vector(previous_o, n, false, "previous_gradient");
+          const VectorRef step = any_vector(step_o, n, true, "step");
+          const VectorRef y = any_vector(y_o, n, true, "y");
+          if (step.single != y.single) fail("step and y must have the same dtype");
           py::gil_scoped_release release;
-          secant_pair(x, trial, gradient, previous, step, n, n_threads);
+          secant_pair(x, trial, gradient, previous, const_cast<void*>(step.data),
+                      const_cast<void*>(y.data), step.single, n, n_threads);
         },
         py::arg("x"), py::arg("trial"), py::arg("gradient"), py::arg("previous_gradient"),
-        py::arg("step"), py::arg("n_threads"),
-        "step = trial − x, then x = trial; previous_gradient = gradient − previous_gradient.");
+        py::arg("step"), py::arg("y"), py::arg("n_threads"),
+        "step = trial − x, then x = trial; y = gradient − previous_gradient (step and y: "
+        "float64 or float32).");
 
   m.def("add_l2_prior",
         [](py::object theta_o, py::object grad_o, double c2, int n_threads) {

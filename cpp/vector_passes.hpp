@@ -6,19 +6,27 @@
 // the loss and gradient themselves. Here every reduction is split into fixed
 // blocks of kReductionBlock entries; one thread sums a block in index
 // order and the block sums are added in block order, so every result has the
-// same bits for any thread count.
+// same bits for any thread count. Sums and products run in double; the
+// L-BFGS history may be stored in float (half the memory and traffic).
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace sscrf {
 
 constexpr int64_t kReductionBlock = 8192;
 
+// A read-only vector of double, or of float when `single`.
+struct VectorRef {
+  const void* data;
+  bool single;
+};
+
 // out[p] = vectors[pairs[p].first] · vectors[pairs[p].second] for every
 // pair, in one pass that reads each vector once.
-void dot_products(const std::vector<const double*>& vectors,
+void dot_products(const std::vector<VectorRef>& vectors,
                   const std::vector<std::pair<int, int>>& pairs, int64_t n, double* out,
                   int n_threads);
 
@@ -28,7 +36,7 @@ void dot_products(const std::vector<const double*>& vectors,
 // reference · out. `out` may be one of `vectors` or `reference`: each entry
 // is read before it is written.
 double linear_combination(double* out, const std::vector<double>& coefficients,
-                          const std::vector<const double*>& vectors, const double* reference,
+                          const std::vector<VectorRef>& vectors, const double* reference,
                           bool confine, int64_t n, int n_threads);
 
 // out = x + alpha · d.
@@ -36,11 +44,13 @@ void step_along(double* out, const double* x, double alpha, const double* d, int
                 int n_threads);
 
 // Moves x to the accepted trial point and forms the step's secant pair:
-// step = trial − x, then x = trial, and y = gradient − previous_gradient
-// (into previous_gradient). `trial` is left intact, so that it names the
-// new point until the caller's bookkeeping has moved on to x.
+// step = trial − x, then x = trial, and y = gradient − previous_gradient,
+// the pair stored as float when `single`, else as double. `trial` is left
+// intact, so that it names the new point until the caller's bookkeeping
+// has moved on to x.
 void secant_pair(double* x, const double* trial, const double* gradient,
-                 double* previous_gradient, double* step, int64_t n, int n_threads);
+                 const double* previous_gradient, void* step, void* y, bool single, int64_t n,
+                 int n_threads);
 
 // grad += 2·c2·theta, the gradient of the prior c2·‖θ‖²; returns θ·θ.
 double add_l2_prior(const double* theta, double* grad, double c2, int64_t n, int n_threads);

@@ -384,10 +384,12 @@ def test_bad_arguments():
 
 # -- memory ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("history", [np.float32, np.float64])
 @pytest.mark.parametrize("c1", [0.0, 1e-3])
-def test_memory_is_2m_plus_3_vectors(c1, monkeypatch):
-    # The optimiser holds 2m + 2 vectors and fun's gradient is the one more;
-    # small blocks keep the block temporaries far below one vector.
+def test_memory_is_the_history_and_5_vectors(c1, history, monkeypatch):
+    # The optimiser holds the (m, P) s and y histories and 4 float64 vectors,
+    # fun's gradient is one more; small blocks keep the block temporaries
+    # far below one vector.
     monkeypatch.setattr(sscrf.optimize, "_BLOCK", 4096)
     n, memory = 100_000, 6
     rng = np.random.default_rng(0)
@@ -404,10 +406,12 @@ def test_memory_is_2m_plus_3_vectors(c1, monkeypatch):
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        result = lbfgs(fun, x0, c1=c1, memory=memory, max_iterations=8, epsilon=0.0, delta=0.0)
+        result = lbfgs(fun, x0, c1=c1, memory=memory, max_iterations=8, epsilon=0.0, delta=0.0,
+                       history_dtype=history)
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
     assert result.n_iterations == 8
     vectors = peak / (8 * n)
-    assert 2 * memory + 3 <= vectors < 2 * memory + 3.5, vectors
+    expected = 2 * memory * np.dtype(history).itemsize / 8 + 5
+    assert expected <= vectors < expected + 0.5, vectors

@@ -38,6 +38,20 @@ def test_dot_products_match_numpy_and_do_not_depend_on_threads(vectors):
                                                                       rel=1e-14)
 
 
+def test_float32_history_vectors_are_read_in_double(vectors):
+    single = [v.astype(np.float32) for v in vectors[:2]]
+    mixed = [single[0], vectors[2], single[1]]
+    got = _core.dot_products(mixed, [[0, 1], [0, 2], [2, 2], [1, 1]], 2)
+    wide = [m.astype(np.float64) for m in mixed]
+    want = [math.fsum(wide[i] * wide[j]) for i, j in [[0, 1], [0, 2], [2, 2], [1, 1]]]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    out = np.empty(N)
+    c = np.array([2.0, -0.5, 0.25])
+    _core.linear_combination(out, c, mixed, vectors[3], False, 3)
+    np.testing.assert_allclose(out, c[0] * wide[0] + c[1] * wide[1] + c[2] * wide[2],
+                               rtol=1e-13, atol=1e-13 * np.abs(out).max())
+
+
 @pytest.mark.parametrize("confine", [False, True])
 def test_linear_combination_matches_numpy(vectors, confine):
     c = np.array([0.5, -1.25, 2.0])
@@ -76,12 +90,15 @@ def test_step_secant_pair_and_l2_prior(vectors):
     # one or two roundings (with or without a fused multiply-add)
     assert np.all(np.abs(out - (x + 0.75 * d)) <= 4.5e-16 * (np.abs(x) + np.abs(0.75 * d)))
 
-    x_old, trial, previous = x.copy(), out.copy(), g_old.copy()
-    step = np.empty(N)
-    _core.secant_pair(x, trial, g, previous, step, 2)
-    assert np.array_equal(x, trial)                 # x moved, trial intact
-    assert np.array_equal(step, trial - x_old)
-    assert np.array_equal(previous, g - g_old)
+    for dtype in (np.float64, np.float32):
+        x_old, trial = x.copy(), out.copy()
+        x_new, step, y = x.copy(), np.empty(N, dtype), np.empty(N, dtype)
+        _core.secant_pair(x_new, trial, g, g_old, step, y, 2)
+        assert np.array_equal(x_new, trial)         # x moved, trial intact
+        assert np.array_equal(step, (trial - x_old).astype(dtype))
+        assert np.array_equal(y, (g - g_old).astype(dtype))
+    with pytest.raises(ValueError, match="same dtype"):
+        _core.secant_pair(x, out, g, g_old, step, np.empty(N), 1)
 
     grads = []
     for t in THREADS:
@@ -99,7 +116,9 @@ def test_bad_vectors_are_refused(vectors):
     with pytest.raises(ValueError, match="C-contiguous float64"):
         _core.step_along(np.empty(N), x[::2], 1.0, x, 1)
     with pytest.raises(ValueError, match="C-contiguous float64"):
-        _core.dot_products([x, x.astype(np.float32)], [[0, 1]], 1)
+        _core.dot_products([x, x.astype(np.float16)], [[0, 1]], 1)
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        _core.step_along(np.empty(N), x.astype(np.float32), 1.0, x, 1)
     with pytest.raises(ValueError, match="entries"):
         _core.dot_products([x, x[:-1]], [[0, 1]], 1)
     with pytest.raises(ValueError, match="out of range"):
@@ -135,13 +154,14 @@ def textbook_direction(S, Y, v, gamma):
     return -q
 
 
+@pytest.mark.parametrize("history", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [0, 1, 3, 5])
 @pytest.mark.parametrize("l1", [False, True])
-def test_gram_two_loop_is_the_textbook_two_loop(k, l1):
+def test_gram_two_loop_is_the_textbook_two_loop(k, l1, history):
     rng = np.random.default_rng(k)
     n, memory = 20_000, 5
     run = _Run(lambda x: (0.0, x), rng.standard_normal(n), 0.1 if l1 else 0.0, memory,
-               100, 20, 2)
+               100, 20, 2, history)
     # Pairs with positive curvature in rows filled in a shuffled order, as
     # the ring buffer leaves them.
     rows = list(rng.permutation(memory)[:k])
@@ -154,11 +174,13 @@ def test_gram_two_loop_is_the_textbook_two_loop(k, l1):
     run.measure(g, None)
     for r in rows:
         run.measure(g, r)
-        run.rho[r] = 1.0 / (run.S[r] @ run.Y[r])
+        run.rho[r] = 1.0 / (run.S[r].astype(np.float64) @ run.Y[r].astype(np.float64))
         run.order.append(r)
-    run.gamma = (run.S[rows[-1]] @ run.Y[rows[-1]]) / (run.Y[rows[-1]] @ run.Y[rows[-1]]) \
-        if k else 1.0
-    basis = [run.S[r] for r in rows] + [run.Y[r] for r in rows] + [run.v]
+    if k:
+        s_new, y_new = run.S[rows[-1]].astype(np.float64), run.Y[rows[-1]].astype(np.float64)
+        run.gamma = (s_new @ y_new) / (y_new @ y_new)
+    basis = [run.S[r].astype(np.float64) for r in rows] + \
+        [run.Y[r].astype(np.float64) for r in rows] + [run.v]
     index = rows + [memory + r for r in rows] + [2 * memory]
     want_gram = np.array([[a @ b for b in basis] for a in basis])
     np.testing.assert_allclose(run.gram[np.ix_(index, index)], want_gram, rtol=1e-11)
@@ -168,7 +190,7 @@ def test_gram_two_loop_is_the_textbook_two_loop(k, l1):
     if l1:
         assert run.v is run.d and not np.array_equal(v, g)
     gd = run.direction()
-    want = textbook_direction([run.S[r] for r in rows], [run.Y[r] for r in rows], v, run.gamma)
+    want = textbook_direction(basis[:k], basis[k:2 * k], v, run.gamma)
     if l1:
         want[want * v >= 0.0] = 0.0
     np.testing.assert_allclose(run.d, want, rtol=1e-9, atol=1e-10 * np.abs(want).max())
