@@ -146,6 +146,21 @@ auto run_chain(F&& f) {
 
 // ---- corpus and layout -----------------------------------------------------
 
+// Per-sequence weights (finite, >= 0), or none (all 1).
+void assign_weights(Corpus& c, const py::object& weights_o) {
+  if (weights_o.is_none()) {
+    c.weights.clear();
+    return;
+  }
+  auto weights = Doubles::ensure(weights_o);
+  if (!weights) fail("weights must be a float array");
+  require_shape(weights, {c.n_sequences}, "weights");
+  require_finite(weights.data(), c.n_sequences, "weights");
+  for (int64_t s = 0; s < c.n_sequences; ++s)
+    if (weights.data()[s] < 0) fail("weights must be non-negative");
+  c.weights.assign(weights.data(), weights.data() + c.n_sequences);
+}
+
 std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object& indices_o,
                                     const py::object& values_o, const py::object& offsets_o,
                                     int64_t n_attributes, const py::object& labels_o,
@@ -225,15 +240,7 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
         fail(labels.data()[t] < 0 ? "labels must be non-negative label ids" : "label id " + std::to_string(labels.data()[t]) + " out of range (too large)");
     c->labels.assign(labels.data(), labels.data() + c->n_tokens);
   }
-  if (!weights_o.is_none()) {
-    auto weights = Doubles::ensure(weights_o);
-    if (!weights) fail("weights must be a float array");
-    require_shape(weights, {c->n_sequences}, "weights");
-    require_finite(weights.data(), c->n_sequences, "weights");
-    for (int64_t s = 0; s < c->n_sequences; ++s)
-      if (weights.data()[s] < 0) fail("weights must be non-negative");
-    c->weights.assign(weights.data(), weights.data() + c->n_sequences);
-  }
+  assign_weights(*c, weights_o);
   if (!mask_o.is_none()) {
     auto mask = checked_mask(mask_o, "mask");
     if (mask.ndim() != 2 || mask.shape(0) != c->n_tokens)
@@ -494,7 +501,10 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("n_sequences", &Corpus::n_sequences)
       .def_readonly("n_attributes", &Corpus::n_attributes)
       .def_property_readonly("n_chunks", [](const Corpus& c) { return c.chunks.size(); })
-      .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); });
+      .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); })
+      .def("set_weights", &assign_weights, py::arg("weights"),
+           "Replaces the sequence weights (n_sequences,), or None for all 1, without "
+           "rebuilding the corpus.");
 
   py::class_<AttributeIndex, std::shared_ptr<AttributeIndex>>(
       m, "AttributeIndex", "Attribute string -> id: the vocabulary of feature-dict extraction.")

@@ -423,7 +423,6 @@ class AlternativesLikelihood(Term):
     def __init__(self, features, labels, groups, layout, n_threads, weight=1.0,
                  sentence_weights=None):
         super().__init__(compile_corpus(features, labels=labels), layout, n_threads, weight)
-        self.features = features
         self.labels = np.ascontiguousarray(labels, dtype=np.int32)
         self.groups = np.asarray(groups, dtype=np.int64)
         n_groups = int(self.groups.max()) + 1 if len(self.groups) else 0
@@ -446,9 +445,10 @@ class AlternativesLikelihood(Term):
         q = shifted / sums[self.groups]
         w = self.sentence_weights
         value = -float(np.dot(w, log_sum))
-        weighted = compile_corpus(self.features, labels=self.labels,
-                                  weights=w[self.groups] * q)
-        _, grad = _core.likelihood(weighted, self.layout, theta, self.n_threads, out=out)
+        # The likelihood gradient with sequence weights w_x q_k; log p above
+        # does not read the weights, so the term's one corpus carries them.
+        self.corpus.set_weights(w[self.groups] * q)
+        _, grad = _core.likelihood(self.corpus, self.layout, theta, self.n_threads, out=out)
         return value, grad
 
 
