@@ -90,8 +90,9 @@ __attribute__((always_inline)) inline int64_t back_project_window(
   constexpr int64_t kAhead = 8;
   for (int64_t k = k0; k < k1; ++k) {
     if (k + kAhead < k1) {
+      // every line of the window: a row is not aligned to lines
       const double* ahead = d_emissions + static_cast<int64_t>(tok[k + kAhead]) * S + b0;
-      __builtin_prefetch(ahead);
+      for (int b = 0; b < 4 * kVecs; b += 8) __builtin_prefetch(ahead + b);
       __builtin_prefetch(ahead + 4 * kVecs - 1);
     }
     w.add(val[k], d_emissions + static_cast<int64_t>(tok[k]) * S + b0);
