@@ -42,6 +42,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   std::fill(sums, sums + static_cast<int64_t>(firings.n_constraints) * S, 0.0);
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
+  const LayerWeights weights(layout, theta);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   std::vector<double> marginals;
@@ -57,7 +58,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb || !firings.active[s]) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
-          const Chain c = scored_chain(corpus, layout, theta, factors, tb, te, rows);
+          const Chain c = scored_chain(corpus, layout, weights, factors, tb, te, rows);
           forward_backward(c, ws, rows, nullptr, nullptr);
         }
       });

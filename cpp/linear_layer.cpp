@@ -7,32 +7,177 @@
 
 namespace sscrf {
 
+void Layout::index_padded_rows() {
+  padded_row.assign(n_attributes, -1);
+  n_padded_rows = 0;
+  for (int32_t a = 0; a < n_attributes; ++a) {
+    const int64_t m = row_ptr[a + 1] - row_ptr[a];
+    if (m >= kPaddedRowMinLabels && m < S) padded_row[a] = n_padded_rows++;
+  }
+}
+
+LayerWeights::LayerWeights(const Layout& layout, const double* theta_) : theta(theta_) {
+  const int ld = padded_width(layout.S);
+  padded.assign(static_cast<size_t>(layout.n_padded_rows) * ld, 0.0);
+  for (int32_t a = 0; a < layout.n_attributes; ++a) {
+    const int32_t p = layout.padded_row[a];
+    if (p < 0) continue;
+    double* row = &padded[static_cast<size_t>(p) * ld];
+    for (int64_t j = layout.row_ptr[a]; j < layout.row_ptr[a + 1]; ++j)
+      row[layout.label_ids[j]] = theta[j];
+  }
+}
+
+namespace {
+
+// Lanes [b0, b0 + 4·kVecs) of one label row in registers: wide enough that
+// the adds of consecutive entries do not wait on each other, narrow enough
+// to stay in the 16 vector registers.
+template <int kVecs>
+struct LaneWindow {
+  vec4 acc[kVecs];
+  __attribute__((always_inline)) LaneWindow() {
+    for (int j = 0; j < kVecs; ++j) acc[j] = splat4(0.0);
+  }
+  __attribute__((always_inline)) void add(double x, const double* row) {
+    const vec4 xs = splat4(x);
+    for (int j = 0; j < kVecs; ++j) acc[j] += xs * load4(row + 4 * j);
+  }
+  __attribute__((always_inline)) void store(double* lanes) const {
+    for (int j = 0; j < kVecs; ++j) store4(lanes + 4 * j, acc[j]);
+  }
+};
+
+constexpr int kWindowVecs = 6;
+constexpr int kWindowLanes = 4 * kWindowVecs;
+
+// out[b0 + b] += Σ_i x[i] · rows[i][b0 + b] for the window's lanes below S.
+template <int kVecs>
+__attribute__((always_inline)) inline void add_rows_to_window(const double* const* rows,
+                                                              const double* x, int n, int b0,
+                                                              int S, double* out) {
+  LaneWindow<kVecs> w;
+  for (int i = 0; i < n; ++i) w.add(x[i], rows[i] + b0);
+  double lanes[4 * kVecs];
+  w.store(lanes);
+  const int end = std::min(4 * kVecs, S - b0);
+  for (int b = 0; b < end; ++b) out[b0 + b] += lanes[b];
+}
+
+// out[b] += Σ_i x[i] · rows[i][b] for b < S; rows are padded to ld lanes.
+SSCRF_SIMD_CLONES
+void add_padded_rows(const double* const* rows, const double* x, int n, int S, int ld,
+                     double* out) {
+  for (int b0 = 0; b0 < ld; b0 += kWindowLanes) {
+    // ld is a multiple of kBlock = 8 lanes
+    if (ld - b0 >= kWindowLanes)
+      add_rows_to_window<kWindowVecs>(rows, x, n, b0, S, out);
+    else if (ld - b0 == 16)
+      add_rows_to_window<4>(rows, x, n, b0, S, out);
+    else
+      add_rows_to_window<2>(rows, x, n, b0, S, out);
+  }
+}
+
+// g[j] += Σ_k val[k] · d_emissions[tok[k]][lab[j]] over occurrences k of
+// the attribute and its labels lab[j] in lanes [b0, b0 + 4·kVecs); returns
+// the index of its first label past the window.
+template <int kVecs>
+__attribute__((always_inline)) inline int64_t back_project_window(
+    const int32_t* tok, const double* val, int64_t k0, int64_t k1, const double* d_emissions,
+    int S, int b0, const int32_t* lab, int64_t j, int64_t m, double* g) {
+  LaneWindow<kVecs> w;
+  constexpr int64_t kAhead = 8;
+  for (int64_t k = k0; k < k1; ++k) {
+    if (k + kAhead < k1) {
+      // every line of the window: a row is not aligned to lines
+      const double* ahead = d_emissions + static_cast<int64_t>(tok[k + kAhead]) * S + b0;
+      for (int b = 0; b < 4 * kVecs; b += 8) __builtin_prefetch(ahead + b);
+      __builtin_prefetch(ahead + 4 * kVecs - 1);
+    }
+    w.add(val[k], d_emissions + static_cast<int64_t>(tok[k]) * S + b0);
+  }
+  double lanes[4 * kVecs];
+  w.store(lanes);
+  for (; j < m && lab[j] < b0 + 4 * kVecs; ++j) g[j] += lanes[lab[j] - b0];
+  return j;
+}
+
+// The padded-row case of back_project_attribute: the occurrences' residual
+// rows are read whole, window by window, and only windows holding one of
+// the attribute's labels are summed.
+SSCRF_SIMD_CLONES
+void back_project_padded(const int32_t* tok, const double* val, int64_t k0, int64_t k1,
+                         const double* d_emissions, int S, const int32_t* lab, int64_t m,
+                         double* g) {
+  const int ld = padded_width(S);
+  int64_t j = 0;
+  for (int b0 = 0; b0 < ld && j < m; b0 += kWindowLanes) {
+    if (lab[j] >= b0 + kWindowLanes) continue;
+    if (ld - b0 >= kWindowLanes)
+      j = back_project_window<kWindowVecs>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
+    else if (ld - b0 == 16)
+      j = back_project_window<4>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
+    else
+      j = back_project_window<2>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
+  }
+}
+
+}  // namespace
+
 SSCRF_SIMD_CLONES
 void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
-                  const Layout& layout, const double* weights, double* emissions) {
-  const int S = layout.S;
+                  const Layout& layout, const LayerWeights& weights, double* emissions) {
+  const int S = layout.S, ld = padded_width(S);
   std::fill(emissions, emissions + (tok_end - tok_begin) * S, 0.0);
   const int64_t* row_ptr = layout.row_ptr.data();
   const int32_t* label_ids = layout.label_ids.data();
+  const int32_t* padded_row = layout.padded_row.data();
+  const double* theta = weights.theta;
+  const double* padded = weights.padded.data();
   const int32_t* attr = corpus.indices.data();
   const int64_t nnz = static_cast<int64_t>(corpus.indices.size());
+  // A token's padded rows are summed in registers after its other entries,
+  // in batches of at most kBatch.
+  constexpr int kBatch = 64;
+  const double* batch_rows[kBatch];
+  double batch_values[kBatch];
   // W rows are visited in attribute order, i.e. at random: prefetch the row
   // offsets 16 entries ahead and the rows themselves 8 ahead, so the loads
   // of an entry are (mostly) in cache when it is reached.
   constexpr int64_t kFar = 16, kNear = 8;
   for (int64_t t = tok_begin; t < tok_end; ++t) {
     double* row = emissions + (t - tok_begin) * S;
+    int n_batch = 0;
     for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
-      if (k + kFar < nnz) __builtin_prefetch(row_ptr + attr[k + kFar]);
+      if (k + kFar < nnz) {
+        __builtin_prefetch(row_ptr + attr[k + kFar]);
+        __builtin_prefetch(padded_row + attr[k + kFar]);
+      }
       if (k + kNear < nnz) {
-        const int64_t r = row_ptr[attr[k + kNear]];
-        __builtin_prefetch(weights + r);
-        __builtin_prefetch(label_ids + r);
+        const int32_t near = attr[k + kNear];
+        if (padded_row[near] >= 0) {
+          const double* p = padded + static_cast<int64_t>(padded_row[near]) * ld;
+          for (int b = 0; b < ld; b += 8) __builtin_prefetch(p + b);
+        } else {
+          const int64_t r = row_ptr[near];
+          __builtin_prefetch(theta + r);
+          __builtin_prefetch(label_ids + r);
+        }
       }
       const int32_t a = attr[k];
       const double v = corpus.values[k];
+      if (padded_row[a] >= 0) {
+        if (n_batch == kBatch) {
+          add_padded_rows(batch_rows, batch_values, n_batch, S, ld, row);
+          n_batch = 0;
+        }
+        batch_rows[n_batch] = padded + static_cast<int64_t>(padded_row[a]) * ld;
+        batch_values[n_batch++] = v;
+        continue;
+      }
       const int64_t r0 = row_ptr[a], r1 = row_ptr[a + 1];
-      const double* w = weights + r0;
+      const double* w = theta + r0;
       if (r1 - r0 == S) {
 #pragma omp simd
         for (int b = 0; b < S; ++b) row[b] += v * w[b];
@@ -41,6 +186,7 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
         for (int64_t j = 0; j < r1 - r0; ++j) row[lab[j]] += v * w[j];
       }
     }
+    if (n_batch > 0) add_padded_rows(batch_rows, batch_values, n_batch, S, ld, row);
   }
 }
 
@@ -56,6 +202,10 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
   const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
   const int32_t* tok = chunk.token.data();
   const double* val = chunk.value.data();
+  if (layout.padded_row[a] >= 0) {
+    back_project_padded(tok, val, k0, k1, d_emissions, S, lab, r1 - r0, g);
+    return;
+  }
   // Sums over the attribute's occurrences run in registers (two chains
   // each), not through g in memory, where every occurrence would wait for
   // the previous store.

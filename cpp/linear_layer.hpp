@@ -4,7 +4,9 @@
 // label_ids[row_ptr[a] .. row_ptr[a+1]) (ascending) with the weights
 // theta[row_ptr[a] .. row_ptr[a+1]). A dense model gives every attribute all
 // S labels; an `observed` model only the labels seen with it. One layout,
-// one code path; full rows take a vectorised branch.
+// three ways through it: full rows are added as they are, attributes with
+// many (not all) labels through a zero-padded copy of their rows (vector
+// adds instead of one indexed add per label), the rest entry by entry.
 #pragma once
 
 #include <cstddef>
@@ -15,11 +17,20 @@
 
 namespace sscrf {
 
+// Attributes with at least this many labels, but not all S, get a padded
+// row. Below it, the indexed adds of the few labels cost less than adding a
+// whole padded row (and the padded copy would grow by a row per attribute).
+constexpr int kPaddedRowMinLabels = 4;
+
 struct Layout {
   int32_t n_attributes = 0;
   int S = 0;
   std::vector<int64_t> row_ptr;    // [n_attributes + 1]
   std::vector<int32_t> label_ids;  // [n_weights]
+  // padded_row[a] = the row of attribute a in LayerWeights::padded, or -1
+  // when it has none (fewer than kPaddedRowMinLabels labels, or all S).
+  std::vector<int32_t> padded_row;  // [n_attributes]
+  int32_t n_padded_rows = 0;
 
   // The flat parameter vector is [W entries | T (S×S) | start (S) | end (S)].
   int64_t n_weights() const { return static_cast<int64_t>(label_ids.size()); }
@@ -27,16 +38,31 @@ struct Layout {
   int64_t transitions_offset() const { return n_weights(); }
   int64_t start_offset() const { return n_weights() + static_cast<int64_t>(S) * S; }
   int64_t end_offset() const { return start_offset() + S; }
+
+  // Fills padded_row; call once row_ptr and label_ids are filled and validated.
+  void index_padded_rows();
+};
+
+// The weights that E = X·W reads for one parameter vector: theta itself and
+// the padded copy of the rows that have one, built once per evaluation.
+//   padded: [n_padded_rows][padded_width(S)], padded[padded_row[a]][b] =
+//           W[a, b], 0 for the labels attribute a does not score
+struct LayerWeights {
+  const double* theta = nullptr;
+  std::vector<double> padded;
+  LayerWeights(const Layout& layout, const double* theta);
 };
 
 // E[t - tok_begin][b] = Σ_k X[t, a_k] W[a_k, b] for tokens [tok_begin, tok_end).
 //   emissions: [(tok_end - tok_begin)][S], overwritten
 void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
-                  const Layout& layout, const double* weights, double* emissions);
+                  const Layout& layout, const LayerWeights& weights, double* emissions);
 
 // grad_W[a, b] += Σ_{t in chunk} X[t, a] ∂E[t, b] for the chunk's attribute
 // slot i (one attribute: threads on distinct slots write distinct entries).
-//   d_emissions: [chunk tokens][S], the chunk's residual rows
+//   d_emissions: [chunk tokens][S], the chunk's residual rows, readable for
+//                padded_width(S) - S doubles past the last row (padded rows
+//                are read whole; what lies past a row is ignored)
 void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
                             const double* d_emissions, double* grad_weights);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "corpus.hpp"
+#include "dense_kernels.hpp"
 #include "lattice.hpp"
 #include "linear_layer.hpp"
 #include "parallel.hpp"
@@ -16,10 +17,11 @@ namespace sscrf {
 
 // Scores the tokens [tb, te) of one sequence into rows [te - tb][S] (checked
 // for overflow) and returns its chain, without masks.
-inline Chain scored_chain(const Corpus& corpus, const Layout& layout, const double* theta,
-                          const TransitionFactors& factors, int64_t tb, int64_t te,
-                          double* rows) {
-  score_tokens(corpus, tb, te, layout, theta, rows);
+inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
+                          const LayerWeights& weights, const TransitionFactors& factors,
+                          int64_t tb, int64_t te, double* rows) {
+  score_tokens(corpus, tb, te, layout, weights, rows);
+  const double* theta = weights.theta;
   check_scores(rows, (te - tb) * layout.S);
   Chain c;
   c.n = te - tb;
@@ -60,6 +62,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   double* grad_end = grad + layout.end_offset();
 
   const TransitionFactors factors(T, S);
+  const LayerWeights weights(layout, theta);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   std::vector<double> residual, group_sums;
@@ -67,7 +70,8 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   double loss = 0.0;
   for (const Chunk& ch : corpus.chunks) {
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
-    residual.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
+    // (back_project_attribute reads padded rows whole, past the last row)
+    residual.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S + padded_width(S) - S);
     group_sums.assign(static_cast<size_t>(n_groups) * (1 + SS), 0.0);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
     for (int64_t g = 0; g < n_groups; ++g) {
@@ -82,7 +86,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
             std::fill(E, E + (te - tb) * S, 0.0);
             continue;
           }
-          const Chain c = scored_chain(corpus, layout, theta, factors, tb, te, E);
+          const Chain c = scored_chain(corpus, layout, weights, factors, tb, te, E);
           sums[0] += kernel(s, c, ws, E, sums + 1);
         }
       });
@@ -120,6 +124,7 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
   const int S = layout.S;
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
+  const LayerWeights weights(layout, theta);
   n_threads = effective_threads(n_threads, corpus.n_sequences / 16 + 1);
   std::vector<Workspace> workspaces(n_threads);
   ExceptionCarrier errors;
@@ -130,7 +135,7 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
       if (te == tb) return;
       Workspace& ws = workspaces[thread_id()];
       ws.emissions.resize(static_cast<size_t>(te - tb) * S);
-      Chain c = scored_chain(corpus, layout, theta, factors, tb, te, ws.emissions.data());
+      Chain c = scored_chain(corpus, layout, weights, factors, tb, te, ws.emissions.data());
       c.node_mask = use_mask ? corpus.mask_at(tb) : nullptr;
       c.edge_mask = use_mask && te - tb > 1 ? corpus.edge_mask_from(tb) : nullptr;
       f(s, c, ws);

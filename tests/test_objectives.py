@@ -601,3 +601,49 @@ def test_set_weights_equals_a_corpus_built_with_them():
         with pytest.raises(ValueError, match=message):
             plain.set_weights(bad)
     assert _core.likelihood(plain, layout, theta, 1)[0] == before[0]  # refused: unchanged
+
+
+@pytest.mark.parametrize("S", [5, 11, 22, 30])
+def test_observed_rows_of_every_width_match_the_dense_layout(S):
+    # Attribute a scores a % (S + 1) labels, so every row width from 0 to S
+    # occurs (C++ keeps rows of 4..S-1 labels padded to a multiple of 8
+    # lanes, the others entry by entry or whole); values are not 1, tokens
+    # carry up to 120 attributes (more padded rows than one batch of 64), and
+    # chunks of 64 tokens make several. Reference: the same weights in the
+    # dense layout (zeros for the missing pairs), whose full rows take
+    # neither of those paths.
+    rng = np.random.default_rng(S)
+    A = 400
+    data = random_corpus(rng, 80, 12, A, S, max_attrs=120)
+    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum([len(r) for r in rows])
+    label_ids = np.concatenate(rows).astype(np.int32)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, 0.3, size=layout.n_parameters)
+    dense_row_ptr, dense_label_ids = dense_layout(A, S)
+    dense = _core.Layout(dense_row_ptr, dense_label_ids, S)
+    W, T, start, end = unpack(theta, row_ptr, label_ids, A, S)
+    dense_theta = np.concatenate([W.ravel(), T.ravel(), start, end])
+    args = (data["indptr"], data["indices"], data["values"], data["offsets"], A, data["labels"])
+    corpus = _core.Corpus(*args, chunk_tokens=64)
+    assert corpus.n_chunks >= 5
+
+    loss, grad = _core.likelihood(corpus, layout, theta, 1)
+    ref_loss, ref_grad = _core.likelihood(corpus, dense, dense_theta, 1)
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    attrs = np.repeat(np.arange(A), np.diff(row_ptr))
+    nw = len(label_ids)
+    expected = np.concatenate([ref_grad[attrs * S + label_ids], ref_grad[A * S:]])
+    np.testing.assert_allclose(grad, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    assert np.count_nonzero(grad[:nw]) > 0.9 * nw
+
+    node, log_z = _core.marginals_corpus(corpus, layout, theta, 1)
+    ref_node, ref_log_z = _core.marginals_corpus(corpus, dense, dense_theta, 1)
+    np.testing.assert_allclose(node, ref_node, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-12)
+
+    for n_threads in (2, 4):
+        other_loss, other_grad = _core.likelihood(corpus, layout, theta, n_threads)
+        assert other_loss == loss
+        assert other_grad.tobytes() == grad.tobytes()
