@@ -1,7 +1,7 @@
 """The objective registry: training minimises a weighted sum of terms.
 
 Each term owns its data (a compiled corpus) and exposes
-``value_and_gradient(theta) -> (float, ndarray)`` on the flat parameter
+``value_and_gradient(theta, out=None) -> (float, ndarray)`` on the flat parameter
 vector ``theta = [W entries | T (S×S) | start (S) | end (S)]``, returning its
 contribution to the loss (already multiplied by its weight). The L2 prior is
 not a term: it belongs to the trainer, as in CRFsuite.

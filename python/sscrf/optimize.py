@@ -1,4 +1,4 @@
-"""L-BFGS and OWL-QN (L1-regularised L-BFGS) in numpy, with CRFsuite's stopping rules.
+"""L-BFGS and OWL-QN (L1-regularised L-BFGS) with CRFsuite's stopping rules.
 
 ``lbfgs(fun, x0, c1=...)`` minimises ``F(x) = f(x) + c1·‖x‖₁`` where
 ``fun(x) -> (f, ∇f)`` is the smooth part (data terms and the L2 prior).
@@ -41,6 +41,21 @@ definite (pairs are kept only when ``s·y > 0`` as stored), directions are
 checked for descent, and iterates, gradients and line searches stay in
 double: only the quasi-Newton model changes, by far less than its own
 approximation error. It halves the optimiser's memory traffic and memory.
+
+Vector work
+-----------
+With millions of parameters the optimiser's passes over ``P``-vectors are
+memory-bound and, done as separate numpy operations (the two-loop recursion
+alone is ``4m`` of them), cost more than a dense CRF's loss and gradient. The
+direction is therefore computed *vector-free* (Chen, Wang & Zhou, "Large-scale
+L-BFGS using MapReduce", NIPS 2014): ``H·v`` is a linear combination of the
+basis ``s_1..s_m, y_1..y_m, v``, and the two-loop recursion runs on its
+``(2m+1)²`` Gram matrix. Each iteration makes two compiled passes over the
+history — one of dot products (the new pair and the new ``v`` against the
+basis, and ``‖x‖²``), one linear combination — plus the step ``x + α·d``, one
+``g·d`` per trial and the secant pair, all threaded (``n_threads``) over fixed
+blocks in :mod:`sscrf._core` (``cpp/vector_passes.cpp``), so their sums have
+the same bits for any thread count.
 
 Best point
 ----------
@@ -341,8 +356,11 @@ class _Run:
             i_s, i_y = len(vectors), len(vectors) + 1
             vectors += [self.S[slot], self.Y[slot]]
             where += [slot, rows + slot]
-            pairs += [(i, j) for i in (i_s, i_y) for j in range(i_s)]
-            pairs += [(i_s, i_s), (i_s, i_y), (i_y, i_y)]
+            # The recursion never reads s_i·s_j (see direction), so neither
+            # are computed: the s-s block of the Gram matrix stays 0.
+            k = len(old)
+            pairs += [(i_s, j) for j in range(k, 2 * k)] + [(i_y, j) for j in range(2 * k)]
+            pairs += [(i_s, i_y), (i_y, i_y)]
         i_v = len(vectors)
         vectors += [self.v, self.x]
         where.append(2 * rows)
@@ -357,7 +375,9 @@ class _Run:
 
         The two-loop recursion (Nocedal & Wright, Alg. 7.4) on coefficients:
         ``q = Σ_j δ_j b_j`` over the basis ``b = [s_i…, y_i…, v]``, so each
-        ``s_i·q`` and ``y_i·r`` is a row of the Gram matrix times ``δ``."""
+        ``s_i·q`` and ``y_i·r`` is a row of the Gram matrix times ``δ``. In
+        the first loop ``q`` has no ``s`` component, so ``s_i·s_j`` is never
+        needed (its entries are 0 and multiply 0)."""
         rows, order = self.S.shape[0], self.order
         k = len(order)
         basis = order + [rows + r for r in order] + [2 * rows]

@@ -1,6 +1,7 @@
 """L-BFGS training loop: stopping rules, progress display, interruption.
 
-Wraps ``scipy.optimize.minimize(method="L-BFGS-B")`` with CRFsuite's
+Runs sscrf's L-BFGS / OWL-QN (:func:`sscrf.optimize.lbfgs`), or on request
+``scipy.optimize.minimize(method="L-BFGS-B")``, with CRFsuite's
 stopping tests (relative improvement over the last ``period`` iterations
 below ``delta``; gradient norm below ``epsilon·max(1, ‖θ‖)``), a
 per-iteration callback, a progress display on stderr, a guard against a
