@@ -77,8 +77,9 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
         minimised by OWL-QN.
     use_scipy : bool
         Use scipy's L-BFGS-B (about 27 doubles per parameter) instead of
-        sscrf's compact L-BFGS (:func:`sscrf.optimize.lbfgs`, 2m+3 vectors,
-        15 doubles per parameter at m = 6), which is the default.
+        sscrf's compact L-BFGS (:func:`sscrf.optimize.lbfgs`: a float32
+        history and 5 float64 vectors, 11 doubles' worth per parameter at
+        m = 6), which is the default.
     n_threads : int
         Threads for sscrf's L-BFGS vector passes (results do not depend on it).
 
