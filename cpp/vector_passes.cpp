@@ -108,7 +108,8 @@ void dot_products_block(const std::vector<VectorRef>& vectors, const std::vector
   for (int64_t s = begin; s < end; s += kStripe) {
     const int64_t len = std::min(end - s, kStripe);
     if (s + kStripe < end)
-      for (const VectorRef& v : vectors) prefetch_stripe(v, s + kStripe, std::min(end - s - kStripe, kStripe));
+      for (const VectorRef& v : vectors)
+        prefetch_stripe(v, s + kStripe, std::min(end - s - kStripe, kStripe));
     for (size_t v = 0; v < vectors.size(); ++v) {
       if (vectors[v].single) {
         const float* f = static_cast<const float*>(vectors[v].data) + s;
@@ -120,7 +121,7 @@ void dot_products_block(const std::vector<VectorRef>& vectors, const std::vector
         stripe[v] = static_cast<const double*>(vectors[v].data) + s;
       }
     }
-    // Every pair of the stripe while its vectors are in L1.
+    // Every pair of the stripe while its vectors are in cache.
     for (const PairGroup& g : groups) {
       const double* b[4];
       double* lane[4];
@@ -154,7 +155,8 @@ double linear_combination_block(double* out, const std::vector<double>& coeffici
   for (int64_t s = begin; s < end; s += kStripe) {
     const int64_t len = std::min(end - s, kStripe);
     if (s + kStripe < end)
-      for (const VectorRef& v : vectors) prefetch_stripe(v, s + kStripe, std::min(end - s - kStripe, kStripe));
+      for (const VectorRef& v : vectors)
+        prefetch_stripe(v, s + kStripe, std::min(end - s - kStripe, kStripe));
     if (vectors.empty()) std::fill(sum, sum + len, 0.0);
     for (size_t j = 0; j < vectors.size(); ++j) {
       const VectorRef v = offset(vectors[j], s);
