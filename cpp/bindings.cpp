@@ -334,33 +334,27 @@ void require_labels(const Corpus& corpus, const Layout& layout) {
     if (y >= layout.S) fail("label id " + std::to_string(y) + " out of range for " + std::to_string(layout.S) + " labels");
 }
 
-// A float64, 1-D, C-contiguous array of n entries (any n when n < 0), used in
-// place: the optimiser's vectors are never copied, and a converted copy of an
-// output would silently drop the result.
-double* parameter_vector(const py::handle& o, int64_t n, bool writable, const std::string& name) {
+// A float64 (or, with allow_single, float32), 1-D, C-contiguous array of n
+// entries (any n when n < 0), used in place: the optimiser's vectors are
+// never copied, and a converted copy of an output would silently drop the
+// result.
+VectorRef any_vector(const py::handle& o, int64_t n, bool writable, const std::string& name,
+                     bool allow_single = true) {
   if (!py::isinstance<py::array>(o)) fail(name + " must be a numpy array");
   auto a = py::reinterpret_borrow<py::array>(o);
-  if (!a.dtype().is(py::dtype::of<double>()) || a.ndim() != 1 ||
-      !(a.flags() & py::array::c_style))
-    fail(name + " must be a 1-D C-contiguous float64 array");
-  if (n >= 0 && a.shape(0) != n)
-    fail(name + " must have " + std::to_string(n) + " entries, got " + std::to_string(a.shape(0)));
-  if (writable && !a.writeable()) fail(name + " must be writable");
-  return static_cast<double*>(const_cast<void*>(a.data()));
-}
-
-// Like parameter_vector, but float32 is accepted too (the L-BFGS history).
-VectorRef any_vector(const py::handle& o, int64_t n, bool writable, const std::string& name) {
-  if (!py::isinstance<py::array>(o)) fail(name + " must be a numpy array");
-  auto a = py::reinterpret_borrow<py::array>(o);
-  const bool single = a.dtype().is(py::dtype::of<float>());
+  const bool single = allow_single && a.dtype().is(py::dtype::of<float>());
   if (!(single || a.dtype().is(py::dtype::of<double>())) || a.ndim() != 1 ||
       !(a.flags() & py::array::c_style))
-    fail(name + " must be a 1-D C-contiguous float64 or float32 array");
+    fail(name + " must be a 1-D C-contiguous float64" + (allow_single ? " or float32" : "") +
+         " array");
   if (n >= 0 && a.shape(0) != n)
     fail(name + " must have " + std::to_string(n) + " entries, got " + std::to_string(a.shape(0)));
   if (writable && !a.writeable()) fail(name + " must be writable");
   return {a.data(), single};
+}
+
+double* parameter_vector(const py::handle& o, int64_t n, bool writable, const std::string& name) {
+  return static_cast<double*>(const_cast<void*>(any_vector(o, n, writable, name, false).data));
 }
 
 // The gradient output of an objective: a new array, or `out` (validated,
