@@ -281,7 +281,17 @@ def random_corpus(rng, n_sentences, max_len, A, S, max_attrs=3):
     offsets (n_sentences+1,) int64, labels (N,) int32, X (N, A) dense.
     """
     lengths = rng.integers(1, max_len + 1, size=n_sentences)
-    N = int(lengths.sum())
+    data = random_rows(rng, lengths, A, max_attrs)
+    return dict(data, labels=rng.integers(0, S, size=len(data["X"])).astype(np.int32), S=S)
+
+
+def random_rows(rng, lengths, A, max_attrs=3):
+    """CSR arrays of random feature rows for sentences of the given lengths.
+
+    Tokens get 0..max_attrs distinct attributes with values in [-2, 2];
+    returns dict with indptr, indices, values, offsets, X (N, A) dense and A.
+    """
+    N = int(np.sum(lengths))
     indptr = [0]
     indices, values = [], []
     X = np.zeros((N, A))
@@ -293,15 +303,13 @@ def random_corpus(rng, n_sentences, max_len, A, S, max_attrs=3):
         values.extend(vals.tolist())
         X[t, ids] = vals
         indptr.append(len(indices))
-    offsets = np.zeros(n_sentences + 1, dtype=np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return dict(
         indptr=np.array(indptr, dtype=np.int64),
         indices=np.array(indices, dtype=np.int32),
         values=np.array(values, dtype=np.float64),
         offsets=offsets,
-        labels=rng.integers(0, S, size=N).astype(np.int32),
         X=X,
         A=A,
-        S=S,
     )

@@ -146,6 +146,14 @@ def nested_paths(parts, value):
     return build(parts)
 
 
+def assert_fits_like_the_reference(corpus):
+    attributes, (want,) = reference_fit_transform([corpus])
+    fx = FeatureExtractor()
+    (got,) = fx.fit_transform(corpus)
+    assert fx.attributes_ == attributes
+    assert_same_bits(got, want)
+
+
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 4, 5, 8, 9, 10])
 def test_many_repeats_of_one_attribute_sum_like_numpy(n_parts):
     # 2^(n-1) repeats: below 8, up to 128 and beyond take numpy's three
@@ -156,11 +164,7 @@ def test_many_repeats_of_one_attribute_sum_like_numpy(n_parts):
                          lambda k: float(rng.uniform(-1, 1) * scales[k]))
     token.update({"w": "dog", "z": -0.0, "bias": True})
     corpus = [[token, {"w": "cat", "z": 0.0}]]
-    attributes, (want,) = reference_fit_transform([corpus])
-    fx = FeatureExtractor()
-    (got,) = fx.fit_transform(corpus)
-    assert fx.attributes_ == attributes
-    assert_same_bits(got, want)
+    assert_fits_like_the_reference(corpus)
 
 
 def test_many_entries_in_one_token_sort_stably():
@@ -168,11 +172,7 @@ def test_many_entries_in_one_token_sort_stably():
     items = [f"v{k % 37}" for k in range(500)]
     token = {"list": items, "n": 2.5, "list=v3": 0.25, "t": ("v1", "v2", "v1")}
     corpus = [[token, {"list": items[::-1]}]]
-    attributes, (want,) = reference_fit_transform([corpus])
-    fx = FeatureExtractor()
-    (got,) = fx.fit_transform(corpus)
-    assert fx.attributes_ == attributes
-    assert_same_bits(got, want)
+    assert_fits_like_the_reference(corpus)
 
 
 def test_mapping_tokens_take_the_python_path_with_the_same_result():

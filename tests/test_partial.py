@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from reference import all_labelings, brute_force
+from reference import all_labelings, brute_force, random_rows
 from sscrf import CRF, _core, lattice
 from sscrf.cli import main
 from sscrf.errors import SscrfError
@@ -136,24 +136,11 @@ INDEX = {c: i for i, c in enumerate(CLASSES)}
 
 
 def random_data(rng, lengths, A=5, max_attrs=3):
-    N = int(sum(lengths))
-    indptr, indices, values = [0], [], []
-    X = np.zeros((N, A))
-    for t in range(N):
-        k = int(rng.integers(0, max_attrs + 1))
-        ids = np.sort(rng.choice(A, size=k, replace=False))
-        vals = rng.uniform(-2, 2, size=k)
-        indices.extend(ids.tolist())
-        values.extend(vals.tolist())
-        X[t, ids] = vals
-        indptr.append(len(indices))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
     from sscrf.features import Features
 
-    features = Features(np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int32),
-                        np.array(values, dtype=np.float64), offsets, A)
-    return dict(features=features, X=X, offsets=offsets, A=A)
+    rows = random_rows(rng, lengths, A, max_attrs)
+    features = Features(rows["indptr"], rows["indices"], rows["values"], rows["offsets"], A)
+    return dict(features=features, X=rows["X"], offsets=rows["offsets"], A=A)
 
 
 def dense_layout(A, S):
