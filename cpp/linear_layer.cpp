@@ -156,35 +156,38 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
       }
       if (k + kNear < nnz) {
         const int32_t near = attr[k + kNear];
-        if (padded_row[near] >= 0) {
-          const double* p = padded + static_cast<int64_t>(padded_row[near]) * ld;
+        const int64_t r = row_ptr[near];
+        if (padded_row[near] >= 0 || row_ptr[near + 1] - r == S) {
+          const double* p = padded_row[near] >= 0
+                                ? padded + static_cast<int64_t>(padded_row[near]) * ld
+                                : theta + r;
           for (int b = 0; b < ld; b += 8) __builtin_prefetch(p + b);
+          __builtin_prefetch(p + ld - 1);
         } else {
-          const int64_t r = row_ptr[near];
           __builtin_prefetch(theta + r);
           __builtin_prefetch(label_ids + r);
         }
       }
       const int32_t a = attr[k];
       const double v = corpus.values[k];
-      if (padded_row[a] >= 0) {
+      const int64_t r0 = row_ptr[a], r1 = row_ptr[a + 1];
+      // A full row is read in place: its ld - S lanes past S belong to the
+      // next row (or to T, after the last one) and are dropped in the window.
+      const double* whole = padded_row[a] >= 0 ? padded + static_cast<int64_t>(padded_row[a]) * ld
+                            : r1 - r0 == S    ? theta + r0
+                                              : nullptr;
+      if (whole) {
         if (n_batch == kBatch) {
           add_padded_rows(batch_rows, batch_values, n_batch, S, ld, row);
           n_batch = 0;
         }
-        batch_rows[n_batch] = padded + static_cast<int64_t>(padded_row[a]) * ld;
+        batch_rows[n_batch] = whole;
         batch_values[n_batch++] = v;
         continue;
       }
-      const int64_t r0 = row_ptr[a], r1 = row_ptr[a + 1];
       const double* w = theta + r0;
-      if (r1 - r0 == S) {
-#pragma omp simd
-        for (int b = 0; b < S; ++b) row[b] += v * w[b];
-      } else {
-        const int32_t* lab = label_ids + r0;
-        for (int64_t j = 0; j < r1 - r0; ++j) row[lab[j]] += v * w[j];
-      }
+      const int32_t* lab = label_ids + r0;
+      for (int64_t j = 0; j < r1 - r0; ++j) row[lab[j]] += v * w[j];
     }
     if (n_batch > 0) add_padded_rows(batch_rows, batch_values, n_batch, S, ld, row);
   }
@@ -202,30 +205,8 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
   const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
   const int32_t* tok = chunk.token.data();
   const double* val = chunk.value.data();
-  if (layout.padded_row[a] >= 0) {
+  if (layout.padded_row[a] >= 0 || r1 - r0 == S) {
     back_project_padded(tok, val, k0, k1, d_emissions, S, lab, r1 - r0, g);
-    return;
-  }
-  // Sums over the attribute's occurrences run in registers (two chains
-  // each), not through g in memory, where every occurrence would wait for
-  // the previous store.
-  if (r1 - r0 == S) {
-    int b0 = 0;
-    for (; b0 + 4 <= S; b0 += 4) {
-      vec4 even = splat4(0.0), odd = even;
-      int64_t k = k0;
-      for (; k + 1 < k1; k += 2) {
-        even += splat4(val[k]) * load4(d_emissions + static_cast<int64_t>(tok[k]) * S + b0);
-        odd += splat4(val[k + 1]) * load4(d_emissions + static_cast<int64_t>(tok[k + 1]) * S + b0);
-      }
-      if (k < k1) even += splat4(val[k]) * load4(d_emissions + static_cast<int64_t>(tok[k]) * S + b0);
-      store4(g + b0, load4(g + b0) + (even + odd));
-    }
-    for (; b0 < S; ++b0) {
-      double sum = 0.0;
-      for (int64_t k = k0; k < k1; ++k) sum += val[k] * d_emissions[static_cast<int64_t>(tok[k]) * S + b0];
-      g[b0] += sum;
-    }
     return;
   }
   if (r1 - r0 > 1) {

@@ -4,9 +4,9 @@
 // label_ids[row_ptr[a] .. row_ptr[a+1]) (ascending) with the weights
 // theta[row_ptr[a] .. row_ptr[a+1]). A dense model gives every attribute all
 // S labels; an `observed` model only the labels seen with it. One layout,
-// three ways through it: full rows are added as they are, attributes with
-// many (not all) labels through a zero-padded copy of their rows (vector
-// adds instead of one indexed add per label), the rest entry by entry.
+// two ways through it: whole rows are summed in registers, a vector window
+// at a time (full rows read in place, attributes with many but not all
+// labels through a zero-padded copy of their rows), the rest entry by entry.
 #pragma once
 
 #include <cstddef>
