@@ -48,6 +48,9 @@ void require_shape(const py::array& a, std::initializer_list<py::ssize_t> shape,
 }
 
 void require_finite(const double* p, py::ssize_t size, const char* name) {
+  // theta can have millions of entries and is checked at every evaluation:
+  // one vectorised pass, then the loop below only names the fault.
+  if (scores_within(p, size)) return;
   for (py::ssize_t i = 0; i < size; ++i) {
     if (!std::isfinite(p[i])) fail(std::string(name) + " contains NaN or infinite values");
     if (std::fabs(p[i]) > kMaxScore)

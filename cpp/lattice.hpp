@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,13 +24,28 @@ struct ScoreOverflow : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Whether every value is finite and within kMaxScore. Compared as integers:
+// on the bit patterns of magnitudes integer order is numeric order, with inf
+// and NaN above every finite value, and integer compares vectorise (floating
+// compares that may trap on NaN do not).
+inline bool scores_within(const double* v, int64_t size) {
+  uint64_t limit;
+  std::memcpy(&limit, &kMaxScore, sizeof limit);
+  int64_t outside = 0;
+  for (int64_t i = 0; i < size; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, v + i, sizeof bits);
+    outside += (bits & 0x7fffffffffffffffULL) > limit;
+  }
+  return outside == 0;
+}
+
 // Throws ScoreOverflow unless every value is finite and within kMaxScore.
 inline void check_scores(const double* v, int64_t size) {
-  for (int64_t i = 0; i < size; ++i)
-    if (!(v[i] <= kMaxScore && v[i] >= -kMaxScore))
-      throw ScoreOverflow(
-          "scores overflow: an emission score E = X·W is infinite or larger than 1e250 in "
-          "magnitude (feature values or weights too large)");
+  if (!scores_within(v, size))
+    throw ScoreOverflow(
+        "scores overflow: an emission score E = X·W is infinite or larger than 1e250 in "
+        "magnitude (feature values or weights too large)");
 }
 
 // exp(T - column max) once per evaluation, shared by every sequence. Rows

@@ -56,7 +56,14 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const int S = layout.S;
   const int64_t SS = static_cast<int64_t>(S) * S;
   const double* T = theta + layout.transitions_offset();
-  std::fill(grad, grad + layout.n_parameters(), 0.0);
+  {
+    // In parallel: with millions of parameters a serial fill is a visible
+    // part of an evaluation on several threads.
+    const int64_t n = layout.n_parameters(), block = 1 << 16, n_blocks = (n + block - 1) / block;
+#pragma omp parallel for num_threads(effective_threads(n_threads, n_blocks))
+    for (int64_t i = 0; i < n_blocks; ++i)
+      std::fill(grad + i * block, grad + std::min(n, (i + 1) * block), 0.0);
+  }
   double* grad_T = grad + layout.transitions_offset();
   double* grad_start = grad + layout.start_offset();
   double* grad_end = grad + layout.end_offset();

@@ -383,14 +383,34 @@ def test_theta_wrong_length(tiny):
             _core.likelihood(corpus, layout, bad, 1)
 
 
-@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("value", [np.nan, -np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("where", [0, -1])  # a W entry, an end weight
 def test_theta_non_finite(tiny, value, where):
     data, layout, theta = tiny
     theta = theta.copy()
-    theta[where] = value
+    theta[where] = np.copysign(value, -1.0) if value is -np.nan else value  # NaN, sign bit set
     with pytest.raises(ValueError, match="theta.*(NaN|infinite)"):
         _core.likelihood(corpus_of(data), layout, theta, 1)
+
+
+@pytest.mark.parametrize("where", [0, -1])
+def test_theta_magnitude_bound_is_exactly_1e250(tiny, where):
+    # The check compares magnitudes' bit patterns; the neighbours of the
+    # bound on both sides and both signs show it is the float order.
+    data, layout, theta = tiny
+    corpus = corpus_of(data)
+    for value in (1e250, -1e250, np.nextafter(1e250, 0.0)):
+        ok = theta.copy()
+        ok[where] = value
+        try:
+            _core.likelihood(corpus, layout, ok, 1)
+        except ValueError as exc:  # the lattice may still refuse the scores it makes
+            assert "theta" not in str(exc)
+    for value in (np.nextafter(1e250, np.inf), -np.nextafter(1e250, np.inf), 1e300, -1e308):
+        bad = theta.copy()
+        bad[where] = value
+        with pytest.raises(ValueError, match="theta.*too large"):
+            _core.likelihood(corpus, layout, bad, 1)
 
 
 @pytest.mark.parametrize("n_threads", [0, -1, -8])
