@@ -291,7 +291,7 @@ std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::objec
   }
   l->row_ptr.assign(rp, rp + l->n_attributes + 1);
   l->label_ids.assign(li, li + label_ids.size());
-  l->index_padded_rows();
+  l->index_rows();
   return l;
 }
 

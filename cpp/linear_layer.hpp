@@ -22,14 +22,29 @@ namespace sscrf {
 // whole padded row (and the padded copy would grow by a row per attribute).
 constexpr int kPaddedRowMinLabels = 4;
 
+// Where E = X·W reads an attribute's weights, in one 16-byte entry: an
+// occurrence of a rare attribute (a cache miss) then costs one line before
+// its weights, not one per array (row_ptr, label_ids, padded-row index).
+struct AttributeRow {
+  // The first weight: in LayerWeights::padded for a padded row, else in theta
+  int64_t offset = 0;
+  int32_t n_labels = 0;
+  int32_t label = -1;  // the label when n_labels == 1, else -1
+  // Summed a whole row at a time (padded, or full and read in place), not
+  // entry by entry. A full row is read padded_width(S) wide, into the next
+  // row or past W into T, start and end: S >= 2 leaves enough of them.
+  bool whole(int S) const {
+    return n_labels >= kPaddedRowMinLabels || (n_labels == S && S >= 2);
+  }
+  bool padded(int S) const { return n_labels < S && n_labels >= kPaddedRowMinLabels; }
+};
+
 struct Layout {
   int32_t n_attributes = 0;
   int S = 0;
   std::vector<int64_t> row_ptr;    // [n_attributes + 1]
   std::vector<int32_t> label_ids;  // [n_weights]
-  // padded_row[a] = the row of attribute a in LayerWeights::padded, or -1
-  // when it has none (fewer than kPaddedRowMinLabels labels, or all S).
-  std::vector<int32_t> padded_row;  // [n_attributes]
+  std::vector<AttributeRow> rows;  // [n_attributes]
   int32_t n_padded_rows = 0;
 
   // The flat parameter vector is [W entries | T (S×S) | start (S) | end (S)].
@@ -39,14 +54,14 @@ struct Layout {
   int64_t start_offset() const { return n_weights() + static_cast<int64_t>(S) * S; }
   int64_t end_offset() const { return start_offset() + S; }
 
-  // Fills padded_row; call once row_ptr and label_ids are filled and validated.
-  void index_padded_rows();
+  // Fills rows; call once row_ptr and label_ids are filled and validated.
+  void index_rows();
 };
 
 // The weights that E = X·W reads for one parameter vector: theta itself and
 // the padded copy of the rows that have one, built once per evaluation.
-//   padded: [n_padded_rows][padded_width(S)], padded[padded_row[a]][b] =
-//           W[a, b], 0 for the labels attribute a does not score
+//   padded: [n_padded_rows][padded_width(S)]; the row of a padded attribute
+//           a starts at rows[a].offset: W[a, b], 0 for the labels a does not score
 struct LayerWeights {
   const double* theta = nullptr;
   std::vector<double> padded;
