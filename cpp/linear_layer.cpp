@@ -193,11 +193,21 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
   const int S = layout.S;
   const int32_t a = chunk.attributes[i];
   const int64_t r0 = layout.row_ptr[a], r1 = layout.row_ptr[a + 1];
+  const int32_t* tok = chunk.token.data();
+  // Rare attributes cost a few cache misses each before their first
+  // occurrence (the gradient, the label ids, a residual row): ask for those
+  // of the attribute kAhead slots on.
+  constexpr size_t kAhead = 8;
+  if (i + kAhead < chunk.attributes.size()) {
+    const int64_t r = layout.row_ptr[chunk.attributes[i + kAhead]];
+    __builtin_prefetch(grad_weights + r, 1);
+    __builtin_prefetch(&layout.label_ids[r]);
+    __builtin_prefetch(d_emissions + static_cast<int64_t>(tok[chunk.attr_ptr[i + kAhead]]) * S);
+  }
   if (r1 == r0) return;
   double* g = grad_weights + r0;
   const int32_t* lab = &layout.label_ids[r0];
   const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
-  const int32_t* tok = chunk.token.data();
   const double* val = chunk.value.data();
   if (layout.rows[a].whole(S)) {
     back_project_padded(tok, val, k0, k1, d_emissions, S, lab, r1 - r0, g);
