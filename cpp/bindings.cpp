@@ -231,7 +231,7 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   c->indptr.assign(ip, ip + c->n_tokens + 1);
   if (ids32) c->indices.assign(indices32.data(), indices32.data() + nnz);
   else c->indices.assign(indices64.data(), indices64.data() + nnz);
-  if (constant_values) c->values.assign(nnz, constant);
+  if (constant_values) c->constant_value = constant;
   else c->values.assign(values.data(), values.data() + nnz);
   c->offsets.assign(op, op + c->n_sequences + 1);
   if (!labels_o.is_none()) {

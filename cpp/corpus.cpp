@@ -45,12 +45,13 @@ void Corpus::build_chunks() {
       position[a] = ch.attr_ptr[i];  // now the write cursor
     }
     ch.token.resize(k1 - k0);
-    ch.value.resize(k1 - k0);
+    if (!values.empty()) ch.value.resize(k1 - k0);
+    ch.constant_value = constant_value;
     for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
       for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
         const int64_t slot = position[indices[k]]++;
         ch.token[slot] = static_cast<int32_t>(t - ch.tok_begin);
-        ch.value[slot] = values[k];
+        if (!values.empty()) ch.value[slot] = values[k];
       }
     }
     for (const int32_t a : ch.attributes) position[a] = -1;

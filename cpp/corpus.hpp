@@ -22,7 +22,8 @@ struct Chunk {
   std::vector<int32_t> attributes;
   std::vector<int64_t> attr_ptr;
   std::vector<int32_t> token;
-  std::vector<double> value;
+  std::vector<double> value;  // or empty when every value is constant_value
+  double constant_value = 1.0;
 };
 
 // Default token budget of a chunk (DESIGN.md: "say 32k tokens"): few
@@ -38,7 +39,10 @@ struct Corpus {
   int32_t n_attributes = 0;
   std::vector<int64_t> indptr;   // [n_tokens + 1]
   std::vector<int32_t> indices;  // [nnz] attribute ids
-  std::vector<double> values;    // [nnz] attribute values
+  // [nnz] attribute values, or empty when every value is constant_value
+  // (binary features: 8 bytes per entry less to store and to stream)
+  std::vector<double> values;
+  double constant_value = 1.0;
   std::vector<int64_t> offsets;  // [n_sequences + 1] token offsets
   std::vector<int32_t> labels;   // [n_tokens] gold label ids, or empty
   std::vector<double> weights;   // [n_sequences] sequence weights, or empty (all 1)

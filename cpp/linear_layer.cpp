@@ -32,6 +32,14 @@ LayerWeights::LayerWeights(const Layout& layout, const double* theta_) : theta(t
 
 namespace {
 
+// The feature values of a run of occurrences: an array, or one constant
+// (binary features). The test is loop-invariant, so loops are unswitched.
+struct OccurrenceValues {
+  const double* array;
+  double constant;
+  double operator[](int64_t k) const { return array ? array[k] : constant; }
+};
+
 // Lanes [b0, b0 + 4·kVecs) of one label row in registers: wide enough that
 // the adds of consecutive entries do not wait on each other, narrow enough
 // to stay in the 16 vector registers.
@@ -86,7 +94,7 @@ void add_padded_rows(const double* const* rows, const double* x, int n, int S, i
 // the index of its first label past the window.
 template <int kVecs>
 __attribute__((always_inline)) inline int64_t back_project_window(
-    const int32_t* tok, const double* val, int64_t k0, int64_t k1, const double* d_emissions,
+    const int32_t* tok, OccurrenceValues val, int64_t k0, int64_t k1, const double* d_emissions,
     int S, int b0, const int32_t* lab, int64_t j, int64_t m, double* g) {
   LaneWindow<kVecs> w;
   constexpr int64_t kAhead = 8;
@@ -109,7 +117,7 @@ __attribute__((always_inline)) inline int64_t back_project_window(
 // rows are read whole, window by window, and only windows holding one of
 // the attribute's labels are summed.
 SSCRF_SIMD_CLONES
-void back_project_padded(const int32_t* tok, const double* val, int64_t k0, int64_t k1,
+void back_project_padded(const int32_t* tok, OccurrenceValues val, int64_t k0, int64_t k1,
                          const double* d_emissions, int S, const int32_t* lab, int64_t m,
                          double* g) {
   const int ld = padded_width(S);
@@ -137,6 +145,8 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
   const double* theta = weights.theta;
   const double* padded = weights.padded.data();
   const int32_t* attr = corpus.indices.data();
+  const OccurrenceValues values{corpus.values.empty() ? nullptr : corpus.values.data(),
+                                corpus.constant_value};
   const int64_t nnz = static_cast<int64_t>(corpus.indices.size());
   // A token's whole rows are summed in registers after its other entries,
   // in batches of at most kBatch.
@@ -167,7 +177,7 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
         }
       }
       const AttributeRow& r = rows[attr[k]];
-      const double v = corpus.values[k];
+      const double v = values[k];
       if (r.whole(S)) {
         if (n_batch == kBatch) {
           add_padded_rows(batch_rows, batch_values, n_batch, S, ld, row);
@@ -208,7 +218,8 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
   double* g = grad_weights + r0;
   const int32_t* lab = &layout.label_ids[r0];
   const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
-  const double* val = chunk.value.data();
+  const OccurrenceValues val{chunk.value.empty() ? nullptr : chunk.value.data(),
+                             chunk.constant_value};
   if (layout.rows[a].whole(S)) {
     back_project_padded(tok, val, k0, k1, d_emissions, S, lab, r1 - r0, g);
     return;

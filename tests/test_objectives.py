@@ -670,3 +670,38 @@ def test_observed_rows_of_every_width_match_the_dense_layout(S):
         other_loss, other_grad = _core.likelihood(corpus, layout, theta, n_threads)
         assert other_loss == loss
         assert other_grad.tobytes() == grad.tobytes()
+
+
+@pytest.mark.parametrize("constant", [1.0, 0.7])
+def test_constant_values_give_the_bits_of_the_materialised_array(constant):
+    # A stride-0 values array (binary features) is stored as one number and
+    # read as such by the scoring and the back-projection; every layer path
+    # (rows of 0..S labels), several chunks and threads must give the bits
+    # of the same values stored entry by entry.
+    rng = np.random.default_rng(7)
+    S, A = 11, 300
+    data = random_corpus(rng, 60, 12, A, S, max_attrs=40)
+    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum([len(r) for r in rows])
+    layout = _core.Layout(row_ptr, np.concatenate(rows).astype(np.int32), S)
+    theta = rng.normal(0.0, 0.3, size=layout.n_parameters)
+    nnz = len(data["indices"])
+    corpora = [
+        _core.Corpus(data["indptr"], data["indices"], values, data["offsets"], A,
+                     data["labels"], chunk_tokens=64)
+        for values in (np.full(nnz, constant), np.broadcast_to(np.float64(constant), (nnz,)))]
+    assert corpora[0].n_chunks >= 5
+    for n_threads in (1, 3):
+        got = [(_core.likelihood(c, layout, theta, n_threads),
+                _core.entropy_objective(c, layout, theta, n_threads),
+                _core.marginals_corpus(c, layout, theta, n_threads),
+                _core.viterbi_corpus(c, layout, theta, n_threads)) for c in corpora]
+        for want, have in zip(got[0], got[1]):
+            for a, b in zip(want, have):
+                assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    # and the value is used: scaling every value changes the loss
+    ones = _core.Corpus(data["indptr"], data["indices"], np.broadcast_to(np.float64(1.0), (nnz,)),
+                        data["offsets"], A, data["labels"], chunk_tokens=64)
+    loss_ones = _core.likelihood(ones, layout, theta, 1)[0]
+    assert (loss_ones != _core.likelihood(corpora[1], layout, theta, 1)[0]) == (constant != 1.0)
