@@ -166,8 +166,6 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
       if (k + kNear < nnz) {
         const AttributeRow& near = rows[attr[k + kNear]];
         if (near.whole(S)) {
-          // A full row is read in place: its ld - S lanes past S belong to
-          // the next row (or to T, after the last one) and are dropped.
           const double* p = (near.padded(S) ? padded : theta) + near.offset;
           for (int b = 0; b < ld; b += 8) __builtin_prefetch(p + b);
           __builtin_prefetch(p + ld - 1);
@@ -183,6 +181,8 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
           add_padded_rows(batch_rows, batch_values, n_batch, S, ld, row);
           n_batch = 0;
         }
+        // A full row is read in place: its ld - S lanes past S belong to
+        // the next row (or to T, after the last one) and are dropped.
         batch_rows[n_batch] = (r.padded(S) ? padded : theta) + r.offset;
         batch_values[n_batch++] = v;
       } else if (r.n_labels == 1) {
