@@ -46,7 +46,6 @@ void Corpus::build_chunks() {
     }
     ch.token.resize(k1 - k0);
     if (!values.empty()) ch.value.resize(k1 - k0);
-    ch.constant_value = constant_value;
     for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
       for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
         const int64_t slot = position[indices[k]]++;

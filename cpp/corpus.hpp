@@ -22,8 +22,7 @@ struct Chunk {
   std::vector<int32_t> attributes;
   std::vector<int64_t> attr_ptr;
   std::vector<int32_t> token;
-  std::vector<double> value;  // or empty when every value is constant_value
-  double constant_value = 1.0;
+  std::vector<double> value;  // or empty when the corpus values are constant
 };
 
 // Default token budget of a chunk (DESIGN.md: "say 32k tokens"): few

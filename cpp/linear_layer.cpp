@@ -198,8 +198,9 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
 }
 
 SSCRF_SIMD_CLONES
-void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
-                            const double* d_emissions, double* grad_weights) {
+void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
+                            const Layout& layout, const double* d_emissions,
+                            double* grad_weights) {
   const int S = layout.S;
   const int32_t a = chunk.attributes[i];
   const int64_t r0 = layout.row_ptr[a], r1 = layout.row_ptr[a + 1];
@@ -219,7 +220,7 @@ void back_project_attribute(const Chunk& chunk, size_t i, const Layout& layout,
   const int32_t* lab = &layout.label_ids[r0];
   const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
   const OccurrenceValues val{chunk.value.empty() ? nullptr : chunk.value.data(),
-                             chunk.constant_value};
+                             corpus.constant_value};
   if (layout.rows[a].whole(S)) {
     back_project_padded(tok, val, k0, k1, d_emissions, S, lab, r1 - r0, g);
     return;

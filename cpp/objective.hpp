@@ -117,7 +117,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
     const int64_t n_attr = static_cast<int64_t>(ch.attributes.size());
 #pragma omp parallel for schedule(dynamic, 64) num_threads(effective_threads(n_threads, n_attr / 64 + 1))
     for (int64_t i = 0; i < n_attr; ++i)
-      back_project_attribute(ch, static_cast<size_t>(i), layout, residual.data(), grad);
+      back_project_attribute(corpus, ch, static_cast<size_t>(i), layout, residual.data(), grad);
   }
   return loss;
 }
