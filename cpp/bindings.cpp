@@ -331,6 +331,17 @@ void checked_firings(const ConstraintFirings& firings, const Corpus& corpus) {
     fail("these constraint firings were built for another corpus");
 }
 
+// score_weights [n_constraints][S], finite.
+Doubles checked_score_weights(const py::object& o, const ConstraintFirings& firings,
+                              const Layout& layout) {
+  auto weights = Doubles::ensure(o);
+  if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
+      weights.shape(0) != firings.n_constraints)
+    fail("score_weights must be a float array (n_constraints, S)");
+  require_finite(weights.data(), weights.size(), "score_weights");
+  return weights;
+}
+
 void require_labels(const Corpus& corpus, const Layout& layout) {
   if (corpus.labels.empty() && corpus.n_tokens > 0) fail("this corpus has no labels");
   for (int32_t y : corpus.labels)
@@ -810,11 +821,7 @@ PYBIND11_MODULE(_core, m) {
           auto theta = checked_theta(corpus, layout, theta_o, false);
           checked_threads(n_threads);
           checked_firings(firings, corpus);
-          auto weights = Doubles::ensure(score_weights_o);
-          if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
-              weights.shape(0) != firings.n_constraints)
-            fail("score_weights must be a float array (n_constraints, S)");
-          require_finite(weights.data(), weights.size(), "score_weights");
+          auto weights = checked_score_weights(score_weights_o, firings, layout);
           auto grad = gradient_output(out_o, layout, theta);
           double* g = grad.data;
           {
@@ -825,6 +832,47 @@ PYBIND11_MODULE(_core, m) {
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
         py::arg("firings"), py::arg("score_weights"), py::arg("out") = py::none());
+
+  // Both passes in one call, so that the emissions kept between them are
+  // certainly those of this theta.
+  m.def("ge_objective",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           const ConstraintFirings& firings, py::function score_weights_of, py::object out_o,
+           py::object emissions_o) {
+          auto theta = checked_theta(corpus, layout, theta_o, false);
+          checked_threads(n_threads);
+          checked_firings(firings, corpus);
+          double* emissions = nullptr;
+          if (!emissions_o.is_none()) {
+            auto e = py::reinterpret_borrow<py::array>(emissions_o);
+            if (!py::isinstance<py::array>(emissions_o) ||
+                !e.dtype().is(py::dtype::of<double>()) || e.ndim() != 2 ||
+                e.shape(0) != corpus.n_tokens || e.shape(1) != layout.S ||
+                !(e.flags() & py::array::c_style) || !e.writeable())
+              fail("emissions must be a writable C-contiguous float64 array (n_tokens, S)");
+            emissions = static_cast<double*>(e.mutable_data());
+          }
+          auto grad = gradient_output(out_o, layout, theta);
+          py::array_t<double> sums({static_cast<py::ssize_t>(firings.n_constraints),
+                                    static_cast<py::ssize_t>(layout.S)});
+          double* sp = sums.mutable_data();
+          {
+            py::gil_scoped_release release;
+            ge_expectations(corpus, layout, theta.data(), n_threads, firings, sp, emissions);
+          }
+          py::object weights_o = score_weights_of(sums);
+          auto weights = checked_score_weights(weights_o, firings, layout);
+          double* g = grad.data;
+          {
+            py::gil_scoped_release release;
+            ge_gradient(corpus, layout, theta.data(), g, n_threads, firings, weights.data(),
+                        emissions);
+          }
+          return grad.array;
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("firings"), py::arg("score_weights_of"), py::arg("out") = py::none(),
+        py::arg("emissions") = py::none());
 
   // ---- optimiser vector passes (deterministic for any thread count) ---------------
 

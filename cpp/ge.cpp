@@ -37,7 +37,8 @@ ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int32_t* constr
 }
 
 void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
-                     int n_threads, const ConstraintFirings& firings, double* sums) {
+                     int n_threads, const ConstraintFirings& firings, double* sums,
+                     double* emissions) {
   const int S = layout.S;
   std::fill(sums, sums + static_cast<int64_t>(firings.n_constraints) * S, 0.0);
   const double* T = theta + layout.transitions_offset();
@@ -58,7 +59,8 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb || !firings.active[s]) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
-          const Chain c = scored_chain(corpus, layout, weights, factors, tb, te, rows);
+          double* scored = emissions ? emissions + tb * S : rows;
+          const Chain c = scored_chain(corpus, layout, weights, factors, tb, te, scored);
           forward_backward(c, ws, rows, nullptr, nullptr);
         }
       });
@@ -78,7 +80,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
 
 void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
                  double* grad, int n_threads, const ConstraintFirings& firings,
-                 const double* score_weights) {
+                 const double* score_weights, const double* emissions) {
   const int S = layout.S;
   evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
@@ -97,7 +99,7 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
         expectation_gradient(c, ws, r, dE, dT, nullptr);
         return 0.0;  // the loss itself is a function of the expectations, computed by the caller
       },
-      firings.active.data());
+      firings.active.data(), emissions);
 }
 
 }  // namespace sscrf

@@ -15,16 +15,11 @@
 
 namespace sscrf {
 
-// Scores the tokens [tb, te) of one sequence into rows [te - tb][S] (checked
-// for overflow) and returns its chain, without masks.
-inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
-                          const LayerWeights& weights, const TransitionFactors& factors,
-                          int64_t tb, int64_t te, double* rows) {
-  score_tokens(corpus, tb, te, layout, weights, rows);
-  const double* theta = weights.theta;
-  check_scores(rows, (te - tb) * layout.S);
+// The chain of n tokens whose emission rows [n][S] are `rows`, without masks.
+inline Chain chain_over(const Layout& layout, const double* theta,
+                        const TransitionFactors& factors, int64_t n, double* rows) {
   Chain c;
-  c.n = te - tb;
+  c.n = n;
   c.S = layout.S;
   c.emissions = rows;
   c.transitions = theta + layout.transitions_offset();
@@ -32,6 +27,16 @@ inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
   c.end = theta + layout.end_offset();
   c.factors = &factors;
   return c;
+}
+
+// Scores the tokens [tb, te) of one sequence into rows [te - tb][S] (checked
+// for overflow) and returns its chain, without masks.
+inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
+                          const LayerWeights& weights, const TransitionFactors& factors,
+                          int64_t tb, int64_t te, double* rows) {
+  score_tokens(corpus, tb, te, layout, weights, rows);
+  check_scores(rows, (te - tb) * layout.S);
+  return chain_over(layout, weights.theta, factors, te - tb, rows);
 }
 
 // Evaluates Σ_seq kernel(seq) and its gradient with respect to theta
@@ -48,11 +53,14 @@ inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
 // E[n-1] do), and the rows back-projected by attribute. Every sum runs in an
 // order fixed by the corpus, so the result has the same bits for any
 // thread count. With `active` [n_sequences], sequences whose flag is 0 are
-// known to contribute nothing (loss 0, gradient 0) and are not scored.
+// known to contribute nothing (loss 0, gradient 0) and are not scored. With
+// `emissions` [n_tokens][S], the emission rows already scored at this theta
+// (and checked) by an earlier pass, sequences are copied from it instead of
+// scored.
 template <class Kernel>
 double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double* theta,
                         double* grad, int n_threads, Kernel&& kernel,
-                        const uint8_t* active = nullptr) {
+                        const uint8_t* active = nullptr, const double* emissions = nullptr) {
   const int S = layout.S;
   const int64_t SS = static_cast<int64_t>(S) * S;
   const double* T = theta + layout.transitions_offset();
@@ -93,7 +101,13 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
             std::fill(E, E + (te - tb) * S, 0.0);
             continue;
           }
-          const Chain c = scored_chain(corpus, layout, weights, factors, tb, te, E);
+          Chain c;
+          if (emissions) {
+            std::copy(emissions + tb * S, emissions + te * S, E);
+            c = chain_over(layout, theta, factors, te - tb, E);
+          } else {
+            c = scored_chain(corpus, layout, weights, factors, tb, te, E);
+          }
           sums[0] += kernel(s, c, ws, E, sums + 1);
         }
       });
@@ -194,14 +208,18 @@ struct ConstraintFirings {
 
 // Generalized expectation, pass 1: for each constraint m, the sum of the
 // model's node marginals over the C_m tokens where it fires: sums [M][S].
+// With `emissions` [n_tokens][S], the emission rows of the sequences where
+// some constraint fires are also written there, for pass 2 at the same theta.
 void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
-                     int n_threads, const ConstraintFirings& firings, double* sums);
+                     int n_threads, const ConstraintFirings& firings, double* sums,
+                     double* emissions = nullptr);
 
 // Pass 2: grad = Σ_x Cov_x[F, r_x] with r_x(y) = Σ_j Σ_{m fires at j}
-// score_weights[m][y_j] (score_weights [M][S] = ∂loss/∂p̂_m / C_m).
+// score_weights[m][y_j] (score_weights [M][S] = ∂loss/∂p̂_m / C_m). With
+// `emissions`, pass 1's rows at this theta are reused instead of rescoring.
 void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
                  double* grad, int n_threads, const ConstraintFirings& firings,
-                 const double* score_weights);
+                 const double* score_weights, const double* emissions = nullptr);
 
 // Σ_x w_x H(Y | x) and its gradient, by Mann & McCallum's O(n S²) covariance
 // kernel or (jiao = true) by Jiao et al.'s O(n² S³) nested programme.

@@ -235,6 +235,69 @@ def test_identical_bits_for_any_thread_count():
         assert results[0] == results[1] == results[2]
 
 
+@pytest.mark.parametrize("dense", [True, False])
+def test_kept_emissions_give_the_bits_of_rescoring(dense, monkeypatch):
+    # Pass 2 reusing pass 1's emissions must give the bits of scoring again,
+    # over several chunks, with sequences where nothing fires (never scored),
+    # after an evaluation at another theta has filled the kept array.
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 8, size=1800).tolist()
+    tiny = Tiny(5, lengths, A=40, S=5, dense=dense, p_fire=0.1)
+    assert tiny.corpus.n_chunks >= 2
+    attrs = list(range(0, 40, 4))
+    fires = np.isin(tiny.indices, attrs)
+    token_fires = np.add.reduceat(fires, tiny.indptr[:-1]) > 0
+    sequence_fires = np.array([token_fires[a:b].any()
+                               for a, b in zip(tiny.offsets[:-1], tiny.offsets[1:])])
+    assert 0 < (~sequence_fires).sum() < len(lengths)
+    targets = rng.dirichlet(np.ones(5), size=len(attrs))
+    cmap = constraint_map(tiny.A, attrs)
+    first, theta = rng.normal(size=tiny.n_params), rng.normal(size=tiny.n_params)
+    kept = {}
+    for n in (1, 3):
+        term = OBJECTIVES["ge"](tiny.corpus, tiny.layout, n, constraint_of_attribute=cmap,
+                                targets=targets)
+        term.value_and_gradient(first)
+        assert term._emissions is not None
+        value, grad = term.value_and_gradient(theta)
+        kept[n] = (value, grad.tobytes())
+    assert kept[1] == kept[3]
+    monkeypatch.setattr(OBJECTIVES["ge"], "EMISSION_CACHE_BYTES", 0)
+    term = OBJECTIVES["ge"](tiny.corpus, tiny.layout, 2, constraint_of_attribute=cmap,
+                            targets=targets)
+    value, grad = term.value_and_gradient(theta)
+    assert term._emissions is None
+    assert (value, grad.tobytes()) == kept[1]
+
+
+def test_ge_objective_rejects_bad_emissions_and_weights():
+    tiny = Tiny(3, [3, 2, 4], p_fire=0.5)
+    attrs = [0, 2]
+    firings = _core.ConstraintFirings(tiny.corpus, constraint_map(tiny.A, attrs), len(attrs))
+    theta = np.zeros(tiny.n_params)
+    N, S = tiny.corpus.n_tokens, tiny.S
+    good = lambda sums: np.zeros((len(attrs), S))  # noqa: E731
+    read_only = np.zeros((N, S))
+    read_only.flags.writeable = False
+    for bad in (np.zeros((N + 1, S)), np.zeros((N, S), dtype=np.float32), read_only,
+                np.zeros((S, N)).T, [[0.0] * S] * N):
+        with pytest.raises(ValueError, match="emissions must be"):
+            _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings, good, emissions=bad)
+    with pytest.raises(ValueError, match="score_weights"):
+        _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings,
+                           lambda sums: np.zeros((len(attrs) + 1, S)))
+    with pytest.raises(ValueError, match="score_weights"):
+        _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings,
+                           lambda sums: np.full((len(attrs), S), np.nan))
+
+    def fails(sums):
+        raise RuntimeError("from the callback")
+
+    with pytest.raises(RuntimeError, match="from the callback"):
+        _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings, fails,
+                           emissions=np.zeros((N, S)))
+
+
 def test_term_rejects_bad_input():
     tiny = Tiny(0, [3, 2])
     cmap = constraint_map(tiny.A, [0])

@@ -80,6 +80,11 @@ def ge_expectations(corpus: Corpus, layout: Layout, theta: Array, n_threads: int
 def ge_gradient(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
                 firings: ConstraintFirings, score_weights: Array,
                 out: Optional[Array] = None) -> Array: ...
+# Both passes at one theta: score_weights_of(sums) gives pass 2's weights; with
+# `emissions` (n_tokens, S), pass 1's scored rows are kept there for pass 2.
+def ge_objective(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
+                 firings: ConstraintFirings, score_weights_of: Callable[[Array], Array],
+                 out: Optional[Array] = None, emissions: Optional[Array] = None) -> Array: ...
 
 # Optimiser vector passes over C-contiguous vectors of one length, used in place
 # (float64; the L-BFGS history `vectors`, `step` and `y` may be float32); sums run in

@@ -210,7 +210,10 @@ class GE(Term):
     constraint at once in O(n S²) per sentence. Each evaluation takes two
     chunked passes over the corpus (expectations, then gradient); both are
     deterministic, so value and gradient have the same bits for any thread
-    count.
+    count. The second pass reuses the emission scores ``E = X·W`` of the
+    first when they take at most ``EMISSION_CACHE_BYTES`` (256 MiB, an
+    array of n_tokens × S doubles kept with the term); larger corpora are
+    scored twice instead.
 
     Parameters
     ----------
@@ -232,6 +235,7 @@ class GE(Term):
     """
 
     DEFAULT_SMOOTHING = 1e-6
+    EMISSION_CACHE_BYTES = 256 * 2**20
 
     def __init__(self, corpus, layout, n_threads, weight=1.0, *, constraint_of_attribute,
                  targets, penalty="kl", smoothing=DEFAULT_SMOOTHING):
@@ -263,6 +267,7 @@ class GE(Term):
         self.counts = counts
         # KL terms only where the target is positive (0·log 0 = 0).
         self._positive = targets > 0
+        self._emissions = None  # pass 1's scores for pass 2, allocated when first needed
         self._target_log = np.where(self._positive, np.log(np.where(self._positive, targets, 1.0)),
                                     0.0)
 
@@ -294,18 +299,24 @@ class GE(Term):
 
     def _evaluate(self, theta, out):
         M, S = self.targets.shape
-        sums = _core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
-                                     self._firings)
-        p_hat = self._smoothed(sums)
-        value = float(self._per_constraint(p_hat).sum())
-        if self.penalty == "l2":
-            d_p_hat = 2.0 * (p_hat - self.targets)
-            d_sums = 1.0 / self.counts
-        else:
-            d_p_hat = np.where(self._positive, -self.targets / np.where(self._positive, p_hat, 1.0),
-                               0.0)
-            d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
-        score_weights = np.ascontiguousarray(d_p_hat * d_sums[:, None])
-        grad = _core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
-                                 self._firings, score_weights, out=out)
+        value = None
+
+        def score_weights_of(sums):  # called by C++ between its two passes
+            nonlocal value
+            p_hat = self._smoothed(sums)
+            value = float(self._per_constraint(p_hat).sum())
+            if self.penalty == "l2":
+                d_p_hat = 2.0 * (p_hat - self.targets)
+                d_sums = 1.0 / self.counts
+            else:
+                d_p_hat = np.where(self._positive,
+                                   -self.targets / np.where(self._positive, p_hat, 1.0), 0.0)
+                d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
+            return np.ascontiguousarray(d_p_hat * d_sums[:, None])
+
+        if self._emissions is None and self.corpus.n_tokens * S * 8 <= self.EMISSION_CACHE_BYTES:
+            self._emissions = np.empty((self.corpus.n_tokens, S))
+        grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
+                                  self._firings, score_weights_of, out=out,
+                                  emissions=self._emissions)
         return value, grad
