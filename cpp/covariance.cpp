@@ -56,22 +56,35 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   aL.resize(rows);
   bR.resize(rows);
   h.resize(rows);
-  std::vector<double>& G = ws.cov_edge;
-  std::vector<double>& GT = ws.cov_edge_t;
-  G.assign(static_cast<size_t>(S) * ld, 0.0);
-  GT.assign(static_cast<size_t>(S) * ld, 0.0);
-  auto load_edge = [&](int64_t t) {  // G = edge_t ∘ F for positions t >= 1
+  // G = edge_t ∘ F (and Gᵀ) for positions t >= 1; the chain's own
+  // transitions come with the factors, other edge scores are loaded here.
+  const double* G = nullptr;
+  const double* GT = nullptr;
+  bool loaded = false;
+  auto load_edge = [&](int64_t t) {
+    if (!loaded) {  // the padding lanes are zeros
+      ws.cov_edge.assign(static_cast<size_t>(S) * ld, 0.0);
+      ws.cov_edge_t.assign(static_cast<size_t>(S) * ld, 0.0);
+      loaded = true;
+    }
     const double* e = r.edge + (t - 1) * r.edge_stride;
     for (int a = 0; a < S; ++a)
       for (int b = 0; b < S; ++b) {
         const double v = e[a * S + b] * f.factor[a * ld + b];
-        G[a * ld + b] = v;
-        GT[b * ld + a] = v;
+        ws.cov_edge[a * ld + b] = v;
+        ws.cov_edge_t[b * ld + a] = v;
       }
+    G = ws.cov_edge.data();
+    GT = ws.cov_edge_t.data();
   };
   const bool has_edge = r.edge != nullptr;
   const bool shared_edge = has_edge && r.edge_stride == 0;
-  if (shared_edge) load_edge(1);
+  if (shared_edge && r.edge == c.transitions) {
+    G = f.scored.data();
+    GT = f.scored_t.data();
+  } else if (shared_edge) {
+    load_edge(1);
+  }
   ws.tmp.assign(2 * static_cast<size_t>(ld), 0.0);
   double* v1 = ws.tmp.data();
   double* edge_part = v1 + ld;  // Σ_b edge_t(a,b) F(a,b) g_t(b)
@@ -109,7 +122,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     for (int b = S; b < ld; ++b) g[b] = 0.0;
     if (has_edge) {
       if (!shared_edge) load_edge(t);
-      vector_matrix(g, GT.data(), S, ld, edge_part);
+      vector_matrix(g, GT, S, ld, edge_part);
       for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * edge_part[a];
     }
     double* ht = &h[t * ld];
@@ -136,7 +149,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double* alpha_prev = &ws.alpha[(t - 1) * ld];
     if (has_edge) {
       if (!shared_edge) load_edge(t);
-      vector_matrix_sum(&aL[(t - 1) * ld], f.factor.data(), alpha_prev, G.data(), S, ld, v1);
+      vector_matrix_sum(&aL[(t - 1) * ld], f.factor.data(), alpha_prev, G, S, ld, v1);
     } else {
       vector_matrix(&aL[(t - 1) * ld], f.factor.data(), S, ld, v1);
     }
@@ -159,10 +172,10 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     // for a shared edge score, P = Σ_t alpha_{t-1} ⊗ g_t (edge marginals / F)
     for (int64_t t = 1; t < n; ++t)
       for (int b = 0; b < S; ++b) h[t * ld + b] -= ws.g[t * ld + b] * expected;
-    ws.outer.assign(2 * static_cast<size_t>(S) * ld, 0.0);
+    ws.outer.resize(2 * static_cast<size_t>(S) * ld);
     double* O = ws.outer.data();
     double* P = shared_edge ? O + static_cast<size_t>(S) * ld : nullptr;
-    add_covariance_products(aL.data(), ws.g.data() + ld, ws.alpha.data(), h.data() + ld, n - 1,
+    covariance_products(aL.data(), ws.g.data() + ld, ws.alpha.data(), h.data() + ld, n - 1,
                             S, ld, O, P);
     for (int a = 0; a < S; ++a)
       for (int b = 0; b < S; ++b) dT[a * S + b] += f.factor[a * ld + b] * O[a * ld + b];

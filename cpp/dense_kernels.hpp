@@ -136,11 +136,11 @@ __attribute__((always_inline)) inline void vector_pair_matrix(const double* x, c
 
 // The outer-product sums of the covariance kernel's transition gradient, in
 // one sweep over t (A and C rows are each loaded once):
-//   O[a][b] += Σ_{t < n} A[t][a] · B[t][b] + C[t][a] · D[t][b]
-//   P[a][b] += Σ_{t < n} C[t][a] · B[t][b]     (skipped when P is nullptr)
+//   O[a][b] = Σ_{t < n} A[t][a] · B[t][b] + C[t][a] · D[t][b]
+//   P[a][b] = Σ_{t < n} C[t][a] · B[t][b]     (skipped when P is nullptr)
 // for a < rows, b < ld; every matrix has row stride ld.
 template <bool with_p>
-__attribute__((always_inline)) inline void add_covariance_products_impl(
+__attribute__((always_inline)) inline void covariance_products_impl(
     const double* A, const double* B, const double* C, const double* D, int64_t n, int rows,
     int ld, double* O, double* P) {
   for (int a = 0; a < rows; ++a) {
@@ -160,31 +160,31 @@ __attribute__((always_inline)) inline void add_covariance_products_impl(
         }
       }
       double* out = O + static_cast<int64_t>(a) * ld + b0;
-      store4(out, load4(out) + (o0 + q0));
-      store4(out + 4, load4(out + 4) + (o1 + q1));
+      store4(out, o0 + q0);
+      store4(out + 4, o1 + q1);
       if (with_p) {
         double* pout = P + static_cast<int64_t>(a) * ld + b0;
-        store4(pout, load4(pout) + p0);
-        store4(pout + 4, load4(pout + 4) + p1);
+        store4(pout, p0);
+        store4(pout + 4, p1);
       }
     }
   }
 }
 
-__attribute__((always_inline)) inline void add_covariance_products(const double* A, const double* B,
+__attribute__((always_inline)) inline void covariance_products(const double* A, const double* B,
                                                                    const double* C, const double* D,
                                                                    int64_t n, int rows, int ld,
                                                                    double* O, double* P) {
   if (P)
-    add_covariance_products_impl<true>(A, B, C, D, n, rows, ld, O, P);
+    covariance_products_impl<true>(A, B, C, D, n, rows, ld, O, P);
   else
-    add_covariance_products_impl<false>(A, B, C, D, n, rows, ld, O, nullptr);
+    covariance_products_impl<false>(A, B, C, D, n, rows, ld, O, nullptr);
 }
 
-// O[a][b] += Σ_{t < n} A[t][a] · B[t][b] for a < rows, b < ld: a sum of
+// O[a][b] = Σ_{t < n} A[t][a] · B[t][b] for a < rows, b < ld: a sum of
 // outer products (AᵀB), blocked two rows of O by kBlock columns at a time.
 // A, B and O have row stride ld.
-__attribute__((always_inline)) inline void add_transposed_product(const double* A, const double* B, int64_t n, int rows,
+__attribute__((always_inline)) inline void transposed_product(const double* A, const double* B, int64_t n, int rows,
                                    int ld, double* O) {
   for (int a0 = 0; a0 < rows; a0 += 2) {
     const bool two = a0 + 1 < rows;
@@ -200,11 +200,11 @@ __attribute__((always_inline)) inline void add_transposed_product(const double* 
         r11 += x1 * b_hi;
       }
       double* o0 = O + static_cast<int64_t>(a0) * ld + b0;
-      store4(o0, load4(o0) + r00);
-      store4(o0 + 4, load4(o0 + 4) + r01);
+      store4(o0, r00);
+      store4(o0 + 4, r01);
       if (two) {
-        store4(o0 + ld, load4(o0 + ld) + r10);
-        store4(o0 + ld + 4, load4(o0 + ld + 4) + r11);
+        store4(o0 + ld, r10);
+        store4(o0 + ld + 4, r11);
       }
     }
   }

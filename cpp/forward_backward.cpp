@@ -125,8 +125,8 @@ void scaled_edge_sum(const Chain& c, const TransitionFactors& f, Workspace& ws,
   const int S = c.S, ld = f.ld;
   if (!c.edge_mask) {
     // Σ_t alpha_{t-1}(a) factor(a,b) g_t(b) = factor(a,b) · (Σ_t alpha_{t-1} ⊗ g_t)(a,b)
-    ws.outer.assign(static_cast<size_t>(S) * ld, 0.0);
-    add_transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
+    ws.outer.resize(static_cast<size_t>(S) * ld);
+    transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, ws.outer.data());
     for (int a = 0; a < S; ++a)
       for (int b = 0; b < S; ++b) edge_sum[a * S + b] += ws.outer[a * ld + b] * f.factor[a * ld + b];
     return;
@@ -311,6 +311,8 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
     : S(S_), ld(padded_width(S_)), col_max(S_, kNegInf) {
   factor.assign(static_cast<size_t>(S) * ld, 0.0);
   factor_t.assign(static_cast<size_t>(S) * ld, 0.0);
+  scored.assign(static_cast<size_t>(S) * ld, 0.0);
+  scored_t.assign(static_cast<size_t>(S) * ld, 0.0);
   for (int a = 0; a < S; ++a)
     for (int b = 0; b < S; ++b) col_max[b] = std::max(col_max[b], transitions[a * S + b]);
   for (int a = 0; a < S; ++a)
@@ -318,6 +320,8 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
       const double v = std::exp(transitions[a * S + b] - col_max[b]);
       factor[a * ld + b] = v;
       factor_t[b * ld + a] = v;
+      scored[a * ld + b] = transitions[a * S + b] * v;
+      scored_t[b * ld + a] = scored[a * ld + b];
     }
 }
 

@@ -53,9 +53,11 @@ inline void check_scores(const double* v, int64_t size) {
 //   factor:   [S][ld], factor[a][b] = exp(T[a][b] - col_max[b])
 //   factor_t: [S][ld], factor_t[b][a] = factor[a][b]
 //   col_max:  [S]
+//   scored, scored_t: T ∘ factor and its transpose, the edge part of the
+//     covariance kernel when the score is the chain's own (entropy)
 struct TransitionFactors {
   int S = 0, ld = 0;
-  std::vector<double> factor, factor_t, col_max;
+  std::vector<double> factor, factor_t, col_max, scored, scored_t;
   TransitionFactors() = default;
   TransitionFactors(const double* transitions, int S);
 };
