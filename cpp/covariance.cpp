@@ -120,23 +120,36 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     double* g = &ws.g[t * ld];
     for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
     for (int b = S; b < ld; ++b) g[b] = 0.0;
-    if (has_edge) {
-      if (!shared_edge) load_edge(t);
-      vector_matrix(g, GT, S, ld, edge_part);
-      for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * edge_part[a];
-    }
     double* ht = &h[t * ld];
-    for (int b = 0; b < S; ++b) {
-      centred[t * S + b] = node_score(r, t, S, b) - c_t;
-      ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * centred[t * S + b]);
-    }
-    for (int b = S; b < ld; ++b) ht[b] = 0.0;
-    offset += c_t;
-    // beta_{t-1} = Fᵀ g_t and the F part of bR_{t-1} = Fᵀ h_t, in one sweep
+    double* beta_prev = &ws.beta[(t - 1) * ld];
     double* bR_prev = &bR[(t - 1) * ld];
-    vector_pair_matrix(g, ht, f.factor_t.data(), S, ld, &ws.beta[(t - 1) * ld], bR_prev);
-    if (has_edge)
-      for (int a = 0; a < S; ++a) bR_prev[a] += edge_part[a];
+    if (has_edge) {
+      // c_t needs the edge part Gᵀ g_t, and h_t needs c_t; as
+      // h_t = h°_t - c_t g_t with h°_t the uncentred h_t, and Fᵀ g_t = beta_{t-1},
+      //   Fᵀ h_t = Fᵀ h°_t - c_t beta_{t-1},
+      // so the three products run in one sweep before c_t is known.
+      if (!shared_edge) load_edge(t);
+      for (int b = 0; b < S; ++b)
+        ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * node_score(r, t, S, b));
+      for (int b = S; b < ld; ++b) ht[b] = 0.0;
+      vector_pair_matrix_and_product(g, ht, f.factor_t.data(), GT, S, ld, beta_prev, bR_prev,
+                                     edge_part);
+      for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * edge_part[a];
+      for (int b = 0; b < S; ++b) {
+        centred[t * S + b] = node_score(r, t, S, b) - c_t;
+        ht[b] -= c_t * g[b];
+      }
+      for (int a = 0; a < S; ++a) bR_prev[a] += edge_part[a] - c_t * beta_prev[a];
+    } else {
+      for (int b = 0; b < S; ++b) {
+        centred[t * S + b] = node_score(r, t, S, b) - c_t;
+        ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * centred[t * S + b]);
+      }
+      for (int b = S; b < ld; ++b) ht[b] = 0.0;
+      // beta_{t-1} = Fᵀ g_t and the F part of bR_{t-1} = Fᵀ h_t, in one sweep
+      vector_pair_matrix(g, ht, f.factor_t.data(), S, ld, beta_prev, bR_prev);
+    }
+    offset += c_t;
   }
   // E[r'] of the centred score (~0), from position 0: Σ_b p_0(b) (r'_0(b) + R_0(b))
   double expected = 0.0;

@@ -134,6 +134,56 @@ __attribute__((always_inline)) inline void vector_pair_matrix(const double* x, c
   }
 }
 
+// out_xm = x·M, out_ym = y·M and out_xn = x·N in one sweep over the rows of
+// M and N (row stride ld): three independent accumulator chains per lane
+// block, where three separate products would each wait on their own.
+__attribute__((always_inline)) inline void vector_pair_matrix_and_product(
+    const double* x, const double* y, const double* M, const double* N, int rows, int ld,
+    double* out_xm, double* out_ym, double* out_xn) {
+  for (int b0 = 0; b0 < ld; b0 += kBlock) {
+    vec4 xm0 = splat4(0.0), xm1 = xm0, ym0 = xm0, ym1 = xm0, xn0 = xm0, xn1 = xm0;
+    vec4 xm2 = xm0, xm3 = xm0, ym2 = xm0, ym3 = xm0, xn2 = xm0, xn3 = xm0;
+    int a = 0;
+    for (; a + 1 < rows; a += 2) {
+      const double* me = M + static_cast<int64_t>(a) * ld + b0;
+      const double* ne = N + static_cast<int64_t>(a) * ld + b0;
+      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+      const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
+      const vec4 me0 = load4(me), me1 = load4(me + 4), mo0 = load4(me + ld),
+                 mo1 = load4(me + ld + 4);
+      xm0 += xe * me0;
+      xm1 += xe * me1;
+      ym0 += ye * me0;
+      ym1 += ye * me1;
+      xm2 += xo * mo0;
+      xm3 += xo * mo1;
+      ym2 += yo * mo0;
+      ym3 += yo * mo1;
+      xn0 += xe * load4(ne);
+      xn1 += xe * load4(ne + 4);
+      xn2 += xo * load4(ne + ld);
+      xn3 += xo * load4(ne + ld + 4);
+    }
+    if (a < rows) {
+      const double* me = M + static_cast<int64_t>(a) * ld + b0;
+      const double* ne = N + static_cast<int64_t>(a) * ld + b0;
+      const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
+      xm0 += xe * load4(me);
+      xm1 += xe * load4(me + 4);
+      ym0 += ye * load4(me);
+      ym1 += ye * load4(me + 4);
+      xn0 += xe * load4(ne);
+      xn1 += xe * load4(ne + 4);
+    }
+    store4(out_xm + b0, xm0 + xm2);
+    store4(out_xm + b0 + 4, xm1 + xm3);
+    store4(out_ym + b0, ym0 + ym2);
+    store4(out_ym + b0 + 4, ym1 + ym3);
+    store4(out_xn + b0, xn0 + xn2);
+    store4(out_xn + b0 + 4, xn1 + xn3);
+  }
+}
+
 // The outer-product sums of the covariance kernel's transition gradient, in
 // one sweep over t (A and C rows are each loaded once):
 //   O[a][b] = Σ_{t < n} A[t][a] · B[t][b] + C[t][a] · D[t][b]
