@@ -47,10 +47,17 @@ void require_shape(const py::array& a, std::initializer_list<py::ssize_t> shape,
   }
 }
 
-void require_finite(const double* p, py::ssize_t size, const char* name) {
+void require_finite(const double* p, py::ssize_t size, const char* name, int n_threads = 1) {
   // theta can have millions of entries and is checked at every evaluation:
-  // one vectorised pass, then the loop below only names the fault.
-  if (scores_within(p, size)) return;
+  // one vectorised pass (in parallel blocks: a serial pass over a dense
+  // model's theta is a visible part of an evaluation on several threads),
+  // then the loop below only names the fault.
+  const int64_t block = 1 << 16, n_blocks = (size + block - 1) / block;
+  int within = 1;
+#pragma omp parallel for reduction(&& : within) num_threads(effective_threads(n_threads, n_blocks))
+  for (int64_t i = 0; i < n_blocks; ++i)
+    within = within && scores_within(p + i * block, std::min<int64_t>(block, size - i * block));
+  if (within) return;
   for (py::ssize_t i = 0; i < size; ++i) {
     if (!std::isfinite(p[i])) fail(std::string(name) + " contains NaN or infinite values");
     if (std::fabs(p[i]) > kMaxScore)
@@ -296,11 +303,12 @@ std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::objec
 }
 
 Doubles checked_theta(const Corpus& corpus, const Layout& layout, const py::object& theta_o,
-                      bool use_mask) {
+                      bool use_mask, int n_threads) {
+  checked_threads(n_threads);
   auto theta = Doubles::ensure(theta_o);
   if (!theta) fail("theta must be a 1-D float array");
   require_shape(theta, {layout.n_parameters()}, "theta");
-  require_finite(theta.data(), theta.size(), "theta");
+  require_finite(theta.data(), theta.size(), "theta", n_threads);
   if (corpus.n_attributes > layout.n_attributes)
     fail("the corpus has more attributes than the model layout");
   if (use_mask && (!corpus.mask.empty() || !corpus.edge_mask.empty()) &&
@@ -553,7 +561,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("likelihood",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
            py::object out_o) {
-          auto theta = checked_theta(corpus, layout, theta_o, false);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           require_labels(corpus, layout);
           checked_threads(n_threads);
           auto grad = gradient_output(out_o, layout, theta);
@@ -571,8 +579,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("partial_likelihood",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
            py::object out_o) {
-          auto theta = checked_theta(corpus, layout, theta_o, true);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, true, n_threads);
           auto grad = gradient_output(out_o, layout, theta);
           double* g = grad.data;
           double loss;
@@ -589,8 +596,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("viterbi_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
-          auto theta = checked_theta(corpus, layout, theta_o, true);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, true, n_threads);
           py::array_t<int32_t> labels(corpus.n_tokens);
           py::array_t<double> scores(corpus.n_sequences);
           int32_t* lp = labels.mutable_data();
@@ -608,8 +614,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("marginals_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
-          auto theta = checked_theta(corpus, layout, theta_o, true);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, true, n_threads);
           py::array_t<double> node({static_cast<py::ssize_t>(corpus.n_tokens),
                                     static_cast<py::ssize_t>(layout.S)});
           py::array_t<double> log_z(corpus.n_sequences);
@@ -628,7 +633,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("log_probability_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
-          auto theta = checked_theta(corpus, layout, theta_o, false);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           require_labels(corpus, layout);
           checked_threads(n_threads);
           py::array_t<double> out(corpus.n_sequences);
@@ -750,8 +755,7 @@ PYBIND11_MODULE(_core, m) {
            const std::string& method, py::object out_o) {
           if (method != "fast" && method != "jiao")
             fail("method must be 'fast' or 'jiao', got '" + method + "'");
-          auto theta = checked_theta(corpus, layout, theta_o, false);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           auto grad = gradient_output(out_o, layout, theta);
           double* g = grad.data;
           double loss;
@@ -766,8 +770,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("entropy_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {
-          auto theta = checked_theta(corpus, layout, theta_o, false);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           py::array_t<double> seq(corpus.n_sequences), tok(corpus.n_tokens), tr(corpus.n_tokens);
           double* sp = seq.mutable_data();
           double* tp = tok.mutable_data();
@@ -800,8 +803,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("ge_expectations",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
            const ConstraintFirings& firings) {
-          auto theta = checked_theta(corpus, layout, theta_o, false);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           checked_firings(firings, corpus);
           py::array_t<double> sums({static_cast<py::ssize_t>(firings.n_constraints),
                                     static_cast<py::ssize_t>(layout.S)});
@@ -818,8 +820,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("ge_gradient",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
            const ConstraintFirings& firings, py::object score_weights_o, py::object out_o) {
-          auto theta = checked_theta(corpus, layout, theta_o, false);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           checked_firings(firings, corpus);
           auto weights = checked_score_weights(score_weights_o, firings, layout);
           auto grad = gradient_output(out_o, layout, theta);
@@ -839,8 +840,7 @@ PYBIND11_MODULE(_core, m) {
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
            const ConstraintFirings& firings, py::function score_weights_of, py::object out_o,
            py::object emissions_o) {
-          auto theta = checked_theta(corpus, layout, theta_o, false);
-          checked_threads(n_threads);
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
           checked_firings(firings, corpus);
           double* emissions = nullptr;
           if (!emissions_o.is_none()) {

@@ -65,7 +65,7 @@ struct Layout {
 struct LayerWeights {
   const double* theta = nullptr;
   std::vector<double> padded;
-  LayerWeights(const Layout& layout, const double* theta);
+  LayerWeights(const Layout& layout, const double* theta, int n_threads = 1);
 };
 
 // E[t - tok_begin][b] = Σ_k X[t, a_k] W[a_k, b] for tokens [tok_begin, tok_end).

@@ -413,6 +413,27 @@ def test_theta_magnitude_bound_is_exactly_1e250(tiny, where):
             _core.likelihood(corpus, layout, bad, 1)
 
 
+@pytest.mark.parametrize("n_threads", [1, 3])
+def test_theta_faults_found_in_any_block(n_threads):
+    # theta is checked in blocks of 65,536 entries, in parallel: a fault in
+    # a middle block or in the short last one is found at any thread count.
+    S, A = 4, 70_000
+    row_ptr, label_ids = dense_layout(A, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    corpus = _core.Corpus(np.array([0, 1]), np.array([3], dtype=np.int32), np.ones(1),
+                          np.array([0, 1]), A, np.array([0], dtype=np.int32), None, None)
+    n = layout.n_parameters
+    assert n > 4 * 65536
+    theta = np.zeros(n)
+    assert np.isfinite(_core.likelihood(corpus, layout, theta, n_threads)[0])
+    for where in (2 * 65536 + 17, n - 1, 65535):
+        for value, message in ((np.nan, "NaN"), (1e251, "too large")):
+            bad = theta.copy()
+            bad[where] = value
+            with pytest.raises(ValueError, match=f"theta.*{message}"):
+                _core.likelihood(corpus, layout, bad, n_threads)
+
+
 @pytest.mark.parametrize("n_threads", [0, -1, -8])
 def test_non_positive_threads(tiny, n_threads):
     data, layout, theta = tiny
