@@ -231,32 +231,46 @@ __attribute__((always_inline)) inline void covariance_products(const double* A, 
     covariance_products_impl<false>(A, B, C, D, n, rows, ld, O, nullptr);
 }
 
+// Columns [b0, b0 + 4·kVecs) of rows a0 and a0 + 1 (when `two`) of O = AᵀB,
+// summed over t in registers.
+template <int kVecs>
+__attribute__((always_inline)) inline void transposed_product_tile(const double* A,
+                                                                   const double* B, int64_t n,
+                                                                   int ld, int a0, bool two,
+                                                                   int b0, double* O) {
+  vec4 r0[kVecs], r1[kVecs];
+  for (int j = 0; j < kVecs; ++j) r0[j] = r1[j] = splat4(0.0);
+  for (int64_t t = 0; t < n; ++t) {
+    const vec4 x0 = splat4(A[t * ld + a0]);
+    const vec4 x1 = splat4(two ? A[t * ld + a0 + 1] : 0.0);
+    const double* b = B + t * ld + b0;
+    for (int j = 0; j < kVecs; ++j) {
+      const vec4 v = load4(b + 4 * j);
+      r0[j] += x0 * v;
+      r1[j] += x1 * v;
+    }
+  }
+  double* o = O + static_cast<int64_t>(a0) * ld + b0;
+  for (int j = 0; j < kVecs; ++j) store4(o + 4 * j, r0[j]);
+  if (two)
+    for (int j = 0; j < kVecs; ++j) store4(o + ld + 4 * j, r1[j]);
+}
+
 // O[a][b] = Σ_{t < n} A[t][a] · B[t][b] for a < rows, b < ld: a sum of
-// outer products (AᵀB), blocked two rows of O by kBlock columns at a time.
-// A, B and O have row stride ld.
-__attribute__((always_inline)) inline void transposed_product(const double* A, const double* B, int64_t n, int rows,
-                                   int ld, double* O) {
+// outer products (AᵀB), two rows of O by up to 24 columns at a time (12
+// accumulators: each broadcast of A feeds six multiply-adds). A, B and O
+// have row stride ld.
+__attribute__((always_inline)) inline void transposed_product(const double* A, const double* B,
+                                                              int64_t n, int rows, int ld,
+                                                              double* O) {
   for (int a0 = 0; a0 < rows; a0 += 2) {
     const bool two = a0 + 1 < rows;
-    for (int b0 = 0; b0 < ld; b0 += kBlock) {
-      vec4 r00 = splat4(0.0), r01 = r00, r10 = r00, r11 = r00;
-      for (int64_t t = 0; t < n; ++t) {
-        const vec4 x0 = splat4(A[t * ld + a0]);
-        const vec4 x1 = splat4(two ? A[t * ld + a0 + 1] : 0.0);
-        const vec4 b_lo = load4(B + t * ld + b0), b_hi = load4(B + t * ld + b0 + 4);
-        r00 += x0 * b_lo;
-        r01 += x0 * b_hi;
-        r10 += x1 * b_lo;
-        r11 += x1 * b_hi;
-      }
-      double* o0 = O + static_cast<int64_t>(a0) * ld + b0;
-      store4(o0, r00);
-      store4(o0 + 4, r01);
-      if (two) {
-        store4(o0 + ld, r10);
-        store4(o0 + ld + 4, r11);
-      }
-    }
+    int b0 = 0;
+    for (; b0 + 24 <= ld; b0 += 24) transposed_product_tile<6>(A, B, n, ld, a0, two, b0, O);
+    if (ld - b0 == 16)
+      transposed_product_tile<4>(A, B, n, ld, a0, two, b0, O);
+    else if (ld - b0 == 8)
+      transposed_product_tile<2>(A, B, n, ld, a0, two, b0, O);
   }
 }
 
