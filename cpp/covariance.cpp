@@ -185,13 +185,17 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     // for a shared edge score, P = Σ_t alpha_{t-1} ⊗ g_t (edge marginals / F)
     for (int64_t t = 1; t < n; ++t)
       for (int b = 0; b < S; ++b) h[t * ld + b] -= ws.g[t * ld + b] * expected;
-    ws.outer.resize(2 * static_cast<size_t>(S) * ld);
-    double* O = ws.outer.data();
-    double* P = shared_edge ? O + static_cast<size_t>(S) * ld : nullptr;
-    covariance_products(aL.data(), ws.g.data() + ld, ws.alpha.data(), h.data() + ld, n - 1,
-                            S, ld, O, P);
+    const size_t block = static_cast<size_t>(S) * ld;
+    ws.outer.resize(3 * block);
+    double* O = ws.outer.data();  // the two sums of O, added below
+    double* Oh = O + block;
+    double* P = Oh + block;
+    transposed_product(aL.data(), ws.g.data() + ld, n - 1, S, ld, O);
+    transposed_product(ws.alpha.data(), h.data() + ld, n - 1, S, ld, Oh);
+    if (shared_edge) transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, P);
     for (int a = 0; a < S; ++a)
-      for (int b = 0; b < S; ++b) dT[a * S + b] += f.factor[a * ld + b] * O[a * ld + b];
+      for (int b = 0; b < S; ++b)
+        dT[a * S + b] += f.factor[a * ld + b] * (O[a * ld + b] + Oh[a * ld + b]);
     if (shared_edge) {
       for (int a = 0; a < S; ++a)
         for (int b = 0; b < S; ++b) dT[a * S + b] += G[a * ld + b] * P[a * ld + b];

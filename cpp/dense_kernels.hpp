@@ -184,53 +184,6 @@ __attribute__((always_inline)) inline void vector_pair_matrix_and_product(
   }
 }
 
-// The outer-product sums of the covariance kernel's transition gradient, in
-// one sweep over t (A and C rows are each loaded once):
-//   O[a][b] = Σ_{t < n} A[t][a] · B[t][b] + C[t][a] · D[t][b]
-//   P[a][b] = Σ_{t < n} C[t][a] · B[t][b]     (skipped when P is nullptr)
-// for a < rows, b < ld; every matrix has row stride ld.
-template <bool with_p>
-__attribute__((always_inline)) inline void covariance_products_impl(
-    const double* A, const double* B, const double* C, const double* D, int64_t n, int rows,
-    int ld, double* O, double* P) {
-  for (int a = 0; a < rows; ++a) {
-    for (int b0 = 0; b0 < ld; b0 += kBlock) {
-      vec4 o0 = splat4(0.0), o1 = o0, q0 = o0, q1 = o0, p0 = o0, p1 = o0;
-      for (int64_t t = 0; t < n; ++t) {
-        const vec4 x = splat4(A[t * ld + a]), z = splat4(C[t * ld + a]);
-        const vec4 b_lo = load4(B + t * ld + b0), b_hi = load4(B + t * ld + b0 + 4);
-        const vec4 d_lo = load4(D + t * ld + b0), d_hi = load4(D + t * ld + b0 + 4);
-        o0 += x * b_lo;
-        o1 += x * b_hi;
-        q0 += z * d_lo;
-        q1 += z * d_hi;
-        if (with_p) {
-          p0 += z * b_lo;
-          p1 += z * b_hi;
-        }
-      }
-      double* out = O + static_cast<int64_t>(a) * ld + b0;
-      store4(out, o0 + q0);
-      store4(out + 4, o1 + q1);
-      if (with_p) {
-        double* pout = P + static_cast<int64_t>(a) * ld + b0;
-        store4(pout, p0);
-        store4(pout + 4, p1);
-      }
-    }
-  }
-}
-
-__attribute__((always_inline)) inline void covariance_products(const double* A, const double* B,
-                                                                   const double* C, const double* D,
-                                                                   int64_t n, int rows, int ld,
-                                                                   double* O, double* P) {
-  if (P)
-    covariance_products_impl<true>(A, B, C, D, n, rows, ld, O, P);
-  else
-    covariance_products_impl<false>(A, B, C, D, n, rows, ld, O, nullptr);
-}
-
 // Columns [b0, b0 + 4·kVecs) of rows a0 and a0 + 1 (when `two`) of O = AᵀB,
 // summed over t in registers.
 template <int kVecs>
