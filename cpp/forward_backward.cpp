@@ -260,9 +260,28 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
 }
 
 double scaled_log_z(const Workspace& ws, int64_t n) {
-  double log_z = 0.0;
-  for (int64_t t = 0; t < n; ++t) log_z += ws.row_max[t] + std::log(ws.scale[t]);
-  return log_z;
+  // log Z = Σ_t row_max[t] + log Π_t scale[t], with one log per sequence:
+  // the product is carried as mantissa · 2^exponent, the mantissa in
+  // [0.5, 1). Should a product leave the normal range (a subnormal scale,
+  // or a NaN), the logs are taken token by token instead.
+  double shift = 0.0, mantissa = 1.0;
+  int64_t exponent = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    shift += ws.row_max[t];
+    mantissa *= ws.scale[t];
+    uint64_t bits;
+    std::memcpy(&bits, &mantissa, sizeof bits);
+    const int64_t field = static_cast<int64_t>((bits >> 52) & 0x7ff);
+    if (field == 0 || field == 0x7ff) {
+      double log_z = 0.0;
+      for (int64_t u = 0; u < n; ++u) log_z += ws.row_max[u] + std::log(ws.scale[u]);
+      return log_z;
+    }
+    exponent += field - 1022;
+    bits = (bits & ~(0x7ffULL << 52)) | (1022ULL << 52);
+    std::memcpy(&mantissa, &bits, sizeof bits);
+  }
+  return shift + (std::log(mantissa) + static_cast<double>(exponent) * 0.6931471805599453);
 }
 
 SSCRF_SIMD_CLONES
