@@ -95,7 +95,9 @@ class Objective:
 
     With ``reuse_gradient=True`` the gradient is one buffer that the next
     call overwrites: a fresh array of millions of entries per evaluation
-    costs page faults, and the trainer's L-BFGS copies what it keeps.
+    costs page faults, and the trainer's L-BFGS copies what it keeps. The
+    terms after the first always write into one scratch array kept between
+    calls, for the same reason.
     """
 
     def __init__(self, terms, c2, n_threads=1, reuse_gradient=False):
@@ -104,6 +106,7 @@ class Objective:
         self.n_threads = int(n_threads)
         self.reuse_gradient = bool(reuse_gradient)
         self._gradient = None
+        self._scratch = None
 
     def __call__(self, theta):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
@@ -116,6 +119,10 @@ class Objective:
         for i, term in enumerate(self.terms):
             if i == 0 and isinstance(term, Term):
                 value, g = term.value_and_gradient(theta, out=grad)
+            elif isinstance(term, Term):
+                if self._scratch is None or self._scratch.shape != theta.shape:
+                    self._scratch = np.empty_like(theta)
+                value, g = term.value_and_gradient(theta, out=self._scratch)
             else:
                 value, g = term.value_and_gradient(theta)
             if i == 0:
