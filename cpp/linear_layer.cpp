@@ -114,6 +114,11 @@ __attribute__((always_inline)) inline int64_t back_project_window(
   }
   double lanes[4 * kVecs];
   w.store(lanes);
+  if (m == S) {  // a full row: labels 0..S-1, lane b is label b0 + b
+    const int end = std::min(4 * kVecs, S - b0);
+    for (int b = 0; b < end; ++b) g[b0 + b] += lanes[b];
+    return b0 + end;
+  }
   for (; j < m && lab[j] < b0 + 4 * kVecs; ++j) g[j] += lanes[lab[j] - b0];
   return j;
 }
