@@ -35,30 +35,40 @@ __attribute__((always_inline)) inline vec4 load4(const double* p) {
 __attribute__((always_inline)) inline void store4(double* p, vec4 v) { std::memcpy(p, &v, sizeof v); }
 __attribute__((always_inline)) inline vec4 splat4(double x) { return vec4{x, x, x, x}; }
 
+// Lanes [b0, b0 + 4·kVecs) of out = x·M: even and odd rows accumulate
+// separately (half the dependency chain), each broadcast of x feeding
+// kVecs multiply-adds.
+template <int kVecs>
+__attribute__((always_inline)) inline void vector_matrix_tile(const double* x, const double* M,
+                                                              int rows, int ld, int b0,
+                                                              double* out) {
+  vec4 e[kVecs], o[kVecs];
+  for (int j = 0; j < kVecs; ++j) e[j] = o[j] = splat4(0.0);
+  int a = 0;
+  for (; a + 1 < rows; a += 2) {
+    const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+    const double* me = M + static_cast<int64_t>(a) * ld + b0;
+    for (int j = 0; j < kVecs; ++j) {
+      e[j] += xe * load4(me + 4 * j);
+      o[j] += xo * load4(me + ld + 4 * j);
+    }
+  }
+  if (a < rows) {
+    const vec4 xe = splat4(x[a]);
+    const double* me = M + static_cast<int64_t>(a) * ld + b0;
+    for (int j = 0; j < kVecs; ++j) e[j] += xe * load4(me + 4 * j);
+  }
+  for (int j = 0; j < kVecs; ++j) store4(out + b0 + 4 * j, e[j] + o[j]);
+}
+
 // out[b] = Σ_{a < rows} x[a] · M[a][b] for b < ld; M has row stride ld.
 __attribute__((always_inline)) inline void vector_matrix(const double* x, const double* M, int rows, int ld, double* out) {
-  for (int b0 = 0; b0 < ld; b0 += kBlock) {
-    // even and odd rows accumulate separately: half the dependency chain
-    vec4 e0 = splat4(0.0), e1 = e0, o0 = e0, o1 = e0;
-    int a = 0;
-    for (; a + 1 < rows; a += 2) {
-      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
-      const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const double* mo = me + ld;
-      e0 += xe * load4(me);
-      e1 += xe * load4(me + 4);
-      o0 += xo * load4(mo);
-      o1 += xo * load4(mo + 4);
-    }
-    if (a < rows) {
-      const vec4 xe = splat4(x[a]);
-      const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      e0 += xe * load4(me);
-      e1 += xe * load4(me + 4);
-    }
-    store4(out + b0, e0 + o0);
-    store4(out + b0 + 4, e1 + o1);
-  }
+  int b0 = 0;
+  for (; b0 + 24 <= ld; b0 += 24) vector_matrix_tile<6>(x, M, rows, ld, b0, out);
+  if (ld - b0 == 16)
+    vector_matrix_tile<4>(x, M, rows, ld, b0, out);
+  else if (ld - b0 == 8)
+    vector_matrix_tile<2>(x, M, rows, ld, b0, out);
 }
 
 // out[b] = Σ_{a < rows} x[a] · M[a][b] + y[a] · N[a][b] for b < ld: two
