@@ -379,6 +379,36 @@ double* parameter_vector(const py::handle& o, int64_t n, bool writable, const st
   return static_cast<double*>(const_cast<void*>(any_vector(o, n, writable, name, false).data));
 }
 
+// The vectors of an optimiser pass, all of length n (set from the first when
+// n < 0 on entry), read-only.
+std::vector<VectorRef> checked_vectors(const py::handle& vectors_o, int64_t& n) {
+  if (!py::isinstance<py::sequence>(vectors_o)) fail("vectors must be a sequence of arrays");
+  const auto seq = py::reinterpret_borrow<py::sequence>(vectors_o);
+  std::vector<VectorRef> vectors;
+  for (size_t j = 0; j < seq.size(); ++j) {
+    vectors.push_back(any_vector(seq[j], n, false, "vectors[" + std::to_string(j) + "]"));
+    n = py::reinterpret_borrow<py::array>(seq[j]).shape(0);
+  }
+  return vectors;
+}
+
+// Rows (i, j) naming two of n_vectors vectors.
+std::vector<std::pair<int, int>> checked_pairs(const py::handle& pairs_o, size_t n_vectors) {
+  auto pairs_a = Array<int64_t>::ensure(pairs_o);
+  if (!pairs_a || pairs_a.ndim() != 2 || pairs_a.shape(1) != 2)
+    fail("pairs must be an int array of shape (n_pairs, 2)");
+  std::vector<std::pair<int, int>> pairs;
+  for (py::ssize_t p = 0; p < pairs_a.shape(0); ++p) {
+    const int64_t i = pairs_a.at(p, 0), j = pairs_a.at(p, 1);
+    if (i < 0 || j < 0 || i >= static_cast<int64_t>(n_vectors) ||
+        j >= static_cast<int64_t>(n_vectors))
+      fail("pairs[" + std::to_string(p) + "] names a vector out of range [0, " +
+           std::to_string(n_vectors) + ")");
+    pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
+  }
+  return pairs;
+}
+
 // The gradient output of an objective: a new array, or `out` (validated,
 // written in place, so that the optimiser reuses one buffer).
 struct GradientOutput {
@@ -879,25 +909,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("dot_products",
         [](py::sequence vectors_o, py::object pairs_o, int n_threads) {
           checked_threads(n_threads);
-          std::vector<VectorRef> vectors;
           int64_t n = -1;
-          for (size_t j = 0; j < vectors_o.size(); ++j) {
-            const std::string name = "vectors[" + std::to_string(j) + "]";
-            vectors.push_back(any_vector(vectors_o[j], n, false, name));
-            n = py::reinterpret_borrow<py::array>(vectors_o[j]).shape(0);
-          }
-          auto pairs_a = Array<int64_t>::ensure(pairs_o);
-          if (!pairs_a || pairs_a.ndim() != 2 || pairs_a.shape(1) != 2)
-            fail("pairs must be an int array of shape (n_pairs, 2)");
-          std::vector<std::pair<int, int>> pairs;
-          for (py::ssize_t p = 0; p < pairs_a.shape(0); ++p) {
-            const int64_t i = pairs_a.at(p, 0), j = pairs_a.at(p, 1);
-            if (i < 0 || j < 0 || i >= static_cast<int64_t>(vectors.size()) ||
-                j >= static_cast<int64_t>(vectors.size()))
-              fail("pairs[" + std::to_string(p) + "] names a vector out of range [0, " +
-                   std::to_string(vectors.size()) + ")");
-            pairs.emplace_back(static_cast<int>(i), static_cast<int>(j));
-          }
+          const auto vectors = checked_vectors(vectors_o, n);
+          const auto pairs = checked_pairs(pairs_o, vectors.size());
           py::array_t<double> out(static_cast<py::ssize_t>(pairs.size()));
           double* o = out.mutable_data();
           {
@@ -948,7 +962,8 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("secant_pair",
         [](py::object x_o, py::object trial_o, py::object gradient_o, py::object previous_o,
-           py::object step_o, py::object y_o, int n_threads) {
+           py::object step_o, py::object y_o, int n_threads, py::object vectors_o,
+           py::object pairs_o) -> py::object {
           checked_threads(n_threads);
           double* x = parameter_vector(x_o, -1, true, "x");
           const int64_t n = py::reinterpret_borrow<py::array>(x_o).shape(0);
@@ -958,14 +973,33 @@ PYBIND11_MODULE(_core, m) {
           const VectorRef step = any_vector(step_o, n, true, "step");
           const VectorRef y = any_vector(y_o, n, true, "y");
           if (step.single != y.single) fail("step and y must have the same dtype");
-          py::gil_scoped_release release;
-          secant_pair(x, trial, gradient, previous, const_cast<void*>(step.data),
-                      const_cast<void*>(y.data), step.single, n, n_threads);
+          if (vectors_o.is_none() != pairs_o.is_none())
+            fail("vectors and pairs go together");
+          if (vectors_o.is_none()) {
+            py::gil_scoped_release release;
+            secant_pair(x, trial, gradient, previous, const_cast<void*>(step.data),
+                        const_cast<void*>(y.data), step.single, n, n_threads);
+            return py::none();
+          }
+          int64_t length = n;
+          const auto vectors = checked_vectors(vectors_o, length);
+          const auto pairs = checked_pairs(pairs_o, vectors.size());
+          py::array_t<double> out(static_cast<py::ssize_t>(pairs.size()));
+          double* o = out.mutable_data();
+          {
+            py::gil_scoped_release release;
+            secant_pair_and_dot_products(x, trial, gradient, previous,
+                                         const_cast<void*>(step.data), const_cast<void*>(y.data),
+                                         step.single, vectors, pairs, n, o, n_threads);
+          }
+          return out;
         },
         py::arg("x"), py::arg("trial"), py::arg("gradient"), py::arg("previous_gradient"),
-        py::arg("step"), py::arg("y"), py::arg("n_threads"),
+        py::arg("step"), py::arg("y"), py::arg("n_threads"), py::arg("vectors") = py::none(),
+        py::arg("pairs") = py::none(),
         "step = trial − x, then x = trial; y = gradient − previous_gradient (step and y: "
-        "float64 or float32).");
+        "float64 or float32). With vectors and pairs, also returns dot_products(vectors, "
+        "pairs) of the updated vectors, taken in the same pass.");
 
   m.def("add_l2_prior",
         [](py::object theta_o, py::object grad_o, double c2, int n_threads) {

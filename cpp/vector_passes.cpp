@@ -239,9 +239,14 @@ double sum_over_blocks(int64_t n, int n_threads, Body&& body) {
 
 }  // namespace
 
-void dot_products(const std::vector<VectorRef>& vectors,
-                  const std::vector<std::pair<int, int>>& pairs, int64_t n, double* out,
-                  int n_threads) {
+namespace {
+
+// dot_products, with before(begin, end) run on each block just before the
+// block's products (by the thread that computes them).
+template <class Before>
+void dot_products_after(const std::vector<VectorRef>& vectors,
+                        const std::vector<std::pair<int, int>>& pairs, int64_t n, double* out,
+                        int n_threads, Before&& before) {
   const int64_t n_blocks = block_count(n);
   const size_t n_pairs = pairs.size();
   std::vector<PairGroup> groups;
@@ -261,15 +266,23 @@ void dot_products(const std::vector<VectorRef>& vectors,
   std::vector<double> block_sums(static_cast<size_t>(n_blocks) * n_pairs, 0.0);
 #pragma omp parallel for schedule(static) num_threads(effective_threads(n_threads, n_blocks))
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
-    const int64_t begin = blk * kReductionBlock;
-    dot_products_block(vectors, groups, n_pairs, begin, std::min(n, begin + kReductionBlock),
-                       &block_sums[blk * n_pairs]);
+    const int64_t begin = blk * kReductionBlock, end = std::min(n, begin + kReductionBlock);
+    before(begin, end);
+    dot_products_block(vectors, groups, n_pairs, begin, end, &block_sums[blk * n_pairs]);
   }
   for (size_t p = 0; p < n_pairs; ++p) {
     double sum = 0.0;
     for (int64_t blk = 0; blk < n_blocks; ++blk) sum += block_sums[blk * n_pairs + p];
     out[p] = sum;
   }
+}
+
+}  // namespace
+
+void dot_products(const std::vector<VectorRef>& vectors,
+                  const std::vector<std::pair<int, int>>& pairs, int64_t n, double* out,
+                  int n_threads) {
+  dot_products_after(vectors, pairs, n, out, n_threads, [](int64_t, int64_t) {});
 }
 
 double linear_combination(double* out, const std::vector<double>& coefficients,
@@ -294,6 +307,16 @@ void secant_pair(double* x, const double* trial, const double* gradient,
   sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
     secant_pair_block(x, trial, gradient, previous_gradient, step, y, single, begin, end);
     return 0.0;
+  });
+}
+
+void secant_pair_and_dot_products(double* x, const double* trial, const double* gradient,
+                                  const double* previous_gradient, void* step, void* y,
+                                  bool single, const std::vector<VectorRef>& vectors,
+                                  const std::vector<std::pair<int, int>>& pairs, int64_t n,
+                                  double* out, int n_threads) {
+  dot_products_after(vectors, pairs, n, out, n_threads, [&](int64_t begin, int64_t end) {
+    secant_pair_block(x, trial, gradient, previous_gradient, step, y, single, begin, end);
   });
 }
 

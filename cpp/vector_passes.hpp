@@ -52,6 +52,16 @@ void secant_pair(double* x, const double* trial, const double* gradient,
                  const double* previous_gradient, void* step, void* y, bool single, int64_t n,
                  int n_threads);
 
+// secant_pair, then dot_products of `pairs` among `vectors` in the same pass:
+// each block's products are taken right after the block's secant update,
+// while its entries are in cache. `vectors` may include x, step and y
+// (their new values are read); the results have the bits of the two passes.
+void secant_pair_and_dot_products(double* x, const double* trial, const double* gradient,
+                                  const double* previous_gradient, void* step, void* y,
+                                  bool single, const std::vector<VectorRef>& vectors,
+                                  const std::vector<std::pair<int, int>>& pairs, int64_t n,
+                                  double* out, int n_threads);
+
 // grad += 2·c2·theta, the gradient of the prior c2·‖θ‖²; returns θ·θ.
 double add_l2_prior(const double* theta, double* grad, double c2, int64_t n, int n_threads);
 

@@ -111,6 +111,36 @@ def test_step_secant_pair_and_l2_prior(vectors):
     assert all(item == grads[0] for item in grads)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_secant_pair_with_dot_products_gives_the_bits_of_two_passes(vectors, dtype):
+    # The fused pass reads x, step and y as updated (each block right after
+    # its update): the same dots, to the bit, as secant_pair then dot_products.
+    rng = np.random.default_rng(3)
+    x0, trial, g, g_old, other = vectors
+    history = [rng.standard_normal(N).astype(dtype) for _ in range(3)]
+    pairs = np.array([[0, 3], [1, 3], [2, 4], [3, 4], [4, 4], [5, 5], [3, 3], [6, 0],
+                      [2, 6]])
+    for t in THREADS:
+        x1, s1, y1 = x0.copy(), np.empty(N, dtype), np.empty(N, dtype)
+        _core.secant_pair(x1, trial, g, g_old, s1, y1, t)
+        want = _core.dot_products(history + [s1, y1, x1, g], pairs, t)
+        x2, s2, y2 = x0.copy(), np.full(N, np.nan, dtype), np.full(N, np.nan, dtype)
+        dots = _core.secant_pair(x2, trial, g, g_old, s2, y2, t,
+                                 vectors=history + [s2, y2, x2, g], pairs=pairs)
+        assert dots.tobytes() == want.tobytes(), t
+        assert x2.tobytes() == x1.tobytes() and s2.tobytes() == s1.tobytes()
+        assert y2.tobytes() == y1.tobytes()
+    assert _core.secant_pair(x0.copy(), trial, g, g_old, s1, y1, 1) is None
+    with pytest.raises(ValueError, match="go together"):
+        _core.secant_pair(x0.copy(), trial, g, g_old, s1, y1, 1, vectors=[g])
+    with pytest.raises(ValueError, match="out of range"):
+        _core.secant_pair(x0.copy(), trial, g, g_old, s1, y1, 1, vectors=[g],
+                          pairs=np.array([[0, 1]]))
+    with pytest.raises(ValueError, match="entries"):
+        _core.secant_pair(x0.copy(), trial, g, g_old, s1, y1, 1, vectors=[g[:-1]],
+                          pairs=np.array([[0, 0]]))
+
+
 def test_bad_vectors_are_refused(vectors):
     x = vectors[0]
     with pytest.raises(ValueError, match="C-contiguous float64"):

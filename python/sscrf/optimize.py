@@ -337,10 +337,14 @@ class _Run:
 
     # -- direction: two-loop recursion on the Gram matrix ---------------------------
 
-    def measure(self, g, slot):
+    def measure(self, g, slot, secant=None):
         """Form ``v`` from the gradient ``g`` at the iterate and, in one pass, the
         dot products the next direction needs: those of the new pair in ``slot``
-        (if any) and of ``v`` with the basis, and ``‖x‖²``."""
+        (if any) and of ``v`` with the basis, and ``‖x‖²``.
+
+        With ``secant = (T, G0)`` the pass first moves ``x`` to ``T`` and writes
+        the pair (``secant_pair``), block by block, so that the new vectors are
+        read while in cache (not for OWL-QN, whose ``v`` needs the new ``x``)."""
         rows = self.S.shape[0]
         if self.l1:
             for a, b in self.blocks:
@@ -365,7 +369,13 @@ class _Run:
         vectors += [self.v, self.x]
         where.append(2 * rows)
         pairs += [(i_v, j) for j in range(i_v + 1)] + [(i_v + 1, i_v + 1)]
-        dots = _core.dot_products(vectors, np.array(pairs, dtype=np.int64), self.n_threads)
+        pairs_array = np.array(pairs, dtype=np.int64)
+        if secant is None:
+            dots = _core.dot_products(vectors, pairs_array, self.n_threads)
+        else:
+            T, G0 = secant
+            dots = _core.secant_pair(self.x, T, g, G0, self.S[slot], self.Y[slot],
+                                     self.n_threads, vectors=vectors, pairs=pairs_array)
         for (i, j), value in zip(pairs[:-1], dots[:-1]):
             self.gram[where[i], where[j]] = self.gram[where[j], where[i]] = value
         self.x_norm2 = float(dots[-1])
@@ -473,10 +483,15 @@ class _Run:
             self.best = (self.spare, None, best_F)
         elif array is None:
             self.best = (T, None, F)
-        _core.secant_pair(x, T, g, G0, self.S[slot], self.Y[slot], self.n_threads)  # x = T
-        if self.best[0] is T:
-            self.best = (x, None, F)
-        self.measure(g, slot)
+        if self.l1:
+            _core.secant_pair(x, T, g, G0, self.S[slot], self.Y[slot], self.n_threads)  # x = T
+            if self.best[0] is T:
+                self.best = (x, None, F)
+            self.measure(g, slot)
+        else:
+            self.measure(g, slot, secant=(T, G0))  # x = T, then the dot products
+            if self.best[0] is T:
+                self.best = (x, None, F)
         rows = self.S.shape[0]
         sy, yy = self.gram[slot, rows + slot], self.gram[rows + slot, rows + slot]
         # Store the pair only with positive curvature, so that H stays positive
