@@ -315,22 +315,28 @@ class _Run:
         v_norm = math.sqrt(self.gram[2 * rows, 2 * rows])
         return v_norm / max(1.0, math.sqrt(self.x_norm2)) < epsilon
 
-    def evaluate(self, x):
+    def evaluate(self, x, along=None):
+        """``(f, g)`` at ``x``, checked finite; with ``along = d``, ``(f, g, g·d)``.
+
+        A finite sum proves every entry finite, and so does a finite ``g·d``
+        for a finite ``d`` (an infinite entry gives ±inf, or NaN where
+        ``d`` is 0): the line search's ``g·d`` doubles as the check. Otherwise
+        the entries are checked one by one (a sum of finite entries can
+        still overflow)."""
         f, g = self.fun(x)
         self.n_evaluations += 1
         f = float(f)
         g = np.ascontiguousarray(g, dtype=np.float64)
         if g.shape != x.shape:
             raise SscrfError(f"fun returned a gradient of shape {g.shape}, expected {x.shape}")
-        # A finite sum proves every entry finite; otherwise check entry by entry
-        # (a sum of finite entries can still overflow).
-        if not (math.isfinite(f) and (math.isfinite(float(np.sum(g)))
+        summary = float(np.sum(g)) if along is None else self.dot(g, along)
+        if not (math.isfinite(f) and (math.isfinite(summary)
                                       or all(np.isfinite(g[a:b]).all() for a, b in self.blocks))):
             what = f"value {f}" if not math.isfinite(f) else "a gradient entry"
             raise NonFiniteObjective(
                 f"the objective became non-finite ({what}) at evaluation {self.n_evaluations}; "
                 "the best point so far is in this exception's .result")
-        return f, g
+        return (f, g) if along is None else (f, g, summary)
 
     def dot(self, a, b):
         return float(_core.dot_products([a, b], [[0, 1]], self.n_threads)[0])
@@ -453,10 +459,10 @@ class _Run:
         def phi(a):
             last.clear()                          # drop the previous trial's gradient first
             self.trial(a, self.T)
-            f, g = self.evaluate(self.T)
+            f, g, gd = self.evaluate(self.T, along=self.d)
             self.note_trial(a, f)
             last["g"] = g
-            return f, self.dot(g, self.d)
+            return f, gd
 
         found = _strong_wolfe(phi, f0, gd0, alpha, self.max_linesearch)
         if found is None:
