@@ -262,8 +262,10 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
 double scaled_log_z(const Workspace& ws, int64_t n) {
   // log Z = Σ_t row_max[t] + log Π_t scale[t], with one log per sequence:
   // the product is carried as mantissa · 2^exponent, the mantissa in
-  // [0.5, 1). Should a product leave the normal range (a subnormal scale,
-  // or a NaN), the logs are taken token by token instead.
+  // [0.5, 1). scaled_forward trusts a token only when its allowed lanes are
+  // at least kMinAlpha = 1e-290, so every scale lies in [1e-290, S] and
+  // the product stays normal; should that ever change (a subnormal scale,
+  // a NaN), the logs are taken token by token instead.
   double shift = 0.0, mantissa = 1.0;
   int64_t exponent = 0;
   for (int64_t t = 0; t < n; ++t) {

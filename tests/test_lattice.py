@@ -288,6 +288,20 @@ def test_a_path_dropped_by_scaling_is_not_lost(case):
     assert score == bf.best_score and tuple(int(v) for v in path) in bf.best
 
 
+def test_a_subnormal_transition_factor_gives_the_exact_log_partition():
+    # The masks leave one path, 0 -> 1, whose transition factor exp(-720) is
+    # subnormal: the scaled pass must refuse the chain (its only allowed
+    # value at token 1 is below kMinAlpha) rather than carry a subnormal
+    # scale, and log Z is the path's score.
+    E = np.zeros((2, 2))
+    T = np.array([[0.0, -720.0], [-720.0, 0.0]])
+    mask = np.array([[True, False], [False, True]])
+    assert 0.0 < math.exp(-720.0) < np.finfo(float).tiny
+    assert lattice.log_partition(E, T, mask=mask) == pytest.approx(-720.0, rel=1e-9)
+    node, _ = lattice.marginals(E, T, mask=mask)
+    np.testing.assert_allclose(node, mask.astype(float), atol=1e-12)
+
+
 @pytest.mark.parametrize("scale", [1e3, 3e3])
 def test_random_extreme_chains_match_brute_force(scale):
     rng = np.random.default_rng(int(scale))
