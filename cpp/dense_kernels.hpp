@@ -106,48 +106,13 @@ __attribute__((always_inline)) inline void vector_matrix_sum(const double* x, co
   }
 }
 
-// out_x = x·M and out_y = y·M in one sweep over M (each row loaded once).
-__attribute__((always_inline)) inline void vector_pair_matrix(const double* x, const double* y,
-                                                              const double* M, int rows, int ld,
-                                                              double* out_x, double* out_y) {
-  for (int b0 = 0; b0 < ld; b0 += kBlock) {
-    vec4 e0 = splat4(0.0), e1 = e0, o0 = e0, o1 = e0, f0 = e0, f1 = e0, p0 = e0, p1 = e0;
-    int a = 0;
-    for (; a + 1 < rows; a += 2) {
-      const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const double* mo = me + ld;
-      const vec4 me0 = load4(me), me1 = load4(me + 4), mo0 = load4(mo), mo1 = load4(mo + 4);
-      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
-      const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
-      e0 += xe * me0;
-      e1 += xe * me1;
-      o0 += xo * mo0;
-      o1 += xo * mo1;
-      f0 += ye * me0;
-      f1 += ye * me1;
-      p0 += yo * mo0;
-      p1 += yo * mo1;
-    }
-    if (a < rows) {
-      const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const vec4 me0 = load4(me), me1 = load4(me + 4);
-      const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
-      e0 += xe * me0;
-      e1 += xe * me1;
-      f0 += ye * me0;
-      f1 += ye * me1;
-    }
-    store4(out_x + b0, e0 + o0);
-    store4(out_x + b0 + 4, e1 + o1);
-    store4(out_y + b0, f0 + p0);
-    store4(out_y + b0 + 4, f1 + p1);
-  }
-}
-
-// out_xm = x·M, out_ym = y·M and out_xn = x·N in one sweep over the rows of
-// M and N (row stride ld): three independent accumulator chains per lane
-// block, where three separate products would each wait on their own.
-__attribute__((always_inline)) inline void vector_pair_matrix_and_product(
+// out_xm = x·M, out_ym = y·M and (kWithN) out_xn = x·N in one sweep over the
+// rows of M and N (row stride ld): each row of M is loaded once for x and y,
+// and the products' independent accumulator chains overlap where separate
+// products would each wait on their own. Even and odd rows accumulate
+// separately (half the dependency chain).
+template <bool kWithN>
+__attribute__((always_inline)) inline void vector_pair_matrix_impl(
     const double* x, const double* y, const double* M, const double* N, int rows, int ld,
     double* out_xm, double* out_ym, double* out_xn) {
   for (int b0 = 0; b0 < ld; b0 += kBlock) {
@@ -156,7 +121,6 @@ __attribute__((always_inline)) inline void vector_pair_matrix_and_product(
     int a = 0;
     for (; a + 1 < rows; a += 2) {
       const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const double* ne = N + static_cast<int64_t>(a) * ld + b0;
       const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
       const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
       const vec4 me0 = load4(me), me1 = load4(me + 4), mo0 = load4(me + ld),
@@ -169,29 +133,50 @@ __attribute__((always_inline)) inline void vector_pair_matrix_and_product(
       xm3 += xo * mo1;
       ym2 += yo * mo0;
       ym3 += yo * mo1;
-      xn0 += xe * load4(ne);
-      xn1 += xe * load4(ne + 4);
-      xn2 += xo * load4(ne + ld);
-      xn3 += xo * load4(ne + ld + 4);
+      if (kWithN) {
+        const double* ne = N + static_cast<int64_t>(a) * ld + b0;
+        xn0 += xe * load4(ne);
+        xn1 += xe * load4(ne + 4);
+        xn2 += xo * load4(ne + ld);
+        xn3 += xo * load4(ne + ld + 4);
+      }
     }
     if (a < rows) {
       const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const double* ne = N + static_cast<int64_t>(a) * ld + b0;
       const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
       xm0 += xe * load4(me);
       xm1 += xe * load4(me + 4);
       ym0 += ye * load4(me);
       ym1 += ye * load4(me + 4);
-      xn0 += xe * load4(ne);
-      xn1 += xe * load4(ne + 4);
+      if (kWithN) {
+        const double* ne = N + static_cast<int64_t>(a) * ld + b0;
+        xn0 += xe * load4(ne);
+        xn1 += xe * load4(ne + 4);
+      }
     }
     store4(out_xm + b0, xm0 + xm2);
     store4(out_xm + b0 + 4, xm1 + xm3);
     store4(out_ym + b0, ym0 + ym2);
     store4(out_ym + b0 + 4, ym1 + ym3);
-    store4(out_xn + b0, xn0 + xn2);
-    store4(out_xn + b0 + 4, xn1 + xn3);
+    if (kWithN) {
+      store4(out_xn + b0, xn0 + xn2);
+      store4(out_xn + b0 + 4, xn1 + xn3);
+    }
   }
+}
+
+// out_x = x·M and out_y = y·M in one sweep over M.
+__attribute__((always_inline)) inline void vector_pair_matrix(const double* x, const double* y,
+                                                              const double* M, int rows, int ld,
+                                                              double* out_x, double* out_y) {
+  vector_pair_matrix_impl<false>(x, y, M, nullptr, rows, ld, out_x, out_y, nullptr);
+}
+
+// out_xm = x·M, out_ym = y·M and out_xn = x·N in one sweep.
+__attribute__((always_inline)) inline void vector_pair_matrix_and_product(
+    const double* x, const double* y, const double* M, const double* N, int rows, int ld,
+    double* out_xm, double* out_ym, double* out_xn) {
+  vector_pair_matrix_impl<true>(x, y, M, N, rows, ld, out_xm, out_ym, out_xn);
 }
 
 // Columns [b0, b0 + 4·kVecs) of rows a0 and a0 + 1 (when `two`) of O = AᵀB,
