@@ -965,7 +965,7 @@ PYBIND11_MODULE(_core, m) {
            py::object step_o, py::object y_o, int n_threads, py::object vectors_o,
            py::object pairs_o) -> py::object {
           checked_threads(n_threads);
-          double* x = parameter_vector(x_o, -1, true, "x");
+          const double* x = parameter_vector(x_o, -1, false, "x");
           const int64_t n = py::reinterpret_borrow<py::array>(x_o).shape(0);
           const double* trial = parameter_vector(trial_o, n, false, "trial");
           const double* gradient = parameter_vector(gradient_o, n, false, "gradient");
@@ -997,9 +997,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("x"), py::arg("trial"), py::arg("gradient"), py::arg("previous_gradient"),
         py::arg("step"), py::arg("y"), py::arg("n_threads"), py::arg("vectors") = py::none(),
         py::arg("pairs") = py::none(),
-        "step = trial − x, then x = trial; y = gradient − previous_gradient (step and y: "
-        "float64 or float32). With vectors and pairs, also returns dot_products(vectors, "
-        "pairs) of the updated vectors, taken in the same pass.");
+        "step = trial − x; y = gradient − previous_gradient (step and y: float64 or "
+        "float32; nothing else is written). With vectors and pairs, also returns "
+        "dot_products(vectors, pairs) of the updated vectors, taken in the same pass.");
 
   m.def("add_l2_prior",
         [](py::object theta_o, py::object grad_o, double c2, int n_threads) {

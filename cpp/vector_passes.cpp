@@ -184,22 +184,20 @@ void step_along_block(double* out, const double* x, double alpha, const double* 
 }
 
 template <class T>
-__attribute__((always_inline)) inline void secant_pair_impl(double* x, const double* trial,
+__attribute__((always_inline)) inline void secant_pair_impl(const double* x, const double* trial,
                                                             const double* gradient,
                                                             const double* previous_gradient,
                                                             T* step, T* y, int64_t begin,
                                                             int64_t end) {
 #pragma omp simd
   for (int64_t i = begin; i < end; ++i) {
-    const double t = trial[i];
-    step[i] = static_cast<T>(t - x[i]);
-    x[i] = t;
+    step[i] = static_cast<T>(trial[i] - x[i]);
     y[i] = static_cast<T>(gradient[i] - previous_gradient[i]);
   }
 }
 
 SSCRF_SIMD_CLONES
-void secant_pair_block(double* x, const double* trial, const double* gradient,
+void secant_pair_block(const double* x, const double* trial, const double* gradient,
                        const double* previous_gradient, void* step, void* y, bool single,
                        int64_t begin, int64_t end) {
   if (single)
@@ -301,7 +299,7 @@ void step_along(double* out, const double* x, double alpha, const double* d, int
   });
 }
 
-void secant_pair(double* x, const double* trial, const double* gradient,
+void secant_pair(const double* x, const double* trial, const double* gradient,
                  const double* previous_gradient, void* step, void* y, bool single, int64_t n,
                  int n_threads) {
   sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
@@ -310,7 +308,7 @@ void secant_pair(double* x, const double* trial, const double* gradient,
   });
 }
 
-void secant_pair_and_dot_products(double* x, const double* trial, const double* gradient,
+void secant_pair_and_dot_products(const double* x, const double* trial, const double* gradient,
                                   const double* previous_gradient, void* step, void* y,
                                   bool single, const std::vector<VectorRef>& vectors,
                                   const std::vector<std::pair<int, int>>& pairs, int64_t n,

@@ -43,20 +43,19 @@ double linear_combination(double* out, const std::vector<double>& coefficients,
 void step_along(double* out, const double* x, double alpha, const double* d, int64_t n,
                 int n_threads);
 
-// Moves x to the accepted trial point and forms the step's secant pair:
-// step = trial − x, then x = trial, and y = gradient − previous_gradient,
-// the pair stored as float when `single`, else as double. `trial` is left
-// intact, so that it names the new point until the caller's bookkeeping
-// has moved on to x.
-void secant_pair(double* x, const double* trial, const double* gradient,
+// The secant pair of the step from x to the accepted trial point:
+// step = trial − x and y = gradient − previous_gradient, stored as float when
+// `single`, else as double. Nothing else is written: the caller makes the
+// trial buffer its iterate (a swap, not a copy).
+void secant_pair(const double* x, const double* trial, const double* gradient,
                  const double* previous_gradient, void* step, void* y, bool single, int64_t n,
                  int n_threads);
 
 // secant_pair, then dot_products of `pairs` among `vectors` in the same pass:
-// each block's products are taken right after the block's secant update,
-// while its entries are in cache. `vectors` may include x, step and y
+// each block's products are taken right after the block's secant pair is
+// written, while its entries are in cache. `vectors` may include step and y
 // (their new values are read); the results have the bits of the two passes.
-void secant_pair_and_dot_products(double* x, const double* trial, const double* gradient,
+void secant_pair_and_dot_products(const double* x, const double* trial, const double* gradient,
                                   const double* previous_gradient, void* step, void* y,
                                   bool single, const std::vector<VectorRef>& vectors,
                                   const std::vector<std::pair<int, int>>& pairs, int64_t n,

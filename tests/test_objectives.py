@@ -609,6 +609,15 @@ def test_reused_gradient_buffer_gives_the_same_results_and_out_is_checked():
     half = OBJECTIVES["likelihood"](corpus, layout, 1).value_and_gradient(theta)
     assert loss2 == pytest.approx(loss + 0.5 * half[0], rel=1e-13)
     np.testing.assert_allclose(grad2, grad + 0.5 * half[1], rtol=1e-12, atol=1e-12)
+    # objective(theta, out): the gradient written into out, the same bits
+    given = np.full(layout.n_parameters, np.nan)
+    loss3, grad3 = reused(theta, given)
+    assert grad3 is given and loss3 == loss2 and given.tobytes() == grad2.tobytes()
+    for bad in (np.empty(layout.n_parameters, dtype=np.float32),
+                np.empty(layout.n_parameters + 1), np.empty((2, layout.n_parameters))[:, 0],
+                [0.0] * layout.n_parameters):
+        with pytest.raises(ValueError, match="out must be"):
+            reused(theta, bad)
     # out written in place and returned; bad buffers refused before any work
     out = np.full(layout.n_parameters, np.nan)
     value, g = _core.likelihood(corpus, layout, theta, 1, out=out)

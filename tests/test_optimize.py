@@ -20,22 +20,29 @@ TIGHT = dict(epsilon=1e-11, delta=0.0, max_iterations=2000)
 
 
 class Recorder:
-    """Wraps ``fun``; keeps a copy of every point evaluated and ``F = f + c1·‖x‖₁`` there."""
+    """Wraps ``fun``; keeps a copy of every point evaluated and ``F = f + c1·‖x‖₁`` there.
+
+    Called as ``rec(x, out)`` (``lbfgs(..., gradient_out=True)``), it writes
+    the gradient into ``out`` and returns it."""
 
     def __init__(self, fun, c1=0.0, fail_at=None, fail_with=None):
         self.fun, self.c1 = fun, c1
         self.fail_at, self.fail_with = fail_at, fail_with
         self.points, self.values = [], []
 
-    def __call__(self, x):
+    def __call__(self, x, out=None):
         if self.fail_at is not None and len(self.points) + 1 == self.fail_at:
             self.points.append(x.copy())
             self.values.append(math.nan)
-            return self.fail_with(x)
-        f, g = self.fun(x)
-        self.points.append(x.copy())
-        self.values.append(f + self.c1 * np.abs(x).sum())
-        return f, g
+            f, g = self.fail_with(x)
+        else:
+            f, g = self.fun(x)
+            self.points.append(x.copy())
+            self.values.append(f + self.c1 * np.abs(x).sum())
+        if out is None:
+            return f, g
+        out[...] = g
+        return f, out
 
     def assert_best(self, result):
         """``result`` is the lowest point evaluated, bit for bit."""
@@ -320,15 +327,16 @@ def inf_gradient(x):
     return 1.0, g
 
 
+@pytest.mark.parametrize("gradient_out", [False, True])
 @pytest.mark.parametrize("c1", [0.0, 0.3])
 @pytest.mark.parametrize("bad", [nan_value, inf_gradient])
 @pytest.mark.parametrize("fail_at", [1, 2, 3, 5, 9, 14])
-def test_non_finite_raises_with_the_best_point(fail_at, bad, c1):
+def test_non_finite_raises_with_the_best_point(fail_at, bad, c1, gradient_out):
     x, y = regression_data(0)
     rec = Recorder(least_squares(x, y), c1, fail_at=fail_at, fail_with=bad)
     x0 = np.full(x.shape[1], 0.5)
     with pytest.raises(NonFiniteObjective, match="non-finite") as info:
-        lbfgs(rec, x0, c1=c1, epsilon=0.0, delta=0.0)
+        lbfgs(rec, x0, c1=c1, epsilon=0.0, delta=0.0, gradient_out=gradient_out)
     assert isinstance(info.value, SscrfError)
     result = info.value.result
     assert isinstance(result, OptimizeResult) and result.stop_reason == "non-finite objective"
@@ -339,9 +347,10 @@ def test_non_finite_raises_with_the_best_point(fail_at, bad, c1):
         rec.assert_best(result)
 
 
+@pytest.mark.parametrize("gradient_out", [False, True])
 @pytest.mark.parametrize("c1", [0.0, 0.3])
 @pytest.mark.parametrize("problem", ["regression", "rosenbrock", "far"])
-def test_keyboard_interrupt_carries_the_best_point(problem, c1):
+def test_keyboard_interrupt_carries_the_best_point(problem, c1, gradient_out):
     # Rosenbrock's line searches, and the first one on "far" (a unit first
     # step towards a minimum 60 away), take several evaluations, so the
     # interrupt also lands mid-search, when the lowest point may be a trial.
@@ -358,7 +367,8 @@ def test_keyboard_interrupt_carries_the_best_point(problem, c1):
     for fail_at in range(1, 30):
         rec = Recorder(fun, c1, fail_at=fail_at, fail_with=interrupt)
         try:
-            finished = lbfgs(rec, x0, c1=c1, epsilon=0.0, delta=0.0, max_iterations=1000)
+            finished = lbfgs(rec, x0, c1=c1, epsilon=0.0, delta=0.0, max_iterations=1000,
+                             gradient_out=gradient_out)
         except KeyboardInterrupt as exc:
             result = exc.result
         else:  # converged before evaluation fail_at
@@ -368,6 +378,30 @@ def test_keyboard_interrupt_carries_the_best_point(problem, c1):
         assert result.n_evaluations == fail_at - 1
         if fail_at > 1:
             rec.assert_best(result)
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.02])
+def test_gradient_out_takes_the_same_steps(c1):
+    # fun(x, out) writing into the optimiser's two alternating buffers gives
+    # the bits of fun(x) returning fresh arrays (so no buffer fun writes is
+    # one the optimiser still reads); a returned array other than out is
+    # copied there.
+    x, y = regression_data(2)
+    fun, x0 = least_squares(x, y, c2=0.01), np.full(x.shape[1], 0.5)
+    want = lbfgs(Recorder(fun, c1), x0, c1=c1, epsilon=0.0, delta=0.0, max_iterations=30)
+    buffers = set()
+
+    def into_out(v, out):
+        buffers.add(id(out))
+        f, g = fun(v)
+        out[...] = g
+        return f, out
+
+    for f in (into_out, lambda v, out: fun(v)):
+        got = lbfgs(f, x0, c1=c1, epsilon=0.0, delta=0.0, max_iterations=30, gradient_out=True)
+        assert got.x.tobytes() == want.x.tobytes() and got.fun == want.fun
+        assert got.history == want.history and got.n_evaluations == want.n_evaluations
+    assert len(buffers) == 2
 
 
 def test_bad_arguments():
@@ -384,12 +418,13 @@ def test_bad_arguments():
 
 # -- memory ---------------------------------------------------------------------------
 
+@pytest.mark.parametrize("gradient_out", [False, True])
 @pytest.mark.parametrize("history", [np.float32, np.float64])
 @pytest.mark.parametrize("c1", [0.0, 1e-3])
-def test_memory_is_the_history_and_5_vectors(c1, history, monkeypatch):
+def test_memory_is_the_history_and_5_vectors(c1, history, gradient_out, monkeypatch):
     # The optimiser holds the (m, P) s and y histories and 4 float64 vectors,
-    # fun's gradient is one more; small blocks keep the block temporaries
-    # far below one vector.
+    # fun's gradient is one more (with gradient_out, the optimiser's fifth);
+    # small blocks keep the block temporaries far below one vector.
     monkeypatch.setattr(sscrf.optimize, "_BLOCK", 4096)
     n, memory = 100_000, 6
     rng = np.random.default_rng(0)
@@ -397,8 +432,8 @@ def test_memory_is_the_history_and_5_vectors(c1, history, monkeypatch):
     b = rng.standard_normal(n)
     x0 = np.zeros(n)
 
-    def fun(x):  # returns one new (n,) array, the gradient, and keeps nothing
-        g = np.multiply(diagonal, x)
+    def fun(x, out=None):  # returns one new (n,) array, or out, and keeps nothing
+        g = np.multiply(diagonal, x, out=out)
         value = 0.5 * np.einsum("i,i->", x, g) - np.einsum("i,i->", b, x)  # no BLAS threads
         g -= b
         return value, g
@@ -407,7 +442,7 @@ def test_memory_is_the_history_and_5_vectors(c1, history, monkeypatch):
     try:
         before = tracemalloc.get_traced_memory()[0]
         result = lbfgs(fun, x0, c1=c1, memory=memory, max_iterations=8, epsilon=0.0, delta=0.0,
-                       history_dtype=history)
+                       history_dtype=history, gradient_out=gradient_out)
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()

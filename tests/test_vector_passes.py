@@ -92,9 +92,9 @@ def test_step_secant_pair_and_l2_prior(vectors):
 
     for dtype in (np.float64, np.float32):
         x_old, trial = x.copy(), out.copy()
-        x_new, step, y = x.copy(), np.empty(N, dtype), np.empty(N, dtype)
-        _core.secant_pair(x_new, trial, g, g_old, step, y, 2)
-        assert np.array_equal(x_new, trial)         # x moved, trial intact
+        x_in, step, y = x.copy(), np.empty(N, dtype), np.empty(N, dtype)
+        _core.secant_pair(x_in, trial, g, g_old, step, y, 2)
+        assert np.array_equal(x_in, x_old) and np.array_equal(trial, out)  # inputs intact
         assert np.array_equal(step, (trial - x_old).astype(dtype))
         assert np.array_equal(y, (g - g_old).astype(dtype))
     with pytest.raises(ValueError, match="same dtype"):
@@ -113,22 +113,22 @@ def test_step_secant_pair_and_l2_prior(vectors):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_secant_pair_with_dot_products_gives_the_bits_of_two_passes(vectors, dtype):
-    # The fused pass reads x, step and y as updated (each block right after
-    # its update): the same dots, to the bit, as secant_pair then dot_products.
+    # The fused pass reads step and y as written (each block right after it
+    # is written): the same dots, to the bit, as secant_pair then dot_products.
     rng = np.random.default_rng(3)
     x0, trial, g, g_old, other = vectors
     history = [rng.standard_normal(N).astype(dtype) for _ in range(3)]
     pairs = np.array([[0, 3], [1, 3], [2, 4], [3, 4], [4, 4], [5, 5], [3, 3], [6, 0],
                       [2, 6]])
     for t in THREADS:
-        x1, s1, y1 = x0.copy(), np.empty(N, dtype), np.empty(N, dtype)
-        _core.secant_pair(x1, trial, g, g_old, s1, y1, t)
-        want = _core.dot_products(history + [s1, y1, x1, g], pairs, t)
-        x2, s2, y2 = x0.copy(), np.full(N, np.nan, dtype), np.full(N, np.nan, dtype)
-        dots = _core.secant_pair(x2, trial, g, g_old, s2, y2, t,
-                                 vectors=history + [s2, y2, x2, g], pairs=pairs)
+        s1, y1 = np.empty(N, dtype), np.empty(N, dtype)
+        _core.secant_pair(x0, trial, g, g_old, s1, y1, t)
+        want = _core.dot_products(history + [s1, y1, trial, g], pairs, t)
+        s2, y2 = np.full(N, np.nan, dtype), np.full(N, np.nan, dtype)
+        dots = _core.secant_pair(x0, trial, g, g_old, s2, y2, t,
+                                 vectors=history + [s2, y2, trial, g], pairs=pairs)
         assert dots.tobytes() == want.tobytes(), t
-        assert x2.tobytes() == x1.tobytes() and s2.tobytes() == s1.tobytes()
+        assert s2.tobytes() == s1.tobytes()
         assert y2.tobytes() == y1.tobytes()
     assert _core.secant_pair(x0.copy(), trial, g, g_old, s1, y1, 1) is None
     with pytest.raises(ValueError, match="go together"):

@@ -93,8 +93,9 @@ def dot_products(vectors: Sequence[Array], pairs: Array, n_threads: int) -> Arra
 def linear_combination(out: Array, coefficients: Array, vectors: Sequence[Array],
                        reference: Array, confine: bool, n_threads: int) -> float: ...
 def step_along(out: Array, x: Array, alpha: float, d: Array, n_threads: int) -> None: ...
-# With vectors and pairs, also dot_products(vectors, pairs) of the updated vectors, in
-# the same pass.
+# step = trial − x, y = gradient − previous_gradient (nothing else written). With
+# vectors and pairs, also dot_products(vectors, pairs) of the new step and y, in the
+# same pass.
 def secant_pair(x: Array, trial: Array, gradient: Array, previous_gradient: Array, step: Array,
                 y: Array, n_threads: int, vectors: Optional[Sequence[Array]] = None,
                 pairs: Optional[Array] = None) -> Optional[Array]: ...

@@ -90,14 +90,16 @@ class Objective:
     """Sum of terms plus the L2 prior ``c2·‖θ‖²`` (CRFsuite's convention).
 
     Callable as ``objective(theta) -> (loss, gradient)``, the form
-    ``scipy.optimize.minimize(..., jac=True)`` takes. ``n_threads`` threads
-    add the prior (the sum has the same bits for any count).
+    ``scipy.optimize.minimize(..., jac=True)`` takes, or as
+    ``objective(theta, out)`` to write the gradient into ``out`` (a float64
+    array of theta's shape, not overlapping it), which is then returned.
+    ``n_threads`` threads add the prior (the sum has the same bits for any
+    count).
 
-    With ``reuse_gradient=True`` the gradient is one buffer that the next
-    call overwrites: a fresh array of millions of entries per evaluation
-    costs page faults, and the trainer's L-BFGS copies what it keeps. The
-    terms after the first always write into one scratch array kept between
-    calls, for the same reason.
+    With ``reuse_gradient=True`` and no ``out``, the gradient is one buffer
+    that the next call overwrites: a fresh array of millions of entries per
+    evaluation costs page faults. The terms after the first always write
+    into one scratch array kept between calls, for the same reason.
     """
 
     def __init__(self, terms, c2, n_threads=1, reuse_gradient=False):
@@ -108,9 +110,14 @@ class Objective:
         self._gradient = None
         self._scratch = None
 
-    def __call__(self, theta):
+    def __call__(self, theta, out=None):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        grad = self._gradient
+        grad = self._gradient if out is None else out
+        if out is not None and (not isinstance(out, np.ndarray) or out.dtype != np.float64
+                                or out.shape != theta.shape or not out.flags.c_contiguous
+                                or not out.flags.writeable):
+            raise ValueError(f"out must be a writeable C-contiguous float64 array of shape "
+                             f"{theta.shape}")
         if grad is None or grad.shape != theta.shape:
             grad = np.empty_like(theta)
             if self.reuse_gradient:

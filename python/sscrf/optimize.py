@@ -24,7 +24,9 @@ default), and four float64 vectors of the parameter count ``P``: the iterate
 ``x``, the search direction ``d``, the line search's trial point and the
 previous gradient. Add the gradient array ``fun`` returns: the optimiser drops
 its reference to the previous one before it calls ``fun`` again, so one is
-alive when ``fun`` keeps none (or reuses one buffer). Total ``8m + 40`` bytes
+alive when ``fun`` keeps none (or reuses one buffer). With ``gradient_out``
+that array is the optimiser's fifth vector instead, and the previous gradient
+is the fifth from the evaluation before, not a copy. Total ``8m + 40`` bytes
 per parameter with a float32 history — 88 B for the default ``m = 6``, 0.9 GB
 for 10 million parameters — and ``16m + 40`` with float64 (scipy's L-BFGS-B:
 about 27 doubles). OWL-QN's element-wise work (the pseudo-gradient, the
@@ -146,7 +148,7 @@ class NonFiniteObjective(SscrfError):
 
 def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period=10,
           delta=1e-5, callback=None, max_linesearch=20, n_threads=1,
-          history_dtype=np.float32):
+          history_dtype=np.float32, gradient_out=False):
     """Minimise ``f(x) + c1·‖x‖₁`` by L-BFGS (``c1 = 0``) or OWL-QN (``c1 > 0``).
 
     Parameters
@@ -154,7 +156,8 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
     fun : callable
         ``fun(x) -> (f, g)``: the smooth part ``f`` (float) and its gradient
         ``g``, shape ``(P,)``. ``x`` is a buffer the optimiser reuses: ``fun``
-        must neither modify it nor keep a reference to it.
+        must neither modify it nor keep a reference to it. With
+        ``gradient_out=True`` it is called as ``fun(x, out)`` instead.
     x0 : array_like (P,)
         Starting point (copied; the caller's array is not modified).
     c1 : float
@@ -180,6 +183,12 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
         on it).
     history_dtype : numpy.float32 or numpy.float64
         Storage of the ``(s, y)`` pairs (see "History precision").
+    gradient_out : bool
+        Call ``fun(x, out)`` with ``out`` a float64 ``(P,)`` buffer of the
+        optimiser's, into which ``fun`` writes the gradient (the ``g`` it
+        returns should be ``out``; another array is copied there). The
+        optimiser alternates two such buffers, so no gradient is allocated
+        or copied per evaluation (see "Memory").
 
     Returns
     -------
@@ -202,7 +211,8 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
                 and math.isfinite(value)) or (low is not None and value < low):
             raise SscrfError(f"{name} must be a finite number{'' if low is None else f' >= {low}'},"
                              f" got {value!r}")
-    run = _Run(fun, x0, c1, memory, max_iterations, max_linesearch, n_threads, history_dtype)
+    run = _Run(fun, x0, c1, memory, max_iterations, max_linesearch, n_threads, history_dtype,
+               gradient_out)
     try:
         reason = run.minimise(int(max_iterations), float(epsilon), int(period), float(delta),
                               callback)
@@ -220,7 +230,7 @@ class _Run:
     line search runs, ``(None, alpha, F)`` for its trial at step ``alpha``."""
 
     def __init__(self, fun, x0, c1, memory, max_iterations, max_linesearch, n_threads,
-                 history_dtype=np.float32):
+                 history_dtype=np.float32, gradient_out=False):
         for name, value, low in (("memory", memory, 1), ("max_iterations", max_iterations, 0),
                                  ("max_linesearch", max_linesearch, 1)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
@@ -256,6 +266,8 @@ class _Run:
         self.x_norm2 = 0.0                       # ‖x‖² at the iterate
         self.T = np.empty(n)                     # (P,) the line search's trial point
         self.G0 = np.empty(n)                    # (P,) the gradient at x during a line search
+        # (P,) where fun writes the gradient of a trial, with gradient_out
+        self.G1 = np.empty(n) if gradient_out else None
         self.blocks = [(a, min(a + _BLOCK, n)) for a in range(0, n, _BLOCK)]
         self.spare = None                        # (P,) only once a rejected trial must be kept
         self.best = (x, None, math.inf)
@@ -269,6 +281,7 @@ class _Run:
         f, g = self.evaluate(x)
         F = f + self.c1 * self.l1_norm(x) if self.l1 else f
         self.best = (x, None, F)
+        x = None                                 # the iterate is self.x (see accept)
         self.measure(g, None)
         if self.converged(epsilon):
             return "gradient norm below epsilon"
@@ -288,7 +301,10 @@ class _Run:
                 slot = self.order.pop(0)         # the oldest pair, already used by the direction
             else:
                 slot = min(set(range(rows)) - set(self.order))
-            np.copyto(self.G0, g)                # keep g here so that fun's array can be freed
+            if self.G1 is None:
+                np.copyto(self.G0, g)            # keep g here so that fun's array can be freed
+            else:                                # fun wrote g into G1: no copy, a swap
+                self.G0, self.G1 = self.G1, self.G0
             g = None
             found = self.backtrack(F, alpha) if self.l1 else self.wolfe(f, gd, alpha)
             if found is None:
@@ -301,7 +317,7 @@ class _Run:
             self.n_iterations += 1
             k = self.n_iterations
             self.history.append(F)
-            if callback is not None and callback(k, F, x):
+            if callback is not None and callback(k, F, self.x):
                 return "stopped by callback"
             if self.converged(epsilon):
                 return "gradient norm below epsilon"
@@ -323,12 +339,18 @@ class _Run:
         ``d`` is 0): the line search's ``g·d`` doubles as the check. Otherwise
         the entries are checked one by one (a sum of finite entries can
         still overflow)."""
-        f, g = self.fun(x)
+        if self.G1 is None:
+            f, g = self.fun(x)
+        else:
+            f, g = self.fun(x, self.G1)
         self.n_evaluations += 1
         f = float(f)
         g = np.ascontiguousarray(g, dtype=np.float64)
         if g.shape != x.shape:
             raise SscrfError(f"fun returned a gradient of shape {g.shape}, expected {x.shape}")
+        if self.G1 is not None and g is not self.G1:
+            np.copyto(self.G1, g)
+            g = self.G1
         summary = float(np.sum(g)) if along is None else self.dot(g, along)
         if not (math.isfinite(f) and (math.isfinite(summary)
                                       or all(np.isfinite(g[a:b]).all() for a, b in self.blocks))):
@@ -348,9 +370,10 @@ class _Run:
         dot products the next direction needs: those of the new pair in ``slot``
         (if any) and of ``v`` with the basis, and ``‖x‖²``.
 
-        With ``secant = (T, G0)`` the pass first moves ``x`` to ``T`` and writes
-        the pair (``secant_pair``), block by block, so that the new vectors are
-        read while in cache (not for OWL-QN, whose ``v`` needs the new ``x``)."""
+        With ``secant = (x_old, G0)``, the previous iterate and its gradient,
+        the pass first writes the pair (``secant_pair``), block by block, so
+        that the new vectors are read while in cache (not for OWL-QN, whose
+        ``v`` needs the new ``x``)."""
         rows = self.S.shape[0]
         if self.l1:
             for a, b in self.blocks:
@@ -379,8 +402,8 @@ class _Run:
         if secant is None:
             dots = _core.dot_products(vectors, pairs_array, self.n_threads)
         else:
-            T, G0 = secant
-            dots = _core.secant_pair(self.x, T, g, G0, self.S[slot], self.Y[slot],
+            x_old, G0 = secant
+            dots = _core.secant_pair(x_old, self.x, g, G0, self.S[slot], self.Y[slot],
                                      self.n_threads, vectors=vectors, pairs=pairs_array)
         for (i, j), value in zip(pairs[:-1], dots[:-1]):
             self.gram[where[i], where[j]] = self.gram[where[j], where[i]] = value
@@ -473,8 +496,8 @@ class _Run:
     # -- the update -----------------------------------------------------------------
 
     def accept(self, slot, alpha, F, g):
-        """Move ``x`` to the accepted trial ``T`` and store ``(s, y)`` in row ``slot``
-        (the oldest pair's, or an unused one).
+        """Make the accepted trial ``T`` the iterate (the two buffers swap) and
+        store ``(s, y)`` in row ``slot`` (the oldest pair's, or an unused one).
 
         Statements are ordered so that ``best`` names a consistent point at
         every moment (an interrupt may land between any two).
@@ -487,17 +510,17 @@ class _Run:
                 self.spare = np.empty_like(x)
             self.trial(best_alpha, self.spare)
             self.best = (self.spare, None, best_F)
-        elif array is None:
+        elif array is None or array is x:
+            # Both line searches accept only F <= F(x) (sufficient decrease
+            # along a descent direction), so T is as low as x: x's buffer
+            # may take the next trials.
             self.best = (T, None, F)
+        self.x, self.T = T, x                    # x's buffer takes the next trials
         if self.l1:
-            _core.secant_pair(x, T, g, G0, self.S[slot], self.Y[slot], self.n_threads)  # x = T
-            if self.best[0] is T:
-                self.best = (x, None, F)
+            _core.secant_pair(x, T, g, G0, self.S[slot], self.Y[slot], self.n_threads)
             self.measure(g, slot)
         else:
-            self.measure(g, slot, secant=(T, G0))  # x = T, then the dot products
-            if self.best[0] is T:
-                self.best = (x, None, F)
+            self.measure(g, slot, secant=(x, G0))  # the pair, then the dot products
         rows = self.S.shape[0]
         sy, yy = self.gram[slot, rows + slot], self.gram[rows + slot, rows + slot]
         # Store the pair only with positive curvature, so that H stays positive

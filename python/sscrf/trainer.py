@@ -174,13 +174,17 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
 
 def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, delta, memory,
                     callback, show, started, n_threads):
+    from .objectives import Objective
     from .optimize import NonFiniteObjective, lbfgs
 
     state = {"evaluations": 0}
+    # An Objective writes its gradient into the optimiser's buffers: none is
+    # allocated or copied per evaluation.
+    gradient_out = isinstance(objective, Objective)
 
-    def fun(theta):
+    def fun(theta, *out):
         state["evaluations"] += 1
-        return objective(theta)
+        return objective(theta, *out)
 
     def on_iteration(k, loss, theta):
         show.line(k, loss, None, state["evaluations"], time.perf_counter() - started)
@@ -189,7 +193,7 @@ def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, d
     try:
         r = lbfgs(fun, np.asarray(theta0, dtype=np.float64), c1=c1, memory=memory,
                   max_iterations=max_iterations, epsilon=epsilon, period=period, delta=delta,
-                  callback=on_iteration, n_threads=n_threads)
+                  callback=on_iteration, n_threads=n_threads, gradient_out=gradient_out)
     except KeyboardInterrupt as e:
         r = e.result
         warnings.warn(f"training interrupted after {r.n_iterations} iterations; keeping the "
