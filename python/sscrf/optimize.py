@@ -548,7 +548,7 @@ class _Run:
                               list(self.history))
 
     def release(self):
-        self.S = self.Y = self.T = self.G0 = self.d = self.spare = self.v = None
+        self.S = self.Y = self.T = self.G0 = self.G1 = self.d = self.spare = self.v = None
 
 
 def _dot(a, b):
