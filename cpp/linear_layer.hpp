@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "corpus.hpp"
+#include "huge_pages.hpp"
 
 namespace sscrf {
 
@@ -43,8 +44,8 @@ struct Layout {
   int32_t n_attributes = 0;
   int S = 0;
   std::vector<int64_t> row_ptr;    // [n_attributes + 1]
-  std::vector<int32_t> label_ids;  // [n_weights]
-  std::vector<AttributeRow> rows;  // [n_attributes]
+  huge_page_vector<int32_t> label_ids;  // [n_weights]
+  huge_page_vector<AttributeRow> rows;  // [n_attributes]
   int32_t n_padded_rows = 0;
 
   // The flat parameter vector is [W entries | T (S×S) | start (S) | end (S)].
@@ -64,7 +65,7 @@ struct Layout {
 //           a starts at rows[a].offset: W[a, b], 0 for the labels a does not score
 struct LayerWeights {
   const double* theta = nullptr;
-  std::vector<double> padded;
+  scratch_vector<double> padded;
   LayerWeights(const Layout& layout, const double* theta, int n_threads = 1);
 };
 
