@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "corpus.hpp"
-#include "huge_pages.hpp"
 
 namespace sscrf {
 
@@ -44,8 +43,8 @@ struct Layout {
   int32_t n_attributes = 0;
   int S = 0;
   std::vector<int64_t> row_ptr;    // [n_attributes + 1]
-  huge_page_vector<int32_t> label_ids;  // [n_weights]
-  huge_page_vector<AttributeRow> rows;  // [n_attributes]
+  std::vector<int32_t> label_ids;  // [n_weights]
+  std::vector<AttributeRow> rows;  // [n_attributes]
   int32_t n_padded_rows = 0;
 
   // The flat parameter vector is [W entries | T (S×S) | start (S) | end (S)].
@@ -65,7 +64,7 @@ struct Layout {
 //           a starts at rows[a].offset: W[a, b], 0 for the labels a does not score
 struct LayerWeights {
   const double* theta = nullptr;
-  scratch_vector<double> padded;
+  std::vector<double> padded;
   LayerWeights(const Layout& layout, const double* theta, int n_threads = 1);
 };
 

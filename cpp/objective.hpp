@@ -80,8 +80,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const LayerWeights weights(layout, theta, n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
-  scratch_vector<double> residual;  // read at random by back-projection
-  std::vector<double> group_sums;
+  std::vector<double> residual, group_sums;
   ExceptionCarrier errors;
   double loss = 0.0;
   for (const Chunk& ch : corpus.chunks) {

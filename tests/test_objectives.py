@@ -364,56 +364,6 @@ def test_likelihood_bit_identical_across_thread_counts(kind):
         assert np.array_equal(grad, base_grad), n_threads
 
 
-def test_buffers_on_huge_pages_give_the_sum_of_small_corpora():
-    # Label ids, padded rows and the chunk residual of 1 MiB and more live in
-    # mappings of their own (cpp/huge_pages.hpp), and a thread reuses the
-    # per-evaluation ones: the loss and gradient equal the sums over small
-    # corpora (whose buffers are ordinary allocations), and repeated and
-    # interleaved evaluations give the same bits.
-    S, A = 22, 24_000
-    big = big_corpus(seed=4, n_tokens=40_000, A=A, S=S)
-    rng = np.random.default_rng(5)
-    n_labels = np.where(np.arange(A) % 2 == 0, S, 0)                  # full rows
-    n_labels[1::4] = rng.integers(4, S, size=len(n_labels[1::4]))      # padded rows
-    n_labels[3::4] = rng.integers(1, 4, size=len(n_labels[3::4]))      # a few labels
-    row_ptr = np.zeros(A + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum(n_labels)
-    label_ids = np.concatenate([np.sort(rng.choice(S, k, replace=False)) for k in n_labels])
-    layout = _core.Layout(row_ptr, label_ids.astype(np.int32), S)
-    assert 4 * len(label_ids) >= 1 << 20 and 8 * 24 * len(n_labels[1::4]) >= 1 << 20
-    theta = rng.normal(0.0, 0.3, size=layout.n_parameters)
-
-    def corpus(first, last):  # sentences [first, last)
-        offsets = big["offsets"][first:last + 1]
-        t0, t1 = offsets[0], offsets[-1]
-        k0, k1 = big["indptr"][t0], big["indptr"][t1]
-        return _core.Corpus(big["indptr"][t0:t1 + 1] - k0, big["indices"][k0:k1],
-                            big["values"][k0:k1], offsets - t0, A, big["labels"][t0:t1],
-                            big["weights"][first:last], None)
-
-    n = len(big["offsets"]) - 1
-    whole = corpus(0, n)
-    assert 8 * S * min(whole.n_tokens, 32768) >= 1 << 20
-    bounds = list(range(0, n, 500)) + [n]
-    parts = [corpus(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-    assert max(p.n_tokens for p in parts) * S * 8 < 1 << 20
-    want_loss, want_grad = 0.0, np.zeros(layout.n_parameters)
-    for p in parts:
-        loss, grad = _core.likelihood(p, layout, theta, 1)
-        want_loss += loss
-        want_grad += grad
-    first = None
-    for n_threads in (1, 2, 1, 3):
-        loss, grad = _core.likelihood(whole, layout, theta, n_threads)
-        if first is None:
-            first = (loss, grad)
-            assert loss == pytest.approx(want_loss, rel=1e-12)
-            np.testing.assert_allclose(grad, want_grad, rtol=1e-10,
-                                       atol=1e-12 * np.abs(want_grad).max())
-        assert loss == first[0] and np.array_equal(grad, first[1])
-        _core.likelihood(parts[n_threads], layout, theta + 1.0, n_threads)  # other sizes between
-
-
 # ---------------------------------------------------------------------------
 # Bad input at the C++ boundary
 # ---------------------------------------------------------------------------

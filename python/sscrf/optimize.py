@@ -92,7 +92,6 @@ never starts BLAS threads.
 """
 
 import math
-import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,7 +100,6 @@ from . import _core
 from .errors import SscrfError
 
 _BLOCK = 1 << 15       # entries per block of element-wise work (256 KiB per temporary)
-_HUGE_PAGE = 1 << 21   # bytes (x86-64 and arm64 transparent huge pages)
 _DECREASE = 1e-4       # sufficient-decrease (Armijo) constant, libLBFGS's ftol
 _CURVATURE = 0.9       # strong-Wolfe curvature constant for quasi-Newton steps (N&W §3.1)
 _EXTRAPOLATE = 4.0     # step growth while bracketing, libLBFGS's max extrapolation
@@ -245,18 +243,16 @@ class _Run:
         if not (isinstance(c1, (int, float, np.integer, np.floating)) and math.isfinite(c1)
                 and c1 >= 0):
             raise SscrfError(f"c1 must be a finite number >= 0, got {c1!r}")
-        x0 = np.asarray(x0, dtype=np.float64)
-        if x0.ndim != 1:
-            raise SscrfError(f"x0 must be a 1-D array, got shape {x0.shape}")
-        n = x0.size
-        x = _parameter_vector(n)
-        x[...] = x0
+        x = np.array(x0, dtype=np.float64)
+        if x.ndim != 1:
+            raise SscrfError(f"x0 must be a 1-D array, got shape {x.shape}")
+        n = x.size
         rows = max(1, min(int(memory), int(max_iterations)))
         self.fun, self.c1, self.l1 = fun, float(c1), c1 > 0
         self.max_linesearch = int(max_linesearch)
         self.n_threads = int(n_threads)
         self.x = x                               # (P,) the iterate
-        self.d = _parameter_vector(n)            # (P,) search direction; OWL-QN's pseudo-gradient
+        self.d = np.empty(n)                     # (P,) search direction; OWL-QN's pseudo-gradient
         self.S = np.empty((rows, n), history_dtype)  # (m, P) ring buffer of steps s = x_{k+1} − x_k
         self.Y = np.empty((rows, n), history_dtype)  # (m, P) ring buffer of y = g_{k+1} − g_k
         self.rho = np.zeros(rows)                # (m,) 1 / (s·y) per row
@@ -268,10 +264,10 @@ class _Run:
         self.gram = np.zeros((2 * rows + 1, 2 * rows + 1))
         self.v = None                            # v while the direction is computed
         self.x_norm2 = 0.0                       # ‖x‖² at the iterate
-        self.T = _parameter_vector(n)            # (P,) the line search's trial point
-        self.G0 = _parameter_vector(n)           # (P,) the gradient at x during a line search
+        self.T = np.empty(n)                     # (P,) the line search's trial point
+        self.G0 = np.empty(n)                    # (P,) the gradient at x during a line search
         # (P,) where fun writes the gradient of a trial, with gradient_out
-        self.G1 = _parameter_vector(n) if gradient_out else None
+        self.G1 = np.empty(n) if gradient_out else None
         self.blocks = [(a, min(a + _BLOCK, n)) for a in range(0, n, _BLOCK)]
         self.spare = None                        # (P,) only once a rejected trial must be kept
         self.best = (x, None, math.inf)
@@ -553,28 +549,6 @@ class _Run:
 
     def release(self):
         self.S = self.Y = self.T = self.G0 = self.G1 = self.d = self.spare = self.v = None
-
-
-def _parameter_vector(n):
-    """An uninitialised float64 ``(n,)`` array, on transparent huge pages where
-    the system offers them (Linux ``madvise``) and it takes 1 MiB or more.
-
-    The iterate and trial point are the ``theta`` a CRF's loss reads one
-    weight row at a time, at random; with 4 KiB pages many of those reads
-    also miss the TLB. numpy advises huge pages only from 4 MiB (a CoNLL-2000
-    ``observed`` model has 3.6 MB), and not 2 MiB-aligned, so the vector is
-    its own mapping, aligned to 2 MiB."""
-    nbytes = 8 * n
-    if nbytes < _HUGE_PAGE // 2 or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return np.empty(n)
-    block = mmap.mmap(-1, nbytes + _HUGE_PAGE)
-    try:
-        block.madvise(mmap.MADV_HUGEPAGE)
-    except OSError:                              # advice only
-        pass
-    raw = np.frombuffer(block, dtype=np.uint8)
-    offset = -raw.ctypes.data % _HUGE_PAGE
-    return raw[offset:offset + nbytes].view(np.float64)
 
 
 def _dot(a, b):
