@@ -618,6 +618,8 @@ def test_reused_gradient_buffer_gives_the_same_results_and_out_is_checked():
                 [0.0] * layout.n_parameters):
         with pytest.raises(ValueError, match="out must be"):
             reused(theta, bad)
+    with pytest.raises(ValueError, match="overlap"):
+        reused(given, given)
     # out written in place and returned; bad buffers refused before any work
     out = np.full(layout.n_parameters, np.nan)
     value, g = _core.likelihood(corpus, layout, theta, 1, out=out)

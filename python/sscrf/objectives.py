@@ -118,6 +118,8 @@ class Objective:
                                 or not out.flags.writeable):
             raise ValueError(f"out must be a writeable C-contiguous float64 array of shape "
                              f"{theta.shape}")
+        if out is not None and np.may_share_memory(out, theta):
+            raise ValueError("out must not overlap theta")
         if grad is None or grad.shape != theta.shape:
             grad = np.empty_like(theta)
             if self.reuse_gradient:
