@@ -113,13 +113,14 @@ class Objective:
     def __call__(self, theta, out=None):
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         grad = self._gradient if out is None else out
-        if out is not None and (not isinstance(out, np.ndarray) or out.dtype != np.float64
-                                or out.shape != theta.shape or not out.flags.c_contiguous
-                                or not out.flags.writeable):
-            raise ValueError(f"out must be a writeable C-contiguous float64 array of shape "
-                             f"{theta.shape}")
-        if out is not None and np.may_share_memory(out, theta):
-            raise ValueError("out must not overlap theta")
+        if out is not None:
+            if (not isinstance(out, np.ndarray) or out.dtype != np.float64
+                    or out.shape != theta.shape or not out.flags.c_contiguous
+                    or not out.flags.writeable):
+                raise ValueError(f"out must be a writeable C-contiguous float64 array of "
+                                 f"shape {theta.shape}")
+            if np.may_share_memory(out, theta):
+                raise ValueError("out must not overlap theta")
         if grad is None or grad.shape != theta.shape:
             grad = np.empty_like(theta)
             if self.reuse_gradient:

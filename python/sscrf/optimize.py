@@ -372,8 +372,7 @@ class _Run:
 
         With ``secant = (x_old, G0)``, the previous iterate and its gradient,
         the pass first writes the pair (``secant_pair``), block by block, so
-        that the new vectors are read while in cache (not for OWL-QN, whose
-        ``v`` needs the new ``x``)."""
+        that the new vectors are read while in cache."""
         rows = self.S.shape[0]
         if self.l1:
             for a, b in self.blocks:
@@ -516,11 +515,7 @@ class _Run:
             # may take the next trials.
             self.best = (T, None, F)
         self.x, self.T = T, x                    # x's buffer takes the next trials
-        if self.l1:
-            _core.secant_pair(x, T, g, G0, self.S[slot], self.Y[slot], self.n_threads)
-            self.measure(g, slot)
-        else:
-            self.measure(g, slot, secant=(x, G0))  # the pair, then the dot products
+        self.measure(g, slot, secant=(x, G0))    # the pair, then the dot products
         rows = self.S.shape[0]
         sy, yy = self.gram[slot, rows + slot], self.gram[rows + slot, rows + slot]
         # Store the pair only with positive curvature, so that H stays positive
