@@ -105,11 +105,13 @@ def git_commit():
     Returns
     -------
     str
-        e.g. ``"909771f"`` or ``"909771f+dirty"``; ``"unknown"`` outside git.
+        e.g. ``"909771f"`` or ``"909771f+dirty"``; outside git, the environment
+        variable ``SSCRF_BENCH_COMMIT`` (for a copy of the tree without ``.git``,
+        as on a lent machine) or ``"unknown"``.
     """
     commit = _git("rev-parse", "--short", "HEAD")
     if not commit:
-        return "unknown"
+        return os.environ.get("SSCRF_BENCH_COMMIT", "unknown")
     status = _git("status", "--porcelain", "--untracked-files=no")
     return commit + ("+dirty" if status else "")
 

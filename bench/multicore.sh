@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Thread scaling on a many-core machine (issue 7): the suite's scaling item at
+# 1, 2, 4, ... up to every usable CPU, then the per-evaluation comparison with
+# CRFsuite at the same thread counts, both feature sets. sscrf and
+# python-crfsuite must be importable.
+#
+#   bash bench/multicore.sh OUT_DIR [CONLL2000_DIR]
+#
+# Writes OUT_DIR/machine.txt, OUT_DIR/scaling/suite.{json,md} and
+# OUT_DIR/eval_time.md. About 5 minutes on 16 cores.
+set -u -o pipefail
+out=${1:?usage: bash bench/multicore.sh OUT_DIR [CONLL2000_DIR]}
+here=$(cd "$(dirname "$0")" && pwd)
+data=${2:-$here/../../shared/data/conll2000}
+py=${PYTHON:-python3}
+mkdir -p "$out"
+{
+  date -u
+  lscpu
+  grep -H . /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null
+  "$py" -c "import sscrf; print('sscrf build:', sscrf.build_info())"
+} > "$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+threads=$("$py" -c "import sys; sys.path.insert(0, '$here'); import run
+print(','.join(map(str, run.default_threads())))")
+status=0
+"$py" "$here/run.py" --items scaling --threads "$threads" --data "$data" \
+  --out "$out/scaling" > "$out/scaling.log" 2>&1 || status=1
+tail -n 40 "$out/scaling/suite.md" 2>/dev/null || tail -n 20 "$out/scaling.log"
+"$py" "$here/eval_time_conll2000.py" --data "$data" --feature-sets observed,dense \
+  --threads "$threads" 2>&1 | tee "$out/eval_time.md" || status=1
+exit $status
