@@ -548,6 +548,14 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("n_sequences", &Corpus::n_sequences)
       .def_readonly("n_attributes", &Corpus::n_attributes)
       .def_property_readonly("n_chunks", [](const Corpus& c) { return c.chunks.size(); })
+      .def_property_readonly(
+          "n_back_projection_blocks",
+          [](const Corpus& c) {
+            size_t n = 0;
+            for (const Chunk& ch : c.chunks) n += ch.slot_blocks.size() - 1;
+            return n;
+          },
+          "Work items of the gradient's back-projection Xᵀ·∂E, over all chunks.")
       .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); })
       .def("set_weights", &assign_weights, py::arg("weights"),
            "Replaces the sequence weights (n_sequences,), or None for all 1, without "

@@ -54,6 +54,19 @@ void Corpus::build_chunks() {
       }
     }
     for (const int32_t a : ch.attributes) position[a] = -1;
+
+    const int64_t n_slots = static_cast<int64_t>(ch.attributes.size());
+    const int64_t target =
+        std::max(kMinBlockWork, ((k1 - k0) + kSlotWork * n_slots) / kBlocksPerChunk);
+    ch.slot_blocks.push_back(0);
+    int64_t work = 0;
+    for (int64_t i = 0; i < n_slots; ++i) {
+      work += ch.attr_ptr[i + 1] - ch.attr_ptr[i] + kSlotWork;
+      if (work >= target || i + 1 == n_slots) {
+        ch.slot_blocks.push_back(i + 1);
+        work = 0;
+      }
+    }
     chunks.push_back(std::move(ch));
   }
 }

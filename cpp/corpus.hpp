@@ -23,6 +23,12 @@ struct Chunk {
   std::vector<int64_t> attr_ptr;
   std::vector<int32_t> token;
   std::vector<double> value;  // or empty when the corpus values are constant
+  // The back-projection's work items: slot ranges [slot_blocks[j],
+  // slot_blocks[j+1]) of about equal work. A few frequent attributes hold
+  // much of a chunk's occurrences, and they come first in attribute order:
+  // fixed-size ranges left one range with a tenth of the work on CoNLL-2000,
+  // which held 16 threads back.
+  std::vector<int64_t> slot_blocks;
 };
 
 // Default token budget of a chunk (DESIGN.md: "say 32k tokens"): few
@@ -31,6 +37,12 @@ struct Chunk {
 // residual rows stay in the last-level cache.
 constexpr int64_t kChunkTokens = 32768;
 constexpr int64_t kGroupTokens = 256;
+// A back-projection block holds about 1/kBlocksPerChunk of its chunk's
+// work (occurrences, plus kSlotWork per attribute for its gradient row),
+// but at least kMinBlockWork of it, so that dispatching blocks costs little.
+constexpr int64_t kBlocksPerChunk = 512;
+constexpr int64_t kSlotWork = 4;
+constexpr int64_t kMinBlockWork = 256;
 
 struct Corpus {
   int64_t n_tokens = 0;

@@ -86,7 +86,9 @@ struct Chain {
 // Buffers reused across sequences by one thread, so the hot loop allocates
 // nothing once they have grown to the longest sequence. Rows of the scaled
 // pass have stride ld (padded, zero-filled); log-space rows have stride S.
-struct Workspace {
+// One per thread, side by side in a vector: aligned to cache lines so that
+// threads growing their buffers do not write each other's lines.
+struct alignas(64) Workspace {
   std::vector<double> node_potential;     // [n][S] log-potential of each node
   std::vector<double> psi, alpha, beta;   // [n][ld] scaled pass
   std::vector<double> g;                  // [n][ld] psi_t beta_t / scale_t

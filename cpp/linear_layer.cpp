@@ -23,15 +23,17 @@ void Layout::index_rows() {
 LayerWeights::LayerWeights(const Layout& layout, const double* theta_, int n_threads)
     : theta(theta_) {
   const int S = layout.S;
-  padded.assign(static_cast<size_t>(layout.n_padded_rows) * padded_width(S), 0.0);
+  const int ld = padded_width(S);
+  double* rows = padded.reserve(static_cast<size_t>(layout.n_padded_rows) * ld);
   // Each padded row belongs to one attribute: disjoint writes.
   const int64_t n = layout.n_attributes;
 #pragma omp parallel for schedule(static, 4096) num_threads(effective_threads(n_threads, n / 4096 + 1))
   for (int64_t a = 0; a < n; ++a) {
     const AttributeRow& r = layout.rows[a];
     if (!r.padded(S)) continue;
+    std::fill(rows + r.offset, rows + r.offset + ld, 0.0);
     for (int64_t j = layout.row_ptr[a]; j < layout.row_ptr[a + 1]; ++j)
-      padded[r.offset + layout.label_ids[j]] = theta[j];
+      rows[r.offset + layout.label_ids[j]] = theta[j];
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "corpus.hpp"
+#include "parallel.hpp"
 
 namespace sscrf {
 
@@ -64,7 +65,7 @@ struct Layout {
 //           a starts at rows[a].offset: W[a, b], 0 for the labels a does not score
 struct LayerWeights {
   const double* theta = nullptr;
-  std::vector<double> padded;
+  UninitializedBuffer padded;  // every padded row is written whole
   LayerWeights(const Layout& layout, const double* theta, int n_threads = 1);
 };
 

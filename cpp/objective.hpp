@@ -42,15 +42,18 @@ inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
 // Evaluates Σ_seq kernel(seq) and its gradient with respect to theta
 // (layout of Layout), writing the gradient into grad [n_parameters].
 //
-// Per chunk: work groups of sequences run in parallel; each sequence's
-// emissions are scored into the chunk's residual rows, and the kernel
+// Per chunk, two parallel loops. First, work groups of sequences: each
+// sequence's emissions are scored into the chunk's residual rows, and the
+// kernel
 //   double kernel(int64_t seq, const Chain& chain, Workspace& ws,
 //                 double* d_emissions, double* d_transitions)
 // returns the sequence's loss, overwrites its rows with ∂loss/∂E (they alias
-// chain.emissions) and adds ∂loss/∂T into d_transitions [S][S]. Group sums
-// are then reduced in group order, ∂start / ∂end read off the first / last
-// residual rows (the start and end weights enter the score as E[0] and
-// E[n-1] do), and the rows back-projected by attribute. Every sum runs in an
+// chain.emissions) and adds ∂loss/∂T into d_transitions [S][S]; the group
+// also sums ∂start / ∂end off its sequences' first / last residual rows
+// (the start and end weights enter the score as E[0] and E[n-1] do).
+// Second, the group sums are reduced in group order, a slice of entries per
+// work item, while the other items back-project the rows by attribute
+// (the two write disjoint parts of the gradient). Every sum runs in an
 // order fixed by the corpus, so the result has the same bits for any
 // thread count. With `active` [n_sequences], sequences whose flag is 0 are
 // known to contribute nothing (loss 0, gradient 0) and are not scored. With
@@ -80,23 +83,34 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const LayerWeights weights(layout, theta, n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
-  std::vector<double> residual, group_sums;
+  // A group's sums: [loss | ∂T (S×S) | ∂start (S) | ∂end (S)]
+  const int64_t width = 1 + SS + 2 * static_cast<int64_t>(S);
+  constexpr int64_t kSliceEntries = 64;  // entries of the group sums per reduction item
+  const int64_t n_slices = (width + kSliceEntries - 1) / kSliceEntries;
+  std::vector<double> chunk_sums(width);
+  UninitializedBuffer residual, group_sums;
   ExceptionCarrier errors;
   double loss = 0.0;
   for (const Chunk& ch : corpus.chunks) {
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
-    // (back_project_attribute reads padded rows whole, past the last row)
-    residual.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S + padded_width(S) - S);
-    group_sums.assign(static_cast<size_t>(n_groups) * (1 + SS), 0.0);
+    const int64_t n_rows = (ch.tok_end - ch.tok_begin) * S;
+    // back_project_attribute reads padded rows whole, past the last row:
+    // the pad is zeroed, the rows are all written below.
+    double* const rows = residual.reserve(n_rows + padded_width(S) - S);
+    std::fill(rows + n_rows, rows + n_rows + padded_width(S) - S, 0.0);
+    double* const sums_of = group_sums.reserve(n_groups * width);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
     for (int64_t g = 0; g < n_groups; ++g) {
       errors.run([&] {
         Workspace& ws = workspaces[thread_id()];
-        double* sums = &group_sums[g * (1 + SS)];
+        double* sums = sums_of + g * width;
+        std::fill(sums, sums + width, 0.0);
+        double* sum_start = sums + 1 + SS;
+        double* sum_end = sum_start + S;
         for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb) continue;
-          double* E = &residual[(tb - ch.tok_begin) * S];
+          double* E = rows + (tb - ch.tok_begin) * S;
           if (active && !active[s]) {
             std::fill(E, E + (te - tb) * S, 0.0);
             continue;
@@ -109,29 +123,37 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
             c = scored_chain(corpus, layout, weights, factors, tb, te, E);
           }
           sums[0] += kernel(s, c, ws, E, sums + 1);
+          const double* last = E + (te - tb - 1) * S;
+          for (int b = 0; b < S; ++b) {
+            sum_start[b] += E[b];
+            sum_end[b] += last[b];
+          }
         }
       });
     }
     errors.rethrow();
-    for (int64_t g = 0; g < n_groups; ++g) {
-      const double* sums = &group_sums[g * (1 + SS)];
-      loss += sums[0];
-      for (int64_t i = 0; i < SS; ++i) grad_T[i] += sums[1 + i];
-    }
-    for (int64_t s = ch.seq_begin; s < ch.seq_end; ++s) {
-      const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
-      if (te == tb) continue;
-      const double* first = &residual[(tb - ch.tok_begin) * S];
-      const double* last = &residual[(te - 1 - ch.tok_begin) * S];
-      for (int b = 0; b < S; ++b) {
-        grad_start[b] += first[b];
-        grad_end[b] += last[b];
+    const int64_t n_blocks = static_cast<int64_t>(ch.slot_blocks.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices + n_blocks))
+    for (int64_t item = 0; item < n_slices + n_blocks; ++item) {
+      if (item < n_slices) {
+        const int64_t e1 = std::min(width, (item + 1) * kSliceEntries);
+        for (int64_t e = item * kSliceEntries; e < e1; ++e) {
+          double total = 0.0;
+          for (int64_t g = 0; g < n_groups; ++g) total += sums_of[g * width + e];
+          chunk_sums[e] = total;
+        }
+        continue;
       }
+      const int64_t j = item - n_slices;
+      for (int64_t i = ch.slot_blocks[j]; i < ch.slot_blocks[j + 1]; ++i)
+        back_project_attribute(corpus, ch, static_cast<size_t>(i), layout, rows, grad);
     }
-    const int64_t n_attr = static_cast<int64_t>(ch.attributes.size());
-#pragma omp parallel for schedule(dynamic, 64) num_threads(effective_threads(n_threads, n_attr / 64 + 1))
-    for (int64_t i = 0; i < n_attr; ++i)
-      back_project_attribute(corpus, ch, static_cast<size_t>(i), layout, residual.data(), grad);
+    loss += chunk_sums[0];
+    for (int64_t i = 0; i < SS; ++i) grad_T[i] += chunk_sums[1 + i];
+    for (int b = 0; b < S; ++b) {
+      grad_start[b] += chunk_sums[1 + SS + b];
+      grad_end[b] += chunk_sums[1 + SS + S + b];
+    }
   }
   return loss;
 }

@@ -2,8 +2,10 @@
 // first exception out of a parallel region (none may escape one).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 
 #ifdef _OPENMP
@@ -43,6 +45,26 @@ inline int effective_threads(int requested, int64_t work) {
   if (n > cap) n = cap;
   return n < 1 ? 1 : static_cast<int>(n);
 }
+
+// An array of doubles that is allocated but not zeroed, for scratch that
+// every use writes before it reads: a std::vector would be zero-filled by
+// one thread, megabytes per evaluation that the other threads wait for.
+class UninitializedBuffer {
+ public:
+  // At least n doubles; the contents are unspecified.
+  double* reserve(size_t n) {
+    if (n > size_) {
+      data_.reset(new double[n]);
+      size_ = n;
+    }
+    return data_.get();
+  }
+  double* data() const { return data_.get(); }
+
+ private:
+  std::unique_ptr<double[]> data_;
+  size_t size_ = 0;
+};
 
 class ExceptionCarrier {
  public:

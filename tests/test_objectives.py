@@ -571,6 +571,30 @@ def test_chunk_size_changes_only_the_summation_order():
         _core.Corpus(*args, chunk_tokens=0)
 
 
+def test_many_chunks_blocks_and_reduction_slices_match_brute_force():
+    # S = 8: a work group's sums (loss, S×S transitions, start, end) have
+    # 81 entries, reduced in more than one slice; 512-token chunks split
+    # their back-projection into several blocks of attributes.
+    rng = np.random.default_rng(11)
+    S, A, n_sentences = 8, 30, 700
+    data = random_corpus(rng, n_sentences, 3, A, S)
+    row_ptr, label_ids = dense_layout(A, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+    weights = rng.uniform(0.5, 2.0, size=n_sentences)
+    corpus = _core.Corpus(data["indptr"], data["indices"], data["values"], data["offsets"], A,
+                          data["labels"], weights, None, chunk_tokens=512)
+    assert corpus.n_chunks >= 2
+    assert corpus.n_back_projection_blocks >= 2 * corpus.n_chunks
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights)
+    results = [_core.likelihood(corpus, layout, theta, n) for n in (1, 3)]
+    for loss, grad in results:
+        assert loss == pytest.approx(ref_loss, rel=1e-10)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-9)
+    assert results[1][0] == results[0][0]
+    assert results[1][1].tobytes() == results[0][1].tobytes()
+
+
 def test_partial_likelihood_bit_identical_across_thread_counts():
     # Node masks (some tokens fully open, some with 1-3 allowed labels) on a
     # corpus of several chunks: the same value and gradient bits for 1/2/4 threads.

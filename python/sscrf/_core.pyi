@@ -13,6 +13,7 @@ class Corpus:
     n_sequences: int
     n_attributes: int
     n_chunks: int
+    n_back_projection_blocks: int
     has_labels: bool
     def __init__(self, indptr: Array, indices: Array, values: Array, offsets: Array,
                  n_attributes: int, labels: Optional[Array] = None,

@@ -1,0 +1,181 @@
+"""How far thread scaling can go on this machine: k independent processes against k threads.
+
+Parallel efficiency below 100% has two kinds of cause: the program (serial
+parts, load imbalance, threads writing each other's cache lines) and the
+machine (cores that share memory bandwidth, caches, a clock that drops as
+more cores run, virtual CPUs that are hyperthreads of one physical core).
+This benchmark separates them. For each k it runs k independent processes,
+each evaluating one term at 1 thread on its own copy of the data, all at
+once: nothing is shared but the machine, so their slow-down against one
+process alone is the machine's ceiling for k threads. Right after, the
+parent evaluates the same term with k OpenMP threads. Reported per term and
+k: the ceiling (time alone / median time of the k processes), the OpenMP
+efficiency (time at 1 thread / k / time at k threads) and the part of the
+ceiling that OpenMP reaches.
+
+Data: CoNLL-2000 train, CRFsuite tutorial attributes, the dense layout and
+random weights of the suite's scaling item (bench/run.py, item 2).
+
+    python bench/scaling_ceiling.py [--terms likelihood,entropy] [--counts 1,2,4,8,16]
+        [--evaluations 8] [--data DIR] [--json FILE]
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common  # noqa: E402
+import run  # noqa: E402  (the suite: default thread counts, dense layout)
+
+TERMS = ("likelihood", "entropy", "partial_likelihood")
+
+
+def prepare(data_dir, path):
+    """Extract the features once and save what a process needs to rebuild the terms."""
+    import numpy as np
+    from sscrf.features import FeatureExtractor
+    from sscrf.io import read_conll
+    from supervised_conll2000 import sscrf_tokens
+
+    train = read_conll(os.path.join(data_dir, "train.txt"))
+    (features,) = FeatureExtractor(None).fit_transform([sscrf_tokens(s) for s in train.tokens])
+    labels = sorted({l for s in train.labels for l in s})
+    index = {l: i for i, l in enumerate(labels)}
+    y = np.array([index[l] for s in train.labels for l in s], dtype=np.int32)
+    np.savez(path, indptr=features.indptr, indices=features.indices,
+             values=np.asarray(features.values), offsets=features.offsets,
+             n_attributes=features.n_attributes, y=y, S=len(labels))
+    return features.n_tokens
+
+
+def build_term(path, name, n_threads):
+    """(term, theta) rebuilt from the saved arrays, as the suite's scaling item builds it."""
+    import numpy as np
+    from sscrf import _core
+    from sscrf.objectives import OBJECTIVES
+
+    d = np.load(path)
+    S, A = int(d["S"]), int(d["n_attributes"])
+    layout = run._dense_layout(A, S)
+    theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
+    args = (d["indptr"], d["indices"], d["values"], d["offsets"], A)
+    if name == "likelihood":
+        corpus = _core.Corpus(*args, d["y"], None, None)
+        return OBJECTIVES["likelihood"](corpus, layout, n_threads), theta
+    if name == "entropy":
+        corpus = _core.Corpus(*args, None, None, None)
+        return OBJECTIVES["entropy"](corpus, layout, n_threads, method="fast"), theta
+    y, N = d["y"], len(d["y"])
+    free = np.random.default_rng(1).random(N) < 0.5
+    mask = np.zeros((N, S), dtype=bool)
+    mask[np.arange(N), y] = True
+    mask[free] = True
+    corpus = _core.Corpus(*args, None, None, mask)
+    return OBJECTIVES["partial_likelihood"](corpus, layout, n_threads), theta
+
+
+def time_evaluations(term, theta, n):
+    """Median seconds of n evaluations, after one warm-up."""
+    import numpy as np
+
+    gradient = np.empty_like(theta)
+    term.value_and_gradient(theta, out=gradient)
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        term.value_and_gradient(theta, out=gradient)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def child(path, name, n, barrier, results):
+    term, theta = build_term(path, name, 1)
+    term.value_and_gradient(theta)
+    barrier.wait()  # every process starts timing together
+    results.put(time_evaluations(term, theta, n))
+
+
+def independent(ctx, path, name, k, n):
+    """Median over k simultaneous 1-thread processes of their median evaluation time."""
+    barrier, results = ctx.Barrier(k), ctx.Queue()
+    procs = [ctx.Process(target=child, args=(path, name, n, barrier, results))
+             for _ in range(k)]
+    for p in procs:
+        p.start()
+    times = [results.get() for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise RuntimeError(f"a {name} process failed (exit code {p.exitcode})")
+    return statistics.median(times)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=run.DEFAULT_DATA)
+    ap.add_argument("--terms", default="likelihood,entropy",
+                    help=f"comma-separated, from {', '.join(TERMS)} (default likelihood,entropy)")
+    ap.add_argument("--counts", type=run.parse_threads, default=None,
+                    help="process / thread counts (default: the suite's thread counts)")
+    ap.add_argument("--evaluations", type=int, default=8,
+                    help="timed evaluations per process and per thread count (default 8)")
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+    terms = args.terms.split(",")
+    for name in terms:
+        if name not in TERMS:
+            ap.error(f"unknown term {name!r}; choose from {', '.join(TERMS)}")
+    if args.evaluations < 1:
+        ap.error("--evaluations must be at least 1")
+    counts = args.counts or run.default_threads()
+    if 1 not in counts:
+        counts = [1] + counts
+
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that ran OpenMP
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "conll2000.npz")
+        n_tokens = prepare(args.data, path)
+        for name in terms:
+            term_threads = {k: build_term(path, name, k) for k in counts}
+            alone = independent(ctx, path, name, 1, args.evaluations)
+            one_thread = time_evaluations(*term_threads[1], args.evaluations)
+            for k in counts:
+                each = independent(ctx, path, name, k, args.evaluations) if k > 1 else alone
+                threaded = (time_evaluations(*term_threads[k], args.evaluations)
+                            if k > 1 else one_thread)
+                ceiling = alone / each
+                efficiency = one_thread / k / threaded
+                rows.append({"term": name, "k": k, "alone_s": alone, "each_of_k_s": each,
+                             "ceiling": ceiling, "one_thread_s": one_thread,
+                             "k_threads_s": threaded, "efficiency": efficiency,
+                             "share_of_ceiling": efficiency / ceiling})
+                print(f"[{time.strftime('%H:%M:%S')}] {name} k={k}: ceiling {ceiling:.0%}, "
+                      f"OpenMP {efficiency:.0%}", file=sys.stderr, flush=True)
+            del term_threads
+
+    print(_common.machine_line())
+    print(f"CoNLL-2000 train, {n_tokens:,} tokens, dense layout; medians of "
+          f"{args.evaluations} evaluations")
+    print(_common.markdown_table(
+        ["term", "k", "1 process alone, s", "each of k processes, s", "ceiling",
+         "1 thread, s", "k threads, s", "OpenMP efficiency", "of the ceiling"],
+        [[r["term"], r["k"], f"{r['alone_s']:.4f}", f"{r['each_of_k_s']:.4f}",
+          f"{r['ceiling']:.0%}", f"{r['one_thread_s']:.4f}", f"{r['k_threads_s']:.4f}",
+          f"{r['efficiency']:.0%}", f"{r['share_of_ceiling']:.0%}"] for r in rows]))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"machine": _common.machine_info(), "n_tokens": n_tokens,
+                       "evaluations": args.evaluations, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
