@@ -105,13 +105,16 @@ def git_commit():
     Returns
     -------
     str
-        e.g. ``"909771f"`` or ``"909771f+dirty"``; outside git, the environment
-        variable ``SSCRF_BENCH_COMMIT`` (for a copy of the tree without ``.git``,
-        as on a lent machine) or ``"unknown"``.
+        e.g. ``"909771f"`` or ``"909771f+dirty"``, or ``"unknown"`` outside
+        git. The environment variable ``SSCRF_BENCH_COMMIT`` overrides it, for
+        a copy of the tree whose ``.git`` is missing or stale (as on a lent
+        machine).
     """
+    if os.environ.get("SSCRF_BENCH_COMMIT"):
+        return os.environ["SSCRF_BENCH_COMMIT"]
     commit = _git("rev-parse", "--short", "HEAD")
     if not commit:
-        return os.environ.get("SSCRF_BENCH_COMMIT", "unknown")
+        return "unknown"
     status = _git("status", "--porcelain", "--untracked-files=no")
     return commit + ("+dirty" if status else "")
 

@@ -8,6 +8,7 @@ namespace sscrf {
 void Corpus::build_chunks() {
   chunks.clear();
   std::vector<int64_t> position(n_attributes, -1);  // attribute -> slot, reset per chunk
+  std::vector<uint8_t> seen(n_attributes, 0);         // in an earlier chunk
   int64_t seq = 0;
   while (seq < n_sequences) {
     Chunk ch;
@@ -53,7 +54,13 @@ void Corpus::build_chunks() {
         if (!values.empty()) ch.value[slot] = values[k];
       }
     }
-    for (const int32_t a : ch.attributes) position[a] = -1;
+    ch.first.resize(ch.attributes.size());
+    for (size_t i = 0; i < ch.attributes.size(); ++i) {
+      const int32_t a = ch.attributes[i];
+      position[a] = -1;
+      ch.first[i] = !seen[a];
+      seen[a] = 1;
+    }
 
     const int64_t n_slots = static_cast<int64_t>(ch.attributes.size());
     const int64_t target =
@@ -69,6 +76,9 @@ void Corpus::build_chunks() {
     }
     chunks.push_back(std::move(ch));
   }
+  absent_attributes.clear();
+  for (int32_t a = 0; a < n_attributes; ++a)
+    if (!seen[a]) absent_attributes.push_back(a);
 }
 
 }  // namespace sscrf

@@ -23,6 +23,10 @@ struct Chunk {
   std::vector<int64_t> attr_ptr;
   std::vector<int32_t> token;
   std::vector<double> value;  // or empty when the corpus values are constant
+  // first[i] = 1 when attributes[i] occurs in no earlier chunk: its
+  // gradient row is zeroed there, while in cache, rather than by a pass
+  // over the whole gradient before the first chunk.
+  std::vector<uint8_t> first;
   // The back-projection's work items: slot ranges [slot_blocks[j],
   // slot_blocks[j+1]) of about equal work. A few frequent attributes hold
   // much of a chunk's occurrences, and they come first in attribute order:
@@ -66,6 +70,9 @@ struct Corpus {
   // (y_{t-1}, y_t), or empty; the row of a sequence's first token is unused.
   std::vector<uint8_t> edge_mask;
   std::vector<Chunk> chunks;
+  // Attributes below n_attributes that occur in no token (their gradient
+  // rows are zeroed before the chunks, no chunk writes them).
+  std::vector<int32_t> absent_attributes;
   int64_t chunk_tokens = kChunkTokens;  // token budget of a chunk, >= 1
 
   double weight(int64_t seq) const { return weights.empty() ? 1.0 : weights[seq]; }

@@ -30,6 +30,13 @@ ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int32_t* constr
     }
     token_ptr[t + 1] = static_cast<int64_t>(constraint.size());
   }
+  constraint_ptr.assign(static_cast<size_t>(n_constraints) + 1, 0);
+  for (const int32_t m : constraint) ++constraint_ptr[m + 1];
+  for (int m = 0; m < n_constraints; ++m) constraint_ptr[m + 1] += constraint_ptr[m];
+  firing_token.resize(constraint.size());
+  std::vector<int64_t> cursor(constraint_ptr.begin(), constraint_ptr.end() - 1);
+  for (int64_t t = 0; t < corpus.n_tokens; ++t)
+    for (int64_t k = token_ptr[t]; k < token_ptr[t + 1]; ++k) firing_token[cursor[constraint[k]]++] = t;
   // Sequences where nothing fires have r ≡ 0: they add nothing to the
   // expectations' sums nor to the gradient, so neither pass scores them.
   for (int64_t s = 0; s < corpus.n_sequences; ++s)
@@ -46,10 +53,11 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   const LayerWeights weights(layout, theta, n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
-  std::vector<double> marginals;
+  // Rows of active sequences only are written, and only they are read.
+  UninitializedBuffer marginal_rows;
   ExceptionCarrier errors;
   for (const Chunk& ch : corpus.chunks) {
-    marginals.resize(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
+    double* const marginals = marginal_rows.reserve(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
     for (int64_t g = 0; g < n_groups; ++g) {
@@ -66,12 +74,18 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
       });
     }
     errors.rethrow();
-    // Token order, so the sums do not depend on the thread count (only
-    // tokens of active sequences have firings, and marginals).
-    for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
-      const double* p = &marginals[(t - ch.tok_begin) * S];
-      for (int64_t k = firings.token_ptr[t]; k < firings.token_ptr[t + 1]; ++k) {
-        double* out = sums + static_cast<int64_t>(firings.constraint[k]) * S;
+    // One constraint per work item, its tokens in token order, so the sums
+    // do not depend on the thread count (only tokens of active sequences
+    // have firings, and marginals).
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, firings.n_constraints))
+    for (int m = 0; m < firings.n_constraints; ++m) {
+      const int64_t* first = firings.firing_token.data() + firings.constraint_ptr[m];
+      const int64_t* last = firings.firing_token.data() + firings.constraint_ptr[m + 1];
+      const int64_t* begin = std::lower_bound(first, last, ch.tok_begin);
+      const int64_t* end = std::lower_bound(begin, last, ch.tok_end);
+      double* out = sums + static_cast<int64_t>(m) * S;
+      for (const int64_t* t = begin; t < end; ++t) {
+        const double* p = &marginals[(*t - ch.tok_begin) * S];
         for (int l = 0; l < S; ++l) out[l] += p[l];
       }
     }

@@ -229,6 +229,7 @@ void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
   }
   if (r1 == r0) return;
   double* g = grad_weights + r0;
+  if (chunk.first[i]) std::fill(g, g + (r1 - r0), 0.0);
   const int32_t* lab = &layout.label_ids[r0];
   const int64_t k0 = chunk.attr_ptr[i], k1 = chunk.attr_ptr[i + 1];
   const OccurrenceValues val{chunk.value.empty() ? nullptr : chunk.value.data(),

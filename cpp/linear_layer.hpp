@@ -75,7 +75,8 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
                   const Layout& layout, const LayerWeights& weights, double* emissions);
 
 // grad_W[a, b] += Σ_{t in chunk} X[t, a] ∂E[t, b] for the chunk's attribute
-// slot i (one attribute: threads on distinct slots write distinct entries).
+// slot i (one attribute: threads on distinct slots write distinct entries),
+// the row zeroed first where the chunk is the attribute's first.
 //   d_emissions: [chunk tokens][S], the chunk's residual rows, readable for
 //                padded_width(S) - S doubles past the last row (padded rows
 //                are read whole; what lies past a row is ignored)

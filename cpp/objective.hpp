@@ -39,6 +39,34 @@ inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
   return chain_over(layout, weights.theta, factors, te - tb, rows);
 }
 
+// Zeroes the gradient entries that no chunk's back-projection writes: the
+// rows of attributes absent from the corpus (those past its n_attributes
+// too), T, start and end. Each other row is zeroed by the first chunk where
+// its attribute occurs, so the gradient is not streamed through once more
+// only to be zeroed (a sixth of the memory traffic of a dense evaluation).
+inline void zero_rows_no_chunk_writes(const Corpus& corpus, const Layout& layout, double* grad,
+                                      int n_threads) {
+  const int64_t n_absent = static_cast<int64_t>(corpus.absent_attributes.size());
+  const int64_t tail = layout.row_ptr[std::min(corpus.n_attributes, layout.n_attributes)];
+  const int64_t n_tail = layout.n_parameters() - tail;
+  constexpr int64_t kBlock = 1 << 14;
+  const int64_t n_absent_blocks = (n_absent + kBlock - 1) / kBlock;
+  const int64_t n_blocks = n_absent_blocks + (n_tail + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(effective_threads(n_threads, n_blocks))
+  for (int64_t j = 0; j < n_blocks; ++j) {
+    if (j < n_absent_blocks) {
+      const int64_t end = std::min(n_absent, (j + 1) * kBlock);
+      for (int64_t i = j * kBlock; i < end; ++i) {
+        const int32_t a = corpus.absent_attributes[i];
+        std::fill(grad + layout.row_ptr[a], grad + layout.row_ptr[a + 1], 0.0);
+      }
+    } else {
+      const int64_t b = tail + (j - n_absent_blocks) * kBlock;
+      std::fill(grad + b, grad + std::min(layout.n_parameters(), b + kBlock), 0.0);
+    }
+  }
+}
+
 // Evaluates Σ_seq kernel(seq) and its gradient with respect to theta
 // (layout of Layout), writing the gradient into grad [n_parameters].
 //
@@ -67,14 +95,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const int S = layout.S;
   const int64_t SS = static_cast<int64_t>(S) * S;
   const double* T = theta + layout.transitions_offset();
-  {
-    // In parallel: with millions of parameters a serial fill is a visible
-    // part of an evaluation on several threads.
-    const int64_t n = layout.n_parameters(), block = 1 << 16, n_blocks = (n + block - 1) / block;
-#pragma omp parallel for num_threads(effective_threads(n_threads, n_blocks))
-    for (int64_t i = 0; i < n_blocks; ++i)
-      std::fill(grad + i * block, grad + std::min(n, (i + 1) * block), 0.0);
-  }
+  zero_rows_no_chunk_writes(corpus, layout, grad, n_threads);
   double* grad_T = grad + layout.transitions_offset();
   double* grad_start = grad + layout.start_offset();
   double* grad_end = grad + layout.end_offset();
@@ -223,6 +244,12 @@ struct ConstraintFirings {
   std::vector<int32_t> constraint;  // [n_firings]
   std::vector<double> counts;       // [n_constraints]
   std::vector<uint8_t> active;      // [n_sequences]
+  // The same firings by constraint: m fires at the tokens
+  // firing_token[constraint_ptr[m] .. constraint_ptr[m+1]), ascending (a
+  // token once per occurrence), so that each constraint's sums can run on
+  // their own thread in the token order above.
+  std::vector<int64_t> constraint_ptr;  // [n_constraints + 1]
+  std::vector<int64_t> firing_token;    // [n_firings]
   // constraint_of_attribute [n_attributes]: attribute -> constraint m or -1.
   ConstraintFirings(const Corpus& corpus, const int32_t* constraint_of_attribute,
                     int n_constraints);

@@ -595,6 +595,36 @@ def test_many_chunks_blocks_and_reduction_slices_match_brute_force():
     assert results[1][1].tobytes() == results[0][1].tobytes()
 
 
+def test_every_gradient_entry_is_written_into_a_dirty_out_buffer():
+    # The gradient is not zero-filled as a whole first: each row is zeroed
+    # by the first chunk where its attribute occurs, and the rest (attributes
+    # absent from the corpus, those past its n_attributes, T, start, end) up
+    # front. An out buffer full of NaN must come back as brute force says.
+    rng = np.random.default_rng(12)
+    S, used = 4, 30
+    data = random_corpus(rng, 300, 4, used, S)
+    remap = np.where(np.arange(used) < 10, np.arange(used), np.arange(used) + 5)
+    n_corpus, n_layout = used + 5 + 3, used + 5 + 3 + 4  # 10..14 and 35..37 absent
+    X = np.zeros((len(data["X"]), n_layout))
+    X[:, remap] = data["X"]
+    wide = dict(data, indices=remap[data["indices"]].astype(np.int32), X=X, A=n_layout)
+    row_ptr, label_ids = dense_layout(n_layout, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+    corpus = _core.Corpus(wide["indptr"], wide["indices"], wide["values"], wide["offsets"],
+                          n_corpus, wide["labels"], None, None, chunk_tokens=128)
+    assert corpus.n_chunks >= 4
+    ref_loss, ref_grad = brute_force_loss_and_grad(wide, row_ptr, label_ids, theta)
+    absent = np.r_[10:15, 35:n_layout]
+    assert not np.any(X[:, absent]) and np.all(ref_grad[:n_layout * S].reshape(-1, S)[absent] == 0)
+    for n_threads in (1, 3):
+        out = np.full(layout.n_parameters, np.nan)
+        loss, grad = _core.likelihood(corpus, layout, theta, n_threads, out=out)
+        assert grad is out
+        assert loss == pytest.approx(ref_loss, rel=1e-10)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-9)
+
+
 def test_partial_likelihood_bit_identical_across_thread_counts():
     # Node masks (some tokens fully open, some with 1-3 allowed labels) on a
     # corpus of several chunks: the same value and gradient bits for 1/2/4 threads.
