@@ -184,6 +184,19 @@ def setup_partial(seed, lengths=(3, 1, 4, 2, 5, 3)):
 # ---------------------------------------------------------------------------
 
 
+def test_is_complete_means_one_string_label_per_token():
+    from sscrf.partial import is_complete
+
+    class Tag(str):
+        pass
+
+    assert is_complete([]) and is_complete(["B", "I"]) and is_complete(("O",))
+    assert is_complete([Tag("B"), "O"]) and is_complete(np.array(["B", "O"]))
+    for partial in (["B", None], [{"B", "I"}, "O"], [frozenset({"B"})], ["B", 1]):
+        assert not is_complete(partial)
+    assert not is_complete(Alternatives([["B", "O"]]))
+
+
 def test_alternatives_is_a_sequence_of_token_sets():
     alt = Alternatives([["B", "I", "O"], ["O", "B", "O"], ["B", "I", "O"]])
     assert len(alt) == 3

@@ -794,7 +794,9 @@ def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, 
                              f"but {len(ys)} labels")
         if not allow_empty_sentences and len(xs) == 0:
             raise SscrfError(f"sentence {s} is empty; training sentences need at least one token")
-        if partial and not _partial.is_complete(ys):
+        if _partial.is_complete(ys):
+            continue
+        if partial:
             _partial.check_annotation(ys, len(xs), s)
             continue
         for t, label in enumerate(ys):
@@ -823,13 +825,13 @@ def _encode_labels(y, label_index, unknown="error"):
             out[k:k + len(ids)] = ids
             k += len(ids)
             continue
-        for t, label in enumerate(seq):
-            i = label_index.get(label)
-            if i is None:
-                raise SscrfError(f"sentence {s}, token {t}: label {label!r} is not one of the "
-                                 f"model's labels")
-            out[k] = i
-            k += 1
+        ids = [label_index.get(label, -1) for label in seq]
+        if -1 in ids:
+            t = ids.index(-1)
+            raise SscrfError(f"sentence {s}, token {t}: label {seq[t]!r} is not one of the "
+                             f"model's labels")
+        out[k:k + len(ids)] = ids
+        k += len(ids)
     return out
 
 
