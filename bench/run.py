@@ -128,6 +128,19 @@ def _corpus(features, labels=None, mask=None):
                         features.n_attributes, labels, None, mask)
 
 
+def partial_mask(y, S, rng):
+    """Allowed labels (N, S) of the partial_likelihood term: about half the
+    tokens all-allowed, the rest one-hot gold; returns (mask, free)."""
+    import numpy as np
+
+    N = len(y)
+    free = rng.random(N) < 0.5
+    mask = np.zeros((N, S), dtype=bool)
+    mask[np.arange(N), y] = True
+    mask[free] = True
+    return mask, free
+
+
 def _ge_setup(features, attributes, y, S, n_constraints):
     """The ``n_constraints`` most frequent ``w[0]=`` attributes and their label distributions."""
     import numpy as np
@@ -194,10 +207,7 @@ def child_scaling(args):
         builders["entropy"] = lambda th: OBJECTIVES["entropy"](unl, layout, th, method="fast")
         notes["entropy"] = "method=fast, all tokens unlabeled"
     if "partial_likelihood" in OBJECTIVES:
-        free = rng.random(N) < 0.5
-        mask = np.zeros((N, S), dtype=bool)
-        mask[np.arange(N), y] = True
-        mask[free] = True
+        mask, free = partial_mask(y, S, rng)
         part = _corpus(features, mask=mask)
         builders["partial_likelihood"] = lambda th: OBJECTIVES["partial_likelihood"](
             part, layout, th)

@@ -72,11 +72,7 @@ def build_term(path, name, n_threads):
     if name == "entropy":
         corpus = _core.Corpus(*args, None, None, None)
         return OBJECTIVES["entropy"](corpus, layout, n_threads, method="fast"), theta
-    y, N = d["y"], len(d["y"])
-    free = np.random.default_rng(1).random(N) < 0.5
-    mask = np.zeros((N, S), dtype=bool)
-    mask[np.arange(N), y] = True
-    mask[free] = True
+    mask, _ = run.partial_mask(d["y"], S, np.random.default_rng(1))  # as the suite's
     corpus = _core.Corpus(*args, None, None, mask)
     return OBJECTIVES["partial_likelihood"](corpus, layout, n_threads), theta
 
