@@ -2,6 +2,7 @@
 #include "vector_passes.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "dense_kernels.hpp"
 #include "parallel.hpp"
@@ -10,18 +11,54 @@ namespace sscrf {
 
 namespace {
 
-// Entries of a block handled together while their vectors stay in L1/L2.
-constexpr int64_t kStripe = 1024;
-
 int64_t block_count(int64_t n) { return (n + kReductionBlock - 1) / kReductionBlock; }
 
-// Up to four pairs (first, second[k]) sharing their first vector; pair[k]
-// is the pair's position in the caller's list.
-struct PairGroup {
-  int first = 0, size = 0;
-  int second[4] = {0, 0, 0, 0};
-  size_t pair[4] = {0, 0, 0, 0};
+// How a block's dot products are taken: the vectors that are the first of
+// some pair stay resident (in L2) through the block, and every other vector
+// is streamed through once, against the residents it pairs with. Streaming
+// one vector at a time keeps a single long read stream in flight: side by
+// side, a dozen vectors read in short stripes are read at about half the
+// memory bandwidth. The optimiser's residents are the new pair, the
+// gradient and the iterate: 4 × 64 KiB per block.
+struct DotPlan {
+  // A streamed vector and up to four residents it pairs with; pair[k] is
+  // the pair's position in the caller's list.
+  struct Group {
+    int streamed = 0, size = 0;
+    int resident[4] = {0, 0, 0, 0};
+    size_t pair[4] = {0, 0, 0, 0};
+  };
+  std::vector<int> residents;       // vector indices, in first-use order
+  std::vector<int> resident_slot;   // vector index -> its residents position, or -1
+  std::vector<Group> groups;        // in the order of their first pair
 };
+
+DotPlan plan_dots(const std::vector<VectorRef>& vectors,
+                  const std::vector<std::pair<int, int>>& pairs) {
+  DotPlan plan;
+  plan.resident_slot.assign(vectors.size(), -1);
+  for (const auto& p : pairs)
+    if (plan.resident_slot[p.first] < 0) {
+      plan.resident_slot[p.first] = static_cast<int>(plan.residents.size());
+      plan.residents.push_back(p.first);
+    }
+  // Each pair is (resident first, second); group the pairs by their second
+  // vector, so that it is read once per block.
+  std::vector<bool> grouped(pairs.size(), false);
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    if (grouped[p]) continue;
+    DotPlan::Group g;
+    g.streamed = pairs[p].second;
+    for (size_t q = p; q < pairs.size() && g.size < 4; ++q) {
+      if (grouped[q] || pairs[q].second != g.streamed) continue;
+      g.resident[g.size] = pairs[q].first;
+      g.pair[g.size++] = q;
+      grouped[q] = true;
+    }
+    plan.groups.push_back(g);
+  }
+  return plan;
+}
 
 // Adds the vec4 lanes and the scalar tail in a fixed order.
 inline double lane_sum(vec4 v, double tail) { return ((v[0] + v[1]) + (v[2] + v[3])) + tail; }
@@ -39,20 +76,90 @@ __attribute__((always_inline)) inline void accumulate_dot(const double* a, const
   for (; i < len; ++i) tail += a[i] * b[i];
 }
 
-// Asks for entries [s, s + len) of v ahead of their use: the passes read a
-// dozen vectors side by side, too many streams for the hardware prefetcher
-// to follow on its own.
-__attribute__((always_inline)) inline void prefetch_stripe(VectorRef v, int64_t s, int64_t len) {
-  const size_t width = v.single ? sizeof(float) : sizeof(double);
-  const char* p = static_cast<const char*>(v.data) + s * width;
-  const size_t bytes = static_cast<size_t>(len) * width;
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+// Four floats as doubles.
+__attribute__((always_inline)) inline vec4 load4_widened(const float* p) {
+  float f[4];
+  std::memcpy(f, p, sizeof f);
+  return vec4{f[0], f[1], f[2], f[3]};
 }
 
-VectorRef offset(VectorRef v, int64_t s) {
-  return {v.single ? static_cast<const void*>(static_cast<const float*>(v.data) + s)
-                   : static_cast<const void*>(static_cast<const double*>(v.data) + s),
-          v.single};
+__attribute__((always_inline)) inline vec4 load4_any(const double* p) { return load4(p); }
+__attribute__((always_inline)) inline vec4 load4_any(const float* p) { return load4_widened(p); }
+
+// Dot products of the streamed vector b with NB residents a[k] over
+// [0, len), each pair's sum in its own accumulators (even and odd 4-lane
+// groups and a tail) in accumulate_dot's order: how pairs are grouped, and
+// which side is streamed, never changes a bit. NB independent chains hide
+// the multiply-add latency, and b is loaded once.
+template <int NB, class T>
+__attribute__((always_inline)) inline void dot_streamed(const T* b, const double* const* a,
+                                                        int64_t len, double* const* sums) {
+  vec4 even[NB], odd[NB];
+  double tail[NB];
+  for (int k = 0; k < NB; ++k) even[k] = odd[k] = splat4(0.0), tail[k] = 0.0;
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    const vec4 lo = load4_any(b + i), hi = load4_any(b + i + 4);
+    for (int k = 0; k < NB; ++k) {
+      even[k] += load4(a[k] + i) * lo;
+      odd[k] += load4(a[k] + i + 4) * hi;
+    }
+  }
+  // An explicit fma: left to the compiler, the tail was contracted for a
+  // float b but not for a double one, so a product's bits depended on its
+  // side.
+  for (int k = 0; k < NB; ++k) {
+    for (int64_t j = i; j < len; ++j) tail[k] = std::fma(a[k][j], static_cast<double>(b[j]), tail[k]);
+    *sums[k] = lane_sum(even[k] + odd[k], tail[k]);
+  }
+}
+
+template <class T>
+__attribute__((always_inline)) inline void dot_group(const T* b, const double* const* a, int size,
+                                                     int64_t len, double* const* sums) {
+  switch (size) {
+    case 4: dot_streamed<4>(b, a, len, sums); break;
+    case 3: dot_streamed<3>(b, a, len, sums); break;
+    case 2: dot_streamed<2>(b, a, len, sums); break;
+    default: dot_streamed<1>(b, a, len, sums); break;
+  }
+}
+
+// The block's dot products into sums[0, n_pairs). `widened` holds
+// kReductionBlock doubles per resident: float residents are widened there.
+SSCRF_SIMD_CLONES
+void dot_products_block(const std::vector<VectorRef>& vectors, const DotPlan& plan,
+                        int64_t begin, int64_t end, double* widened, double* sums) {
+  const int64_t len = end - begin;
+  std::vector<const double*> resident(plan.residents.size());
+  for (size_t r = 0; r < plan.residents.size(); ++r) {
+    const VectorRef v = vectors[plan.residents[r]];
+    if (v.single) {
+      const float* f = static_cast<const float*>(v.data) + begin;
+      double* w = widened + r * kReductionBlock;
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) w[i] = static_cast<double>(f[i]);
+      resident[r] = w;
+    } else {
+      resident[r] = static_cast<const double*>(v.data) + begin;
+    }
+  }
+  for (const DotPlan::Group& g : plan.groups) {
+    const double* a[4];
+    double* sum[4];
+    for (int k = 0; k < g.size; ++k) {
+      a[k] = resident[plan.resident_slot[g.resident[k]]];
+      sum[k] = &sums[g.pair[k]];
+    }
+    const int slot = plan.resident_slot[g.streamed];
+    const VectorRef b = vectors[g.streamed];
+    if (slot >= 0)
+      dot_group(resident[slot], a, g.size, len, sum);
+    else if (b.single)
+      dot_group(static_cast<const float*>(b.data) + begin, a, g.size, len, sum);
+    else
+      dot_group(static_cast<const double*>(b.data) + begin, a, g.size, len, sum);
+  }
 }
 
 template <class T>
@@ -67,112 +174,32 @@ __attribute__((always_inline)) inline void add_scaled(double* sum, double c, con
   }
 }
 
-// The block bodies are cloned for wide SIMD; the OpenMP loops that call
-// them are plain code.
-
-// Dot products of one stripe of a with NB vectors b[k], each pair's sum in
-// its own accumulators (lanes[k]: even and odd 4-lane groups, tails[k]) in
-// the order accumulate_dot uses: how pairs are grouped never changes a bit.
-// NB independent chains hide the multiply-add latency, and a is loaded once.
-template <int NB>
-__attribute__((always_inline)) inline void dot_stripe(const double* a, const double* const* b,
-                                                      int64_t len, double* const* lanes,
-                                                      double* const* tails) {
-  vec4 even[NB], odd[NB];
-  for (int k = 0; k < NB; ++k) {
-    even[k] = load4(lanes[k]);
-    odd[k] = load4(lanes[k] + 4);
-  }
-  int64_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const vec4 lo = load4(a + i), hi = load4(a + i + 4);
-    for (int k = 0; k < NB; ++k) {
-      even[k] += lo * load4(b[k] + i);
-      odd[k] += hi * load4(b[k] + i + 4);
-    }
-  }
-  for (int k = 0; k < NB; ++k) {
-    for (int64_t j = i; j < len; ++j) *tails[k] += a[j] * b[k][j];
-    store4(lanes[k], even[k]);
-    store4(lanes[k] + 4, odd[k]);
-  }
-}
-
-SSCRF_SIMD_CLONES
-void dot_products_block(const std::vector<VectorRef>& vectors, const std::vector<PairGroup>& groups,
-                        size_t n_pairs, int64_t begin, int64_t end, double* sums) {
-  std::vector<double> lanes(8 * n_pairs, 0.0), tails(n_pairs, 0.0);
-  // float vectors are widened stripe by stripe into this buffer
-  std::vector<double> widened(vectors.size() * kStripe);
-  std::vector<const double*> stripe(vectors.size());
-  for (int64_t s = begin; s < end; s += kStripe) {
-    const int64_t len = std::min(end - s, kStripe);
-    if (s + kStripe < end)
-      for (const VectorRef& v : vectors)
-        prefetch_stripe(v, s + kStripe, std::min(end - s - kStripe, kStripe));
-    for (size_t v = 0; v < vectors.size(); ++v) {
-      if (vectors[v].single) {
-        const float* f = static_cast<const float*>(vectors[v].data) + s;
-        double* w = &widened[v * kStripe];
-#pragma omp simd
-        for (int64_t i = 0; i < len; ++i) w[i] = static_cast<double>(f[i]);
-        stripe[v] = w;
-      } else {
-        stripe[v] = static_cast<const double*>(vectors[v].data) + s;
-      }
-    }
-    // Every pair of the stripe while its vectors are in cache.
-    for (const PairGroup& g : groups) {
-      const double* b[4];
-      double* lane[4];
-      double* tail[4];
-      for (int k = 0; k < g.size; ++k) {
-        b[k] = stripe[g.second[k]];
-        lane[k] = &lanes[8 * g.pair[k]];
-        tail[k] = &tails[g.pair[k]];
-      }
-      const double* a = stripe[g.first];
-      switch (g.size) {
-        case 4: dot_stripe<4>(a, b, len, lane, tail); break;
-        case 3: dot_stripe<3>(a, b, len, lane, tail); break;
-        case 2: dot_stripe<2>(a, b, len, lane, tail); break;
-        default: dot_stripe<1>(a, b, len, lane, tail); break;
-      }
-    }
-  }
-  for (size_t p = 0; p < n_pairs; ++p)
-    sums[p] = lane_sum(load4(&lanes[8 * p]) + load4(&lanes[8 * p + 4]), tails[p]);
-}
-
+// One block of linear_combination, summed in `sum` (kReductionBlock
+// doubles, in L2): each vector is streamed through once, in j order, so
+// every entry's terms are added in j order.
 SSCRF_SIMD_CLONES
 double linear_combination_block(double* out, const std::vector<double>& coefficients,
                                 const std::vector<VectorRef>& vectors,
                                 const double* reference, bool confine, int64_t begin,
-                                int64_t end) {
-  alignas(32) double sum[kStripe];
+                                int64_t end, double* sum) {
+  const int64_t len = end - begin;
+  if (vectors.empty()) std::fill(sum, sum + len, 0.0);
+  for (size_t j = 0; j < vectors.size(); ++j) {
+    const VectorRef v = vectors[j];
+    if (v.single)
+      add_scaled(sum, coefficients[j], static_cast<const float*>(v.data) + begin, len, j == 0);
+    else
+      add_scaled(sum, coefficients[j], static_cast<const double*>(v.data) + begin, len, j == 0);
+  }
+  const double* r = reference + begin;
+  if (confine) {
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) sum[i] = sum[i] * r[i] >= 0.0 ? 0.0 : sum[i];
+  }
   vec4 even = splat4(0.0), odd = even;
   double tail = 0.0;
-  for (int64_t s = begin; s < end; s += kStripe) {
-    const int64_t len = std::min(end - s, kStripe);
-    if (s + kStripe < end)
-      for (const VectorRef& v : vectors)
-        prefetch_stripe(v, s + kStripe, std::min(end - s - kStripe, kStripe));
-    if (vectors.empty()) std::fill(sum, sum + len, 0.0);
-    for (size_t j = 0; j < vectors.size(); ++j) {
-      const VectorRef v = offset(vectors[j], s);
-      if (v.single)
-        add_scaled(sum, coefficients[j], static_cast<const float*>(v.data), len, j == 0);
-      else
-        add_scaled(sum, coefficients[j], static_cast<const double*>(v.data), len, j == 0);
-    }
-    const double* r = reference + s;
-    if (confine) {
-#pragma omp simd
-      for (int64_t i = 0; i < len; ++i) sum[i] = sum[i] * r[i] >= 0.0 ? 0.0 : sum[i];
-    }
-    accumulate_dot(sum, r, len, even, odd, tail);  // reads r before out is written
-    std::copy(sum, sum + len, out + s);
-  }
+  accumulate_dot(sum, r, len, even, odd, tail);  // reads r before out is written
+  std::copy(sum, sum + len, out + begin);
   return lane_sum(even + odd, tail);
 }
 
@@ -219,16 +246,21 @@ double add_l2_prior_block(const double* theta, double* grad, double twice_c2, in
   return lane_sum(even + odd, tail);
 }
 
-// Runs body(begin, end) -> double over the blocks of [0, n) and returns
-// the block results added in block order.
+// Runs body(begin, end, scratch) -> double over the blocks of [0, n) and
+// returns the block results added in block order. scratch: the running
+// thread's `scratch_size` doubles, allocated before the threads start.
 template <class Body>
-double sum_over_blocks(int64_t n, int n_threads, Body&& body) {
+double sum_over_blocks(int64_t n, int n_threads, size_t scratch_size, Body&& body) {
   const int64_t n_blocks = block_count(n);
+  const int threads = effective_threads(n_threads, n_blocks);
   std::vector<double> block_sums(static_cast<size_t>(n_blocks), 0.0);
-#pragma omp parallel for schedule(static) num_threads(effective_threads(n_threads, n_blocks))
+  UninitializedBuffer scratch;
+  scratch.reserve(std::max<size_t>(1, scratch_size * threads));
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
     const int64_t begin = blk * kReductionBlock;
-    block_sums[blk] = body(begin, std::min(n, begin + kReductionBlock));
+    block_sums[blk] = body(begin, std::min(n, begin + kReductionBlock),
+                           scratch.data() + scratch_size * thread_id());
   }
   double total = 0.0;
   for (double b : block_sums) total += b;
@@ -247,27 +279,15 @@ void dot_products_after(const std::vector<VectorRef>& vectors,
                         int n_threads, Before&& before) {
   const int64_t n_blocks = block_count(n);
   const size_t n_pairs = pairs.size();
-  std::vector<PairGroup> groups;
-  std::vector<bool> grouped(n_pairs, false);
-  for (size_t p = 0; p < n_pairs; ++p) {
-    if (grouped[p]) continue;
-    PairGroup g;
-    g.first = pairs[p].first;
-    for (size_t q = p; q < n_pairs && g.size < 4; ++q) {
-      if (grouped[q] || pairs[q].first != g.first) continue;
-      g.second[g.size] = pairs[q].second;
-      g.pair[g.size++] = q;
-      grouped[q] = true;
-    }
-    groups.push_back(g);
-  }
+  const DotPlan plan = plan_dots(vectors, pairs);
   std::vector<double> block_sums(static_cast<size_t>(n_blocks) * n_pairs, 0.0);
-#pragma omp parallel for schedule(static) num_threads(effective_threads(n_threads, n_blocks))
-  for (int64_t blk = 0; blk < n_blocks; ++blk) {
-    const int64_t begin = blk * kReductionBlock, end = std::min(n, begin + kReductionBlock);
-    before(begin, end);
-    dot_products_block(vectors, groups, n_pairs, begin, end, &block_sums[blk * n_pairs]);
-  }
+  sum_over_blocks(n, n_threads, plan.residents.size() * kReductionBlock,
+                  [&](int64_t begin, int64_t end, double* widened) {
+                    before(begin, end);
+                    dot_products_block(vectors, plan, begin, end, widened,
+                                       &block_sums[begin / kReductionBlock * n_pairs]);
+                    return 0.0;
+                  });
   for (size_t p = 0; p < n_pairs; ++p) {
     double sum = 0.0;
     for (int64_t blk = 0; blk < n_blocks; ++blk) sum += block_sums[blk * n_pairs + p];
@@ -286,14 +306,16 @@ void dot_products(const std::vector<VectorRef>& vectors,
 double linear_combination(double* out, const std::vector<double>& coefficients,
                           const std::vector<VectorRef>& vectors, const double* reference,
                           bool confine, int64_t n, int n_threads) {
-  return sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
-    return linear_combination_block(out, coefficients, vectors, reference, confine, begin, end);
+  return sum_over_blocks(n, n_threads, kReductionBlock,
+                         [&](int64_t begin, int64_t end, double* sum) {
+    return linear_combination_block(out, coefficients, vectors, reference, confine, begin, end,
+                                    sum);
   });
 }
 
 void step_along(double* out, const double* x, double alpha, const double* d, int64_t n,
                 int n_threads) {
-  sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
+  sum_over_blocks(n, n_threads, 0, [&](int64_t begin, int64_t end, double*) {
     step_along_block(out, x, alpha, d, begin, end);
     return 0.0;
   });
@@ -302,7 +324,7 @@ void step_along(double* out, const double* x, double alpha, const double* d, int
 void secant_pair(const double* x, const double* trial, const double* gradient,
                  const double* previous_gradient, void* step, void* y, bool single, int64_t n,
                  int n_threads) {
-  sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
+  sum_over_blocks(n, n_threads, 0, [&](int64_t begin, int64_t end, double*) {
     secant_pair_block(x, trial, gradient, previous_gradient, step, y, single, begin, end);
     return 0.0;
   });
@@ -319,7 +341,7 @@ void secant_pair_and_dot_products(const double* x, const double* trial, const do
 }
 
 double add_l2_prior(const double* theta, double* grad, double c2, int64_t n, int n_threads) {
-  return sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
+  return sum_over_blocks(n, n_threads, 0, [&](int64_t begin, int64_t end, double*) {
     return add_l2_prior_block(theta, grad, 2.0 * c2, begin, end);
   });
 }

@@ -52,6 +52,25 @@ def test_float32_history_vectors_are_read_in_double(vectors):
                                rtol=1e-13, atol=1e-13 * np.abs(out).max())
 
 
+def test_dot_products_of_many_pairs_mixing_float_and_double(vectors):
+    # Vectors that are the first of a pair stay resident while the others
+    # stream past them, four residents at a time: six firsts against one
+    # second, float residents and float streamed vectors, pairs of two
+    # residents, and each pair also reversed (the same bits either way).
+    mixed = [vectors[0], vectors[1].astype(np.float32), vectors[2], vectors[3].astype(np.float32),
+             vectors[4], (vectors[0] - vectors[4]).astype(np.float32), vectors[1] * 0.5]
+    forward = [(i, 6) for i in range(6)] + [(1, 3), (0, 2), (1, 1), (5, 3), (2, 4), (3, 5)]
+    pairs = np.array(forward + [(j, i) for i, j in forward])
+    wide = [m.astype(np.float64) for m in mixed]
+    want = [math.fsum(wide[i] * wide[j]) for i, j in pairs]
+    results = [_core.dot_products(mixed, pairs, t) for t in THREADS]
+    np.testing.assert_allclose(results[0], want, rtol=1e-12)
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes()
+    half = len(forward)
+    assert results[0][:half].tobytes() == results[0][half:].tobytes()
+
+
 @pytest.mark.parametrize("confine", [False, True])
 def test_linear_combination_matches_numpy(vectors, confine):
     c = np.array([0.5, -1.25, 2.0])
