@@ -68,10 +68,22 @@ int32_t AttributeIndex::insert(std::string_view key, uint64_t h, bool& added) {
   return id;
 }
 
+void AttributeIndex::renumber(const int64_t* new_id) {
+  for (uint64_t offset = 0; offset < arena_.size();) {
+    int32_t id;
+    uint32_t length;
+    std::memcpy(&id, arena_.data() + offset, 4);
+    std::memcpy(&length, arena_.data() + offset + 4, 4);
+    id = static_cast<int32_t>(new_id[id]);
+    std::memcpy(arena_.data() + offset, &id, 4);
+    offset += 8 + length;
+  }
+}
+
 void AttributeIndex::grow() {
   std::vector<uint64_t> slots(std::max<size_t>(16, 2 * slots_.size()), 0);
   const size_t mask = slots.size() - 1;
-  // entries lie one after the other in the arena, in id order
+  // entries lie one after the other in the arena
   for (uint64_t offset = 0; offset < arena_.size();) {
     uint32_t length;
     std::memcpy(&length, arena_.data() + offset + 4, 4);
@@ -442,6 +454,31 @@ py::array_t<int64_t> intern_strings(AttributeIndex& index, const py::list& strin
     }
   }
   return out;
+}
+
+int64_t renumber_csr(const int64_t* indptr, int64_t n_tokens, const int32_t* indices,
+                     const double* values, const int64_t* new_id, int64_t* out_indptr,
+                     int32_t* out_indices, double* out_values) {
+  int64_t nnz = 0;
+  out_indptr[0] = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int64_t begin = nnz;
+    for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
+      const int64_t id = new_id[indices[k]];
+      if (id < 0) continue;
+      // insertion sort as the entries arrive (a token holds a few dozen);
+      // ids are unique within a token, so the order is fully determined
+      int64_t j = nnz++;
+      for (; j > begin && out_indices[j - 1] > id; --j) {
+        out_indices[j] = out_indices[j - 1];
+        if (out_values) out_values[j] = out_values[j - 1];
+      }
+      out_indices[j] = static_cast<int32_t>(id);
+      if (out_values) out_values[j] = values ? values[k] : 1.0;
+    }
+    out_indptr[t + 1] = nnz;
+  }
+  return nnz;
 }
 
 }  // namespace sscrf

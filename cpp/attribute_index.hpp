@@ -11,7 +11,8 @@
 namespace sscrf {
 
 // An open-addressing hash table from byte strings to consecutive ids
-// 0, 1, ..., size()-1 (in insertion order), the keys stored in one arena.
+// 0, 1, ..., size()-1 (in insertion order, until renumber), the keys stored
+// in one arena.
 // A Python str is keyed by an injective byte encoding of its code points
 // (UTF-8, lone surrogates included), so two strs share an id exactly when
 // they are equal.
@@ -43,6 +44,9 @@ class AttributeIndex {
     if (slot != 0)
       __builtin_prefetch(arena_.data() + ((slot & ((uint64_t(1) << kTagShift) - 1)) - 1));
   }
+  // Gives the key of id i the id new_id[i]; new_id must be a permutation of
+  // 0, ..., size()-1 (the binding checks).
+  void renumber(const int64_t* new_id);
   // Bytes held (arena and slots).
   size_t bytes() const { return arena_.capacity() + sizeof(uint64_t) * slots_.capacity(); }
 
@@ -85,5 +89,15 @@ pybind11::tuple dict_tokens_to_csr(AttributeIndex& index, const pybind11::list& 
 // and appended to new_strings; without, they read as -1.
 pybind11::array_t<int64_t> intern_strings(AttributeIndex& index, const pybind11::list& strings,
                                           bool grow, pybind11::list new_strings);
+
+// Renumbers the attribute ids of a CSR matrix with n_tokens rows through
+// new_id (-1: the attribute is dropped) and sorts each token's entries by
+// their new id; values (null: none) follow their ids. new_id must be
+// one-to-one on the ids it keeps, so that a token's ids stay unique and the
+// order is fully determined. The outputs have room for every entry
+// (out_indptr: n_tokens + 1); returns the entries kept.
+int64_t renumber_csr(const int64_t* indptr, int64_t n_tokens, const int32_t* indices,
+                     const double* values, const int64_t* new_id, int64_t* out_indptr,
+                     int32_t* out_indices, double* out_values);
 
 }  // namespace sscrf

@@ -585,8 +585,84 @@ PYBIND11_MODULE(_core, m) {
       .def("dict_tokens_to_csr", &dict_tokens_to_csr, py::arg("tokens"), py::arg("grow"),
            py::arg("slow"), py::arg("new_strings"),
            "(indptr, indices, values or None) of feature-dict tokens; see attribute_index.hpp.")
+      .def("renumber",
+           [](AttributeIndex& index, py::object new_id_o) {
+             auto new_id = Array<int64_t>::ensure(new_id_o);
+             if (!new_id || new_id.ndim() != 1 || new_id.size() != index.size())
+               fail("new_id must be a 1-D int array with one entry per attribute (" +
+                    std::to_string(index.size()) + ")");
+             std::vector<bool> taken(static_cast<size_t>(index.size()), false);
+             for (int64_t a = 0; a < index.size(); ++a) {
+               const int64_t id = new_id.data()[a];
+               if (id < 0 || id >= index.size() || taken[id])
+                 fail("new_id must be a permutation of 0.." + std::to_string(index.size() - 1));
+               taken[id] = true;
+             }
+             index.renumber(new_id.data());
+           },
+           py::arg("new_id"), "Gives attribute i the id new_id[i] (a permutation).")
       .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
            "int64 ids of a list of str (-1: absent); with grow, absent ones are added.");
+
+  m.def("renumber_csr",
+        [](py::object indptr_o, py::object indices_o, py::object values_o, py::object new_id_o) {
+          // int32 only: a cast from a wider type could wrap an id onto a valid one
+          if (!py::isinstance<py::array>(indices_o) ||
+              !py::reinterpret_borrow<py::array>(indices_o).dtype().is(py::dtype::of<int32_t>()))
+            fail("indices must be an int32 array");
+          auto indptr = Array<int64_t>::ensure(indptr_o);
+          auto indices = Array<int32_t>::ensure(indices_o);
+          auto new_id = Array<int64_t>::ensure(new_id_o);
+          if (!indptr || indptr.ndim() != 1 || indptr.size() < 1)
+            fail("indptr must be a 1-D int array of length n_tokens + 1");
+          if (!indices || indices.ndim() != 1) fail("indices must be a 1-D int array");
+          if (!new_id || new_id.ndim() != 1) fail("new_id must be a 1-D int array");
+          const int64_t n_tokens = indptr.size() - 1, nnz = indices.size(), n_old = new_id.size();
+          Doubles values;
+          if (!values_o.is_none()) {
+            values = Doubles::ensure(values_o);
+            if (!values || values.ndim() != 1) fail("values must be a 1-D float array or None");
+            require_shape(values, {nnz}, "values");
+          }
+          const int64_t* ip = indptr.data();
+          if (ip[0] != 0 || ip[n_tokens] != nnz) fail("indptr must start at 0 and end at len(indices)");
+          for (int64_t t = 0; t < n_tokens; ++t)
+            if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
+          for (int64_t k = 0; k < nnz; ++k)
+            if (indices.data()[k] < 0 || indices.data()[k] >= n_old)
+              fail("attribute id " + std::to_string(indices.data()[k]) + " out of range [0, " +
+                   std::to_string(n_old) + ")");
+          std::vector<bool> taken(static_cast<size_t>(n_old), false);
+          for (int64_t a = 0; a < n_old; ++a) {
+            const int64_t id = new_id.data()[a];
+            if (id < -1 || id >= n_old)
+              fail("new_id[" + std::to_string(a) + "] = " + std::to_string(id) +
+                   " out of range [-1, " + std::to_string(n_old) + ")");
+            if (id >= 0 && taken[id]) fail("new_id gives id " + std::to_string(id) + " twice");
+            if (id >= 0) taken[id] = true;
+          }
+          Array<int64_t> out_indptr(n_tokens + 1);
+          Array<int32_t> out_indices(nnz);
+          Doubles out_values(values_o.is_none() ? 0 : nnz);
+          int64_t kept;
+          {
+            py::gil_scoped_release release;
+            kept = renumber_csr(ip, n_tokens, indices.data(),
+                                values_o.is_none() ? nullptr : values.data(), new_id.data(),
+                                out_indptr.mutable_data(), out_indices.mutable_data(),
+                                values_o.is_none() ? nullptr : out_values.mutable_data());
+          }
+          out_indices.resize({kept});
+          py::object vals = py::none();
+          if (!values_o.is_none()) {
+            out_values.resize({kept});
+            vals = out_values;
+          }
+          return py::make_tuple(out_indptr, out_indices, vals);
+        },
+        py::arg("indptr"), py::arg("indices"), py::arg("values"), py::arg("new_id"),
+        "(indptr, indices int32, values or None) with ids mapped through new_id (-1: dropped) "
+        "and each token's entries sorted by new id; see attribute_index.hpp.");
 
   py::class_<Layout, std::shared_ptr<Layout>>(m, "Layout",
                                               "Which labels each attribute scores (row-sparse W).")

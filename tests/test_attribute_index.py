@@ -73,8 +73,9 @@ def reference_fit_transform(corpora, min_freq=1):
     counts = np.zeros(len(index), dtype=np.int64)
     for f in provisional:
         counts += np.bincount(f.indices, minlength=len(index))
-    keep = counts >= min_freq
-    attributes = [a for a, k in zip(index, keep) if k]
+    # kept attributes, most frequent first, ties in order of first occurrence
+    ranked = sorted((-int(c), i, a) for i, (a, c) in enumerate(zip(index, counts)) if c >= min_freq)
+    attributes = [a for _, _, a in ranked]
     final = dict(zip(attributes, range(len(attributes))))
     return attributes, [reference_features(X, dict(final), False) for X in corpora]
 
@@ -443,12 +444,20 @@ def test_python_code_of_a_token_may_change_its_neighbours():
         return [tokens[:7], tokens[7:]]
 
     index = {}
-    want = reference_features(corpus(), index, True)  # one pass, as fit makes
-    attributes = list(index)
-    assert "w=changed2" in attributes and "w=a4" in attributes
+    first = reference_features(corpus(), index, True)  # one pass, as fit makes
+    assert "w=changed2" in index and "w=a4" in index
+    # then the ids by frequency, each token's entries sorted by them
+    counts = np.bincount(first.indices, minlength=len(index))
+    order = sorted(range(len(index)), key=lambda i: (-counts[i], i))
+    new_id = np.empty(len(index), dtype=np.int32)
+    new_id[order] = np.arange(len(index))
+    entries = [sorted(zip(new_id[first.indices[a:b]].tolist(), first.values[a:b].tolist()))
+               for a, b in zip(first.indptr[:-1], first.indptr[1:])]
+    want = first._replace(indices=np.array([i for e in entries for i, _ in e], dtype=np.int32),
+                          values=np.array([v for e in entries for _, v in e]))
     fx = FeatureExtractor()
     (got,) = fx.fit_transform(corpus())
-    assert fx.attributes_ == attributes
+    assert fx.attributes_ == [list(index)[i] for i in order]
     assert_same_bits(got, want)
 
 
@@ -489,3 +498,53 @@ def test_signal_handlers_run_during_a_long_conversion():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_renumber_csr_maps_drops_and_sorts_each_token():
+    rng = np.random.default_rng(3)
+    n_old, n_tokens = 40, 30
+    rows = [np.sort(rng.choice(n_old, size=rng.integers(0, 9), replace=False))
+            for _ in range(n_tokens)]
+    indptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+    indices = np.concatenate(rows).astype(np.int32)
+    values = rng.standard_normal(len(indices))
+    new_id = np.full(n_old, -1, dtype=np.int64)
+    kept = rng.choice(n_old, size=25, replace=False)
+    new_id[kept] = rng.permutation(25)
+    ip, ix, vs = _core.renumber_csr(indptr, indices, values, new_id)
+    for t, r in enumerate(rows):
+        want = sorted((int(new_id[a]), values[indptr[t] + j]) for j, a in enumerate(r)
+                      if new_id[a] >= 0)
+        got = list(zip(ix[ip[t]:ip[t + 1]].tolist(), vs[ip[t]:ip[t + 1]].tolist()))
+        assert got == want
+    ip2, ix2, none = _core.renumber_csr(indptr, indices, None, new_id)
+    assert none is None and np.array_equal(ip2, ip) and np.array_equal(ix2, ix)
+    assert ix.dtype == np.int32
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: a.update(new_id=np.array([0, 0, 1, 2])), "gives id 0 twice"),
+    (lambda a: a.update(new_id=np.array([0, 4, 1, 2])), r"new_id\[1\] = 4 out of range"),
+    (lambda a: a.update(new_id=np.array([0, -2, 1, 2])), r"out of range \[-1, 4\)"),
+    (lambda a: a.update(indices=np.array([0, 1, 4], dtype=np.int32)), "attribute id 4 out of range"),
+    (lambda a: a.update(indices=np.array([0, 1, 2], dtype=np.int64)), "int32"),
+    (lambda a: a.update(indptr=np.array([0, 2, 1, 3])), "non-decreasing"),
+    (lambda a: a.update(indptr=np.array([0, 2, 2])), "end at len"),
+    (lambda a: a.update(values=np.ones(2)), "values must have shape"),
+])
+def test_renumber_csr_refuses_bad_input(change, message):
+    args = dict(indptr=np.array([0, 2, 2, 3]), indices=np.array([0, 1, 2], dtype=np.int32),
+                values=np.ones(3), new_id=np.array([3, -1, 0, 1]))
+    change(args)
+    with pytest.raises(ValueError, match=message):
+        _core.renumber_csr(**args)
+
+
+def test_index_renumber_takes_a_permutation_only():
+    index = _core.AttributeIndex(["a", "b", "c"])
+    index.renumber(np.array([2, 0, 1]))
+    assert index.intern(["a", "b", "c", "d"], False, []).tolist() == [2, 0, 1, -1]
+    for bad in ([0, 0, 1], [0, 1, 3], [0, 1], [-1, 0, 1]):
+        with pytest.raises(ValueError, match="new_id must be"):
+            index.renumber(np.array(bad))
+    assert index.intern(["a", "b", "c"], False, []).tolist() == [2, 0, 1]

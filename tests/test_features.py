@@ -194,7 +194,7 @@ def test_equal_strings_from_different_cells_share_one_attribute():
     fx = FeatureExtractor(["U:%x[0,0]/%x[0,1]", "UP:%x[-1,0]"])
     corpus = [[["a/b", "c"]], [["a", "b/c"]], [["_B-1", "x"], ["y", "z"]]]
     (f,) = fx.fit_transform(corpus)
-    assert fx.attributes_ == ["U:a/b/c", "UP:_B-1", "U:_B-1/x", "U:y/z"]
+    assert fx.attributes_ == ["UP:_B-1", "U:a/b/c", "U:_B-1/x", "U:y/z"]  # by frequency
     rows = csr_rows(f, fx.attributes_)
     assert rows[0] == rows[1] == {"U:a/b/c": 1.0, "UP:_B-1": 1.0}
     assert rows[3] == {"U:y/z": 1.0, "UP:_B-1": 1.0}
@@ -287,11 +287,14 @@ def test_dict_token_with_templates_is_rejected():
 # ---------------------------------------------------------------------------
 
 
-def test_vocabulary_in_order_of_first_occurrence():
+def test_vocabulary_by_frequency_then_first_occurrence():
     fx = FeatureExtractor()
-    fx.fit([[{"b": 1, "a": 1}, {"c": 1, "a": 1}]], [[{"d": 1, "b": 1}]])
-    assert fx.attributes_ == ["b", "a", "c", "d"]
-    assert fx.attribute_index() == {"b": 0, "a": 1, "c": 2, "d": 3}
+    fx.fit([[{"b": 1, "a": 1}, {"c": 1, "a": 1}]], [[{"d": 1, "b": 1}, {"d": 1, "a": 1}]])
+    # tokens per attribute over both corpora: a 3, b 2, d 2, c 1
+    assert fx.attributes_ == ["a", "b", "d", "c"]
+    assert fx.attribute_index() == {"a": 0, "b": 1, "d": 2, "c": 3}
+    f = fx.transform([[{"c": 1.0, "b": 2.0, "a": 3.0}]])
+    assert f.indices.tolist() == [0, 1, 3] and f.values.tolist() == [3.0, 2.0, 1.0]
 
 
 def test_min_freq_counts_tokens_over_all_corpora():
