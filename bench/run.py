@@ -414,10 +414,12 @@ def _sup_runs(sup, key):
     return sup["runs"].get(key, [])
 
 
-def paired(sup, key, ref, field):
+def paired(sup, key, ref, field, ref_field=None):
+    """Median over repetitions of key's field / ref's ref_field (default: the same field)."""
+    ref_field = ref_field or field
     a, b = _sup_runs(sup, key), _sup_runs(sup, ref)
-    return _common.median([x[field] / y[field] for x, y in zip(a, b)
-                           if x.get(field) is not None and y.get(field)])
+    return _common.median([x[field] / y[ref_field] for x, y in zip(a, b)
+                           if x.get(field) is not None and y.get(ref_field)])
 
 
 def supervised_ratios(sup):
@@ -431,6 +433,7 @@ def supervised_ratios(sup):
             "s_per_eval_median_paired_ratio": paired(sup, key, ref, "s_per_eval"),
             "eval_only_vs_crfsuite_s_per_eval": _common.ratio(s[key].get("eval_only_s"),
                                                               s[ref]["s_per_eval"]),
+            "eval_only_median_paired_ratio": paired(sup, key, ref, "eval_only_s", "s_per_eval"),
             "total_ratio_of_medians": _common.ratio(s[key]["train_s"], s[ref]["train_s"]),
             "total_median_paired_ratio": paired(sup, key, ref, "train_s"),
             "peak_ratio": _common.ratio(s[key]["peak_rss_bytes"], s[ref]["peak_rss_bytes"]),
@@ -454,13 +457,23 @@ def check_targets(res, quick):
                 key = f"sscrf {fs}-{th}"
                 if key not in r:
                     continue
-                v = r[key]["s_per_eval_median_paired_ratio"]
-                add(1, f"loss+gradient per evaluation, {fs}, {th} thread{'s' * (th > 1)}: "
-                       f"≤ {lim:.2f}x CRFsuite (observed)",
+                q = r[key]
+                which = f"{fs}, {th} thread{'s' * (th > 1)}: ≤ {lim:.2f}x CRFsuite (observed)"
+                # The issue's words: a loss-and-gradient call against CRFsuite's
+                # time per evaluation (its training time / evaluations).
+                v = q.get("eval_only_median_paired_ratio")
+                add(1, f"loss+gradient per evaluation, {which}",
                     f"{_common.fmt_ratio(v)} (ratio of medians "
-                    f"{_common.fmt_ratio(r[key]['s_per_eval_ratio_of_medians'])}; eval-only "
-                    f"{_common.fmt_ratio(r[key]['eval_only_vs_crfsuite_s_per_eval'])})",
-                    None if v is None else v <= lim, tag=tag)
+                    f"{_common.fmt_ratio(q['eval_only_vs_crfsuite_s_per_eval'])})",
+                    None if v is None else v <= lim,
+                    note="a bare loss-and-gradient call at the trained weights", tag=tag)
+                # A stricter reading, with the optimiser's own passes counted.
+                v = q["s_per_eval_median_paired_ratio"]
+                add(1, f"training time per evaluation, optimiser included, {which}",
+                    f"{_common.fmt_ratio(v)} (ratio of medians "
+                    f"{_common.fmt_ratio(q['s_per_eval_ratio_of_medians'])})",
+                    None if v is None else v <= lim,
+                    note="a stricter reading than the issue's words", tag=tag)
         key = "sscrf observed-2"
         if key in r:
             v = r[key]["total_median_paired_ratio"]
@@ -768,7 +781,7 @@ def main(argv=None):
     ap.add_argument("--ge-constraints", type=int, default=100,
                     help="constraints of the ge term in items 2-3 (default 100)")
     ap.add_argument("--report-only", action="store_true",
-                    help="rebuild OUT/suite.md (and the targets) from OUT/suite.json")
+                    help="rebuild OUT/suite.md (the targets and ratios) from OUT/suite.json")
     # child mode (items 2-3)
     ap.add_argument("--child", choices=["scaling"], help=argparse.SUPPRESS)
     ap.add_argument("--rounds", type=int, default=5, help=argparse.SUPPRESS)
@@ -788,6 +801,8 @@ def main(argv=None):
         args.quick = res.get("mode") == "quick"
         st = res.get("settings", {})
         args.repeats, args.thread_list = st.get("repeats"), st.get("threads", args.thread_list)
+        if res.get("supervised"):  # derived from the runs: recomputed with this code
+            res["supervised"]["ratios"] = supervised_ratios(res["supervised"])
         res["targets"] = check_targets(res, args.quick)
         md = build_markdown(res, args, res["machine"], res.get("suite_wall_s", 0.0))
         with open(os.path.join(args.out, "suite.md"), "w", encoding="utf-8") as f:

@@ -295,11 +295,13 @@ def child_sscrf(args, feature_set, threads):
         corpus = _compile(features, labels=_encode_labels(train.labels, label_index))
         term = OBJECTIVES["likelihood"](corpus, model._layout(), threads)
         theta = np.ascontiguousarray(model.coef_, dtype=np.float64)
-        value, _ = term.value_and_gradient(theta)  # warm-up
+        # into one gradient buffer, as training does (the optimiser's own)
+        gradient = np.empty_like(theta)
+        value, _ = term.value_and_gradient(theta, out=gradient)  # warm-up
         eval_loss = float(value) + C2 * float(theta @ theta)
         for _ in range(args.eval_repeats):
             t0 = time.perf_counter()
-            term.value_and_gradient(theta)
+            term.value_and_gradient(theta, out=gradient)
             eval_samples.append(time.perf_counter() - t0)
     except Exception as e:  # private helpers may change; keep the other numbers
         eval_error = f"{type(e).__name__}: {e}"
