@@ -65,6 +65,13 @@ void require_finite(const double* p, py::ssize_t size, const char* name, int n_t
   }
 }
 
+// A CSR row pointer over n_rows rows and nnz entries.
+void require_indptr(const int64_t* ip, int64_t n_rows, int64_t nnz) {
+  if (ip[0] != 0 || ip[n_rows] != nnz) fail("indptr must start at 0 and end at len(indices)");
+  for (int64_t t = 0; t < n_rows; ++t)
+    if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
+}
+
 int checked_threads(int n_threads) {
   if (n_threads < 1 || n_threads > 1024)
     fail("n_threads must be an integer in [1, 1024], got " + std::to_string(n_threads));
@@ -214,9 +221,7 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
                                            : values.size();
   if (n_values != nnz) fail("values and indices must have the same length");
   const int64_t* ip = indptr.data();
-  if (ip[0] != 0 || ip[c->n_tokens] != nnz) fail("indptr must start at 0 and end at len(indices)");
-  for (int64_t t = 0; t < c->n_tokens; ++t)
-    if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
+  require_indptr(ip, c->n_tokens, nnz);
   auto check_ids = [&](const auto* ix) {
     for (int64_t k = 0; k < nnz; ++k)
       if (ix[k] < 0 || ix[k] >= n_attributes)
@@ -625,9 +630,7 @@ PYBIND11_MODULE(_core, m) {
             require_shape(values, {nnz}, "values");
           }
           const int64_t* ip = indptr.data();
-          if (ip[0] != 0 || ip[n_tokens] != nnz) fail("indptr must start at 0 and end at len(indices)");
-          for (int64_t t = 0; t < n_tokens; ++t)
-            if (ip[t + 1] < ip[t]) fail("indptr must be non-decreasing");
+          require_indptr(ip, n_tokens, nnz);
           for (int64_t k = 0; k < nnz; ++k)
             if (indices.data()[k] < 0 || indices.data()[k] >= n_old)
               fail("attribute id " + std::to_string(indices.data()[k]) + " out of range [0, " +
