@@ -459,22 +459,38 @@ py::array_t<int64_t> intern_strings(AttributeIndex& index, const py::list& strin
 int64_t renumber_csr(const int64_t* indptr, int64_t n_tokens, const int32_t* indices,
                      const double* values, const int64_t* new_id, int64_t* out_indptr,
                      int32_t* out_indices, double* out_values) {
+  // Ids are unique within a token, so any sort gives the same order.
+  constexpr int64_t kInsertionSortMax = 64;
+  std::vector<std::pair<int32_t, double>> long_token;
   int64_t nnz = 0;
   out_indptr[0] = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const int64_t begin = nnz;
-    for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
-      const int64_t id = new_id[indices[k]];
-      if (id < 0) continue;
-      // insertion sort as the entries arrive (a token holds a few dozen);
-      // ids are unique within a token, so the order is fully determined
-      int64_t j = nnz++;
-      for (; j > begin && out_indices[j - 1] > id; --j) {
-        out_indices[j] = out_indices[j - 1];
-        if (out_values) out_values[j] = out_values[j - 1];
+    if (indptr[t + 1] - indptr[t] > kInsertionSortMax) {
+      long_token.clear();
+      for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k)
+        if (new_id[indices[k]] >= 0)
+          long_token.emplace_back(static_cast<int32_t>(new_id[indices[k]]), values ? values[k] : 1.0);
+      std::sort(long_token.begin(), long_token.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& e : long_token) {
+        out_indices[nnz] = e.first;
+        if (out_values) out_values[nnz] = e.second;
+        ++nnz;
       }
-      out_indices[j] = static_cast<int32_t>(id);
-      if (out_values) out_values[j] = values ? values[k] : 1.0;
+    } else {
+      for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
+        const int64_t id = new_id[indices[k]];
+        if (id < 0) continue;
+        // insertion sort as the entries arrive
+        int64_t j = nnz++;
+        for (; j > begin && out_indices[j - 1] > id; --j) {
+          out_indices[j] = out_indices[j - 1];
+          if (out_values) out_values[j] = out_values[j - 1];
+        }
+        out_indices[j] = static_cast<int32_t>(id);
+        if (out_values) out_values[j] = values ? values[k] : 1.0;
+      }
     }
     out_indptr[t + 1] = nnz;
   }

@@ -503,14 +503,16 @@ def test_signal_handlers_run_during_a_long_conversion():
 def test_renumber_csr_maps_drops_and_sorts_each_token():
     rng = np.random.default_rng(3)
     n_old, n_tokens = 40, 30
-    rows = [np.sort(rng.choice(n_old, size=rng.integers(0, 9), replace=False))
-            for _ in range(n_tokens)]
+    # tokens of up to 8 entries, and two past 64 (sorted another way)
+    sizes = [int(k) for k in rng.integers(0, 9, size=n_tokens - 2)] + [70, 300]
+    n_old = 400
+    rows = [np.sort(rng.choice(n_old, size=k, replace=False)) for k in sizes]
     indptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
     indices = np.concatenate(rows).astype(np.int32)
     values = rng.standard_normal(len(indices))
     new_id = np.full(n_old, -1, dtype=np.int64)
-    kept = rng.choice(n_old, size=25, replace=False)
-    new_id[kept] = rng.permutation(25)
+    kept = rng.choice(n_old, size=250, replace=False)
+    new_id[kept] = rng.permutation(250)
     ip, ix, vs = _core.renumber_csr(indptr, indices, values, new_id)
     for t, r in enumerate(rows):
         want = sorted((int(new_id[a]), values[indptr[t] + j]) for j, a in enumerate(r)
