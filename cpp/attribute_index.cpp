@@ -468,9 +468,10 @@ int64_t renumber_csr(const int64_t* indptr, int64_t n_tokens, const int32_t* ind
     const int64_t begin = nnz;
     if (indptr[t + 1] - indptr[t] > kInsertionSortMax) {
       long_token.clear();
-      for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k)
-        if (new_id[indices[k]] >= 0)
-          long_token.emplace_back(static_cast<int32_t>(new_id[indices[k]]), values ? values[k] : 1.0);
+      for (int64_t k = indptr[t]; k < indptr[t + 1]; ++k) {
+        const int64_t id = new_id[indices[k]];
+        if (id >= 0) long_token.emplace_back(static_cast<int32_t>(id), values ? values[k] : 1.0);
+      }
       std::sort(long_token.begin(), long_token.end(),
                 [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& e : long_token) {

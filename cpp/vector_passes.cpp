@@ -109,7 +109,8 @@ __attribute__((always_inline)) inline void dot_streamed(const T* b, const double
   // float b but not for a double one, so a product's bits depended on its
   // side.
   for (int k = 0; k < NB; ++k) {
-    for (int64_t j = i; j < len; ++j) tail[k] = std::fma(a[k][j], static_cast<double>(b[j]), tail[k]);
+    for (int64_t j = i; j < len; ++j)
+      tail[k] = std::fma(a[k][j], static_cast<double>(b[j]), tail[k]);
     *sums[k] = lane_sum(even[k] + odd[k], tail[k]);
   }
 }
