@@ -132,30 +132,30 @@ SSCRF_SIMD_CLONES
 void dot_products_block(const std::vector<VectorRef>& vectors, const DotPlan& plan,
                         int64_t begin, int64_t end, double* widened, double* sums) {
   const int64_t len = end - begin;
-  std::vector<const double*> resident(plan.residents.size());
   for (size_t r = 0; r < plan.residents.size(); ++r) {
     const VectorRef v = vectors[plan.residents[r]];
-    if (v.single) {
-      const float* f = static_cast<const float*>(v.data) + begin;
-      double* w = widened + r * kReductionBlock;
+    if (!v.single) continue;
+    const float* f = static_cast<const float*>(v.data) + begin;
+    double* w = widened + r * kReductionBlock;
 #pragma omp simd
-      for (int64_t i = 0; i < len; ++i) w[i] = static_cast<double>(f[i]);
-      resident[r] = w;
-    } else {
-      resident[r] = static_cast<const double*>(v.data) + begin;
-    }
+    for (int64_t i = 0; i < len; ++i) w[i] = static_cast<double>(f[i]);
   }
+  // The block of resident r: in place, or widened above.
+  const auto resident = [&](int r) -> const double* {
+    const VectorRef v = vectors[plan.residents[r]];
+    return v.single ? widened + r * kReductionBlock : static_cast<const double*>(v.data) + begin;
+  };
   for (const DotPlan::Group& g : plan.groups) {
     const double* a[4];
     double* sum[4];
     for (int k = 0; k < g.size; ++k) {
-      a[k] = resident[plan.resident_slot[g.resident[k]]];
+      a[k] = resident(plan.resident_slot[g.resident[k]]);
       sum[k] = &sums[g.pair[k]];
     }
     const int slot = plan.resident_slot[g.streamed];
     const VectorRef b = vectors[g.streamed];
     if (slot >= 0)
-      dot_group(resident[slot], a, g.size, len, sum);
+      dot_group(resident(slot), a, g.size, len, sum);
     else if (b.single)
       dot_group(static_cast<const float*>(b.data) + begin, a, g.size, len, sum);
     else

@@ -502,10 +502,9 @@ def test_signal_handlers_run_during_a_long_conversion():
 
 def test_renumber_csr_maps_drops_and_sorts_each_token():
     rng = np.random.default_rng(3)
-    n_old, n_tokens = 40, 30
+    n_old, n_tokens = 400, 30
     # tokens of up to 8 entries, and two past 64 (sorted another way)
     sizes = [int(k) for k in rng.integers(0, 9, size=n_tokens - 2)] + [70, 300]
-    n_old = 400
     rows = [np.sort(rng.choice(n_old, size=k, replace=False)) for k in sizes]
     indptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
     indices = np.concatenate(rows).astype(np.int32)
