@@ -3,8 +3,10 @@
 // that the accumulators live in registers and every lane does useful work.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -20,7 +22,10 @@
 
 namespace sscrf {
 
-constexpr int kBlock = 8;
+// Rows are padded to whole vec4s, not to pairs of them: with 8-lane padding
+// 3 labels took 8 lanes and 17 took 24 (the likelihood 3-6% slower on
+// BC2GM and UD POS tags; same bits).
+constexpr int kBlock = 4;
 
 inline int padded_width(int S) { return (S + kBlock - 1) / kBlock * kBlock; }
 
@@ -34,6 +39,22 @@ __attribute__((always_inline)) inline vec4 load4(const double* p) {
 }
 __attribute__((always_inline)) inline void store4(double* p, vec4 v) { std::memcpy(p, &v, sizeof v); }
 __attribute__((always_inline)) inline vec4 splat4(double x) { return vec4{x, x, x, x}; }
+
+// Runs f(std::integral_constant<int, n>{}) for n in 1..6, the number of vec4
+// in a tile, so that a tile's width is a template argument; 0 does nothing.
+// f must be always_inline too: it is then compiled for the caller's clone.
+template <class F>
+__attribute__((always_inline)) inline void with_vec_count(int n, F&& f) {
+  switch (n) {
+    case 6: f(std::integral_constant<int, 6>{}); break;
+    case 5: f(std::integral_constant<int, 5>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    default: break;
+  }
+}
 
 // Lanes [b0, b0 + 4·kVecs) of out = x·M: even and odd rows accumulate
 // separately (half the dependency chain), each broadcast of x feeding
@@ -63,12 +84,41 @@ __attribute__((always_inline)) inline void vector_matrix_tile(const double* x, c
 
 // out[b] = Σ_{a < rows} x[a] · M[a][b] for b < ld; M has row stride ld.
 __attribute__((always_inline)) inline void vector_matrix(const double* x, const double* M, int rows, int ld, double* out) {
-  int b0 = 0;
-  for (; b0 + 24 <= ld; b0 += 24) vector_matrix_tile<6>(x, M, rows, ld, b0, out);
-  if (ld - b0 == 16)
-    vector_matrix_tile<4>(x, M, rows, ld, b0, out);
-  else if (ld - b0 == 8)
-    vector_matrix_tile<2>(x, M, rows, ld, b0, out);
+  for (int b0 = 0; b0 < ld; b0 += 24)
+    with_vec_count(std::min(ld - b0, 24) / 4, [&](auto n) __attribute__((always_inline)) {
+      vector_matrix_tile<n>(x, M, rows, ld, b0, out);
+    });
+}
+
+// Lanes [b0, b0 + 4·kVecs) of vector_matrix_sum.
+template <int kVecs>
+__attribute__((always_inline)) inline void vector_matrix_sum_tile(const double* x, const double* M,
+                                                                  const double* y, const double* N,
+                                                                  int rows, int ld, int b0,
+                                                                  double* out) {
+  vec4 e[kVecs], o[kVecs], f[kVecs], p[kVecs];
+  for (int j = 0; j < kVecs; ++j) e[j] = o[j] = f[j] = p[j] = splat4(0.0);
+  int a = 0;
+  for (; a + 1 < rows; a += 2) {
+    const int64_t row = static_cast<int64_t>(a) * ld + b0;
+    const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+    const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
+    for (int j = 0; j < kVecs; ++j) {
+      e[j] += xe * load4(M + row + 4 * j);
+      o[j] += xo * load4(M + row + ld + 4 * j);
+      f[j] += ye * load4(N + row + 4 * j);
+      p[j] += yo * load4(N + row + ld + 4 * j);
+    }
+  }
+  if (a < rows) {
+    const int64_t row = static_cast<int64_t>(a) * ld + b0;
+    const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
+    for (int j = 0; j < kVecs; ++j) {
+      e[j] += xe * load4(M + row + 4 * j);
+      f[j] += ye * load4(N + row + 4 * j);
+    }
+  }
+  for (int j = 0; j < kVecs; ++j) store4(out + b0 + 4 * j, (e[j] + o[j]) + (f[j] + p[j]));
 }
 
 // out[b] = Σ_{a < rows} x[a] · M[a][b] + y[a] · N[a][b] for b < ld: two
@@ -77,32 +127,54 @@ __attribute__((always_inline)) inline void vector_matrix(const double* x, const 
 __attribute__((always_inline)) inline void vector_matrix_sum(const double* x, const double* M,
                                                              const double* y, const double* N,
                                                              int rows, int ld, double* out) {
-  for (int b0 = 0; b0 < ld; b0 += kBlock) {
-    vec4 e0 = splat4(0.0), e1 = e0, o0 = e0, o1 = e0, f0 = e0, f1 = e0, p0 = e0, p1 = e0;
-    int a = 0;
-    for (; a + 1 < rows; a += 2) {
-      const int64_t row = static_cast<int64_t>(a) * ld + b0;
-      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
-      const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
-      e0 += xe * load4(M + row);
-      e1 += xe * load4(M + row + 4);
-      o0 += xo * load4(M + row + ld);
-      o1 += xo * load4(M + row + ld + 4);
-      f0 += ye * load4(N + row);
-      f1 += ye * load4(N + row + 4);
-      p0 += yo * load4(N + row + ld);
-      p1 += yo * load4(N + row + ld + 4);
+  int b0 = 0;
+  for (; b0 + 8 <= ld; b0 += 8) vector_matrix_sum_tile<2>(x, M, y, N, rows, ld, b0, out);
+  if (b0 < ld) vector_matrix_sum_tile<1>(x, M, y, N, rows, ld, b0, out);
+}
+
+// Lanes [b0, b0 + 4·kVecs) of vector_pair_matrix_impl.
+template <bool kWithN, int kVecs>
+__attribute__((always_inline)) inline void vector_pair_matrix_tile(
+    const double* x, const double* y, const double* M, const double* N, int rows, int ld, int b0,
+    double* out_xm, double* out_ym, double* out_xn) {
+  vec4 xm[kVecs], ym[kVecs], xn[kVecs], xm2[kVecs], ym2[kVecs], xn2[kVecs];
+  for (int j = 0; j < kVecs; ++j) xm[j] = ym[j] = xn[j] = xm2[j] = ym2[j] = xn2[j] = splat4(0.0);
+  int a = 0;
+  for (; a + 1 < rows; a += 2) {
+    const double* me = M + static_cast<int64_t>(a) * ld + b0;
+    const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
+    const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
+    for (int j = 0; j < kVecs; ++j) {
+      const vec4 mej = load4(me + 4 * j), moj = load4(me + ld + 4 * j);
+      xm[j] += xe * mej;
+      ym[j] += ye * mej;
+      xm2[j] += xo * moj;
+      ym2[j] += yo * moj;
     }
-    if (a < rows) {
-      const int64_t row = static_cast<int64_t>(a) * ld + b0;
-      const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
-      e0 += xe * load4(M + row);
-      e1 += xe * load4(M + row + 4);
-      f0 += ye * load4(N + row);
-      f1 += ye * load4(N + row + 4);
+    if (kWithN) {
+      const double* ne = N + static_cast<int64_t>(a) * ld + b0;
+      for (int j = 0; j < kVecs; ++j) {
+        xn[j] += xe * load4(ne + 4 * j);
+        xn2[j] += xo * load4(ne + ld + 4 * j);
+      }
     }
-    store4(out + b0, (e0 + o0) + (f0 + p0));
-    store4(out + b0 + 4, (e1 + o1) + (f1 + p1));
+  }
+  if (a < rows) {
+    const double* me = M + static_cast<int64_t>(a) * ld + b0;
+    const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
+    for (int j = 0; j < kVecs; ++j) {
+      xm[j] += xe * load4(me + 4 * j);
+      ym[j] += ye * load4(me + 4 * j);
+    }
+    if (kWithN) {
+      const double* ne = N + static_cast<int64_t>(a) * ld + b0;
+      for (int j = 0; j < kVecs; ++j) xn[j] += xe * load4(ne + 4 * j);
+    }
+  }
+  for (int j = 0; j < kVecs; ++j) {
+    store4(out_xm + b0 + 4 * j, xm[j] + xm2[j]);
+    store4(out_ym + b0 + 4 * j, ym[j] + ym2[j]);
+    if (kWithN) store4(out_xn + b0 + 4 * j, xn[j] + xn2[j]);
   }
 }
 
@@ -115,54 +187,11 @@ template <bool kWithN>
 __attribute__((always_inline)) inline void vector_pair_matrix_impl(
     const double* x, const double* y, const double* M, const double* N, int rows, int ld,
     double* out_xm, double* out_ym, double* out_xn) {
-  for (int b0 = 0; b0 < ld; b0 += kBlock) {
-    vec4 xm0 = splat4(0.0), xm1 = xm0, ym0 = xm0, ym1 = xm0, xn0 = xm0, xn1 = xm0;
-    vec4 xm2 = xm0, xm3 = xm0, ym2 = xm0, ym3 = xm0, xn2 = xm0, xn3 = xm0;
-    int a = 0;
-    for (; a + 1 < rows; a += 2) {
-      const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const vec4 xe = splat4(x[a]), xo = splat4(x[a + 1]);
-      const vec4 ye = splat4(y[a]), yo = splat4(y[a + 1]);
-      const vec4 me0 = load4(me), me1 = load4(me + 4), mo0 = load4(me + ld),
-                 mo1 = load4(me + ld + 4);
-      xm0 += xe * me0;
-      xm1 += xe * me1;
-      ym0 += ye * me0;
-      ym1 += ye * me1;
-      xm2 += xo * mo0;
-      xm3 += xo * mo1;
-      ym2 += yo * mo0;
-      ym3 += yo * mo1;
-      if (kWithN) {
-        const double* ne = N + static_cast<int64_t>(a) * ld + b0;
-        xn0 += xe * load4(ne);
-        xn1 += xe * load4(ne + 4);
-        xn2 += xo * load4(ne + ld);
-        xn3 += xo * load4(ne + ld + 4);
-      }
-    }
-    if (a < rows) {
-      const double* me = M + static_cast<int64_t>(a) * ld + b0;
-      const vec4 xe = splat4(x[a]), ye = splat4(y[a]);
-      xm0 += xe * load4(me);
-      xm1 += xe * load4(me + 4);
-      ym0 += ye * load4(me);
-      ym1 += ye * load4(me + 4);
-      if (kWithN) {
-        const double* ne = N + static_cast<int64_t>(a) * ld + b0;
-        xn0 += xe * load4(ne);
-        xn1 += xe * load4(ne + 4);
-      }
-    }
-    store4(out_xm + b0, xm0 + xm2);
-    store4(out_xm + b0 + 4, xm1 + xm3);
-    store4(out_ym + b0, ym0 + ym2);
-    store4(out_ym + b0 + 4, ym1 + ym3);
-    if (kWithN) {
-      store4(out_xn + b0, xn0 + xn2);
-      store4(out_xn + b0 + 4, xn1 + xn3);
-    }
-  }
+  int b0 = 0;
+  for (; b0 + 8 <= ld; b0 += 8)
+    vector_pair_matrix_tile<kWithN, 2>(x, y, M, N, rows, ld, b0, out_xm, out_ym, out_xn);
+  if (b0 < ld)
+    vector_pair_matrix_tile<kWithN, 1>(x, y, M, N, rows, ld, b0, out_xm, out_ym, out_xn);
 }
 
 // out_x = x·M and out_y = y·M in one sweep over M.
@@ -213,12 +242,10 @@ __attribute__((always_inline)) inline void transposed_product(const double* A, c
                                                               double* O) {
   for (int a0 = 0; a0 < rows; a0 += 2) {
     const bool two = a0 + 1 < rows;
-    int b0 = 0;
-    for (; b0 + 24 <= ld; b0 += 24) transposed_product_tile<6>(A, B, n, ld, a0, two, b0, O);
-    if (ld - b0 == 16)
-      transposed_product_tile<4>(A, B, n, ld, a0, two, b0, O);
-    else if (ld - b0 == 8)
-      transposed_product_tile<2>(A, B, n, ld, a0, two, b0, O);
+    for (int b0 = 0; b0 < ld; b0 += 24)
+      with_vec_count(std::min(ld - b0, 24) / 4, [&](auto k) __attribute__((always_inline)) {
+        transposed_product_tile<k>(A, B, n, ld, a0, two, b0, O);
+      });
   }
 }
 

@@ -86,13 +86,10 @@ SSCRF_SIMD_CLONES
 void add_padded_rows(const double* const* rows, const double* x, int n, int S, int ld,
                      double* out) {
   for (int b0 = 0; b0 < ld; b0 += kWindowLanes) {
-    // ld is a multiple of kBlock = 8 lanes
-    if (ld - b0 >= kWindowLanes)
-      add_rows_to_window<kWindowVecs>(rows, x, n, b0, S, out);
-    else if (ld - b0 == 16)
-      add_rows_to_window<4>(rows, x, n, b0, S, out);
-    else
-      add_rows_to_window<2>(rows, x, n, b0, S, out);
+    with_vec_count(std::min(ld - b0, kWindowLanes) / 4, [&](auto n_vecs)
+                   __attribute__((always_inline)) {
+      add_rows_to_window<n_vecs>(rows, x, n, b0, S, out);
+    });
   }
 }
 
@@ -136,12 +133,10 @@ void back_project_padded(const int32_t* tok, OccurrenceValues val, int64_t k0, i
   int64_t j = 0;
   for (int b0 = 0; b0 < ld && j < m; b0 += kWindowLanes) {
     if (lab[j] >= b0 + kWindowLanes) continue;
-    if (ld - b0 >= kWindowLanes)
-      j = back_project_window<kWindowVecs>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
-    else if (ld - b0 == 16)
-      j = back_project_window<4>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
-    else
-      j = back_project_window<2>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
+    with_vec_count(std::min(ld - b0, kWindowLanes) / 4, [&](auto n_vecs)
+                   __attribute__((always_inline)) {
+      j = back_project_window<n_vecs>(tok, val, k0, k1, d_emissions, S, b0, lab, j, m, g);
+    });
   }
 }
 

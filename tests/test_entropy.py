@@ -447,6 +447,21 @@ def test_entropy_gradient_matches_brute_force(method, n, S, scale, start_end):
         np.testing.assert_array_equal(d_t, np.zeros((S, S)))
 
 
+@pytest.mark.parametrize("S", [5, 9, 14, 19, 23, 27])
+def test_entropy_gradient_at_every_padded_width(S):
+    # Padded widths 8 to 28: every tile width of the lattice kernels (see
+    # test_likelihood_matches_brute_force_at_every_padded_width); reference:
+    # -Cov[F, score] over all S**3 labelings.
+    rng = np.random.default_rng(S)
+    E, T, start, end = full_chain(rng, 3, S, 1.0)
+    d_e, d_t, d_s, d_end = lattice.entropy_gradient(E, T, start, end, method="fast")
+    dist = Dist(E, T, start, end)
+    for name, got, F in zip(["emissions", "transitions", "start", "end"], [d_e, d_t, d_s, d_end],
+                            [dist.f_emit, dist.f_trans, dist.f_start, dist.f_end]):
+        np.testing.assert_allclose(got, -dist.cov(F, dist.scores), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
+
+
 def test_entropy_gradient_underflowing_chain():
     # The DESIGN chain whose scaled products underflow: three labelings tie at
     # 1e3, so the score is constant on the support and -Cov[F, s] = 0.

@@ -135,6 +135,21 @@ def test_likelihood_matches_brute_force(seed, kind, weighted):
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-11)
 
 
+@pytest.mark.parametrize("S", [5, 9, 14, 19, 23, 27])
+@pytest.mark.parametrize("kind", KINDS)
+def test_likelihood_matches_brute_force_at_every_padded_width(S, kind):
+    # Label rows are padded to a multiple of 4 lanes and the kernels work in
+    # tiles of 1 to 6 four-lane vectors: these S give padded widths 8 to 28,
+    # so every tile width (and 28 = 24 + 4) runs. Chains of up to 3 tokens
+    # keep the enumeration at most 27**3 labelings.
+    data, row_ptr, label_ids, _, layout, theta = setup(S, kind, False, n_sentences=5,
+                                                       max_len=3, A=8, S=S)
+    loss, grad = _core.likelihood(corpus_of(data), layout, theta, 1)
+    ref_loss, ref_grad = brute_force_loss_and_grad(data, row_ptr, label_ids, theta)
+    assert loss == pytest.approx(ref_loss, rel=1e-11, abs=1e-11)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-11)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("scale", [20.0, 300.0])
 @pytest.mark.parametrize("weighted", [False, True])
@@ -709,11 +724,11 @@ def test_set_weights_equals_a_corpus_built_with_them():
     assert _core.likelihood(plain, layout, theta, 1)[0] == before[0]  # refused: unchanged
 
 
-@pytest.mark.parametrize("S", [1, 2, 3, 5, 11, 22, 30])
+@pytest.mark.parametrize("S", [1, 2, 3, 5, 11, 14, 19, 22, 30])
 def test_observed_rows_of_every_width_match_the_dense_layout(S):
     # Attribute a scores a % (S + 1) labels, so every row width from 0 to S
     # occurs (C++ reads rows of 4..S-1 labels through a copy padded to a
-    # multiple of 8 lanes, full rows in place and whole when S >= 2, the
+    # multiple of 4 lanes, full rows in place and whole when S >= 2, the
     # others entry by entry); values are not 1, tokens carry up to 120
     # attributes (more whole rows than one batch of 64), and chunks of 64
     # tokens make several. Reference: the same weights in the dense layout
