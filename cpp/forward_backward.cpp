@@ -146,7 +146,8 @@ void scaled_edge_sum(const Chain& c, const TransitionFactors& f, Workspace& ws,
 void fill_node_potentials(const Chain& c, Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S;
-  ws.node_potential.resize(static_cast<size_t>(n) * S);
+  // kBlock entries more: scaled_forward reads the last row a vec4 at a time
+  ws.node_potential.resize(static_cast<size_t>(n) * S + kBlock);
   double* np = ws.node_potential.data();
   std::copy(c.emissions, c.emissions + n * S, np);
   for (int b = 0; b < S; ++b) {
@@ -181,24 +182,25 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   const double* col_max = f.col_max.data();
   double* acc = ws.tmp.data();
   const vec4 min_alpha = splat4(kMinAlpha), neg_inf = splat4(kNegInf), zero = splat4(0.0);
+  const ivec4 lane = {0, 1, 2, 3};
   for (int64_t t = 0; t < n; ++t) {
     // The transition factors were divided by exp(col_max[b]); put it back
     // on the node so psi[t][b] * factor[a][b] = exp(T[a][b] + node - m).
+    // Written a vec4 at a time: scalar stores read back as one vec4 stall
+    // until they retire (the store cannot be forwarded). np is readable for
+    // kBlock entries past its end, and lanes past S are padding (exp gives 0).
     double* psi = &ws.psi[t * ld];
-    if (t > 0) {
-      for (int b = 0; b < S; ++b) psi[b] = np[t * S + b] + col_max[b];
-    } else {
-      for (int b = 0; b < S; ++b) psi[b] = np[b];
-    }
-    for (int b = S; b < ld; ++b) psi[b] = kNegInf;  // padding: exp gives 0
-    // allowed[b] (a lane mask): the node mask allows b; padding is not allowed
     vec4 row_max = neg_inf;
     for (int b = 0; b < ld; b += 4) {
-      const vec4 v = load4(psi + b);
+      vec4 v = load4(np + t * S + b);
+      if (t > 0) v += load4(col_max + b);
+      v = (lane + static_cast<int64_t>(b)) < S ? v : neg_inf;
+      store4(psi + b, v);
       row_max = v > row_max ? v : row_max;
     }
     const double m = std::max(std::max(row_max[0], row_max[1]), std::max(row_max[2], row_max[3]));
     if (m == kNegInf) return false;
+    // allowed[b] (a lane mask): the node mask allows b; padding is not allowed
     for (int b = 0; b < ld; b += 4) {
       const ivec4 allowed = load4(psi + b) != neg_inf;
       std::memcpy(&ws.allowed[b], &allowed, sizeof allowed);
@@ -302,8 +304,10 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) 
     const double* beta = &ws.beta[t * ld];
     double* g = &ws.g[t * ld];
     const double inv = 1.0 / ws.scale[t];
-    for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
-    for (int b = S; b < ld; ++b) g[b] = 0.0;
+    // A vec4 at a time (as beta_{t-1} is read, see scaled_forward); psi and
+    // beta are 0 in the padding lanes, and so is g.
+    const vec4 inv4 = splat4(inv);
+    for (int b = 0; b < ld; b += 4) store4(g + b, load4(psi + b) * load4(beta + b) * inv4);
     double* beta_prev = &ws.beta[(t - 1) * ld];
     if (c.edge_mask) {
       const uint8_t* em = c.edge_mask + (t - 1) * S * S;
@@ -336,6 +340,7 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
   scored_t.assign(static_cast<size_t>(S) * ld, 0.0);
   for (int a = 0; a < S; ++a)
     for (int b = 0; b < S; ++b) col_max[b] = std::max(col_max[b], transitions[a * S + b]);
+  col_max.resize(ld, 0.0);  // read a vec4 at a time
   for (int a = 0; a < S; ++a)
     for (int b = 0; b < S; ++b) {
       const double v = std::exp(transitions[a * S + b] - col_max[b]);

@@ -52,7 +52,7 @@ inline void check_scores(const double* v, int64_t size) {
 // are padded to ld = padded_width(S) columns with zeros.
 //   factor:   [S][ld], factor[a][b] = exp(T[a][b] - col_max[b])
 //   factor_t: [S][ld], factor_t[b][a] = factor[a][b]
-//   col_max:  [S]
+//   col_max:  [ld], the largest T[a][b] over a (0 in the padding)
 //   scored, scored_t: T ∘ factor and its transpose, the edge part of the
 //     covariance kernel when the score is the chain's own (entropy)
 struct TransitionFactors {
@@ -89,7 +89,7 @@ struct Chain {
 // One per thread, side by side in a vector: aligned to cache lines so that
 // threads growing their buffers do not write each other's lines.
 struct alignas(64) Workspace {
-  std::vector<double> node_potential;     // [n][S] log-potential of each node
+  std::vector<double> node_potential;     // [n][S] log-potential of each node, + kBlock
   std::vector<double> psi, alpha, beta;   // [n][ld] scaled pass
   std::vector<double> g;                  // [n][ld] psi_t beta_t / scale_t
   std::vector<double> row_max, scale;     // [n]
