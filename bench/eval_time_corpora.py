@@ -38,8 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _common  # noqa: E402
-from ge_pos import token_features  # noqa: E402
+import _common  # noqa: E402  (stdlib only: bench/run.py imports this module)
 
 DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data")
 CORPORA = {
@@ -54,6 +53,7 @@ def _log(message):
 
 
 def read_corpus(name, data_dir):
+    from ge_pos import token_features
     from sscrf.io import read_conll, read_conllu
 
     path, column = CORPORA[name]
@@ -116,24 +116,35 @@ def measure(name, X, y, args, thread_counts):
     return row
 
 
-def report(rows, machine):
-    lines = [f"# Time per loss-and-gradient evaluation against CRFsuite, other corpora", "",
-             machine, "",
-             "Same feature dicts to both tools (`ge_pos.token_features`), c2 = 1; "
-             "CRFsuite with observed pairs; ratios of medians of alternating repetitions "
-             "(below 1: sscrf is faster).", ""]
+def table(rows):
+    """The Markdown table of ``rows`` (as ``measure`` returns them)."""
     configurations = list(rows[0]["sscrf"])
     header = ["corpus", "tokens", "labels", "attributes per token", "CRFsuite s"]
     header += [f"sscrf {c}" for c in configurations]
-    table = []
+    cells = []
     for r in rows:
-        cells = [r["corpus"], f"{r['tokens']:,}", str(r["labels"]),
-                 f"{r['attributes_per_token']:.1f}", f"{r['crfsuite_s']:.3f}"]
-        cells += [f"{r['sscrf'][c]['s']:.3f} s ({r['sscrf'][c]['ratio']:.2f}x)"
-                  for c in configurations]
-        table.append(cells)
-    lines.append(_common.markdown_table(header, table))
-    return "\n".join(lines) + "\n"
+        line = [r["corpus"], f"{r['tokens']:,}", str(r["labels"]),
+                f"{r['attributes_per_token']:.1f}", f"{r['crfsuite_s']:.3f}"]
+        line += [f"{r['sscrf'][c]['s']:.3f} s ({r['sscrf'][c]['ratio']:.2f}x)"
+                 for c in configurations]
+        cells.append(line)
+    return _common.markdown_table(header, cells)
+
+
+SETTINGS = ("Same feature dicts to both tools (`ge_pos.token_features`), c2 = 1; CRFsuite "
+            "with observed pairs; ratios of medians of alternating repetitions (below 1: "
+            "sscrf is faster).")
+
+
+def report(rows, machine):
+    return "\n".join(["# Time per loss-and-gradient evaluation against CRFsuite, other corpora",
+                      "", machine, "", SETTINGS, "", table(rows)]) + "\n"
+
+
+def present_corpora(data_dir):
+    """The corpora whose files are under ``data_dir``."""
+    return [name for name, (path, _) in CORPORA.items()
+            if os.path.exists(os.path.join(data_dir, path))]
 
 
 def main(argv=None):

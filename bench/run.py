@@ -32,7 +32,11 @@ chunking example (the same attribute strings reach both tools):
    against building CRFsuite's attribute lists / ``Trainer.append`` —
    ``bench/throughput.py --part extraction``;
 6. whole-process peak memory of training, each tool in its own process from
-   the same input (from item 1's children).
+   the same input (from item 1's children);
+
+and, with no target, the loss-and-gradient time per evaluation against
+CRFsuite on BC2GM and UD EWT (3, 17 and 50 labels; ``bench/eval_time_corpora.py``,
+item ``corpora``; skipped when ``--corpora-data`` has none of them).
 
 Each measuring child records the machine (CPU model, cores), the date and
 the commit; every table row carries them. The issue's targets are checked
@@ -42,7 +46,7 @@ Usage::
 
     python bench/run.py [--quick] [--repeats N] [--threads 1,2]
         [--out bench/results] [--data ../shared/data/conll2000]
-        [--items supervised,scaling,tagging,extraction]
+        [--corpora-data ../shared/data] [--items supervised,scaling,tagging,extraction,corpora]
 
 ``--quick``: every item on the first 300 training / 200 test sentences, a
 few iterations and rounds (a smoke test in a few minutes; the numbers mean
@@ -69,7 +73,7 @@ import _common  # noqa: E402
 BENCH = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
 DEFAULT_OUT = os.path.join(BENCH, "results")
-ITEMS = ("supervised", "scaling", "tagging", "extraction")
+ITEMS = ("supervised", "scaling", "tagging", "extraction", "corpora")
 
 QUICK = {"train": 300, "test": 200, "max_iterations": 3, "tag_iterations": 5, "repeats": 2,
          "min_time": 0.05}
@@ -407,6 +411,23 @@ def item_throughput(args, tmp, log, part):
     return run_json_child(cmd, log, f"{label} (throughput.py)", json_path=path)
 
 
+def item_corpora(args, tmp, log):
+    import eval_time_corpora
+
+    present = eval_time_corpora.present_corpora(args.corpora_data)
+    if not present:
+        return {"skipped": f"no corpus of {', '.join(eval_time_corpora.CORPORA)} under "
+                           f"{args.corpora_data} (--corpora-data DIR)"}
+    out = os.path.join(tmp, "corpora")
+    threads = sorted({1, max(args.thread_list)})
+    cmd = [sys.executable, os.path.join(BENCH, "eval_time_corpora.py"), "--data",
+           args.corpora_data, "--corpora", ",".join(present), "--repeats", str(args.repeats),
+           "--iterations", str(min(args.max_iterations, 10)), "--threads",
+           ",".join(map(str, threads)), "--out", out]
+    return run_json_child(cmd, log, "item 6: eval_time_corpora.py",
+                          json_path=os.path.join(out, "eval_time_corpora.json"))
+
+
 # -- targets ------------------------------------------------------------------------------
 
 
@@ -718,6 +739,15 @@ def build_markdown(res, args, started_info, total_s):
         tag = machine_tag(ex["machine"])
         L += ["## 5. Feature extraction throughput, CoNLL-2000 train", "", f"Run: {tag}.", "",
               throughput.extraction_tables(ex["extraction"]), ""]
+    co = res.get("corpora")
+    if co:
+        L += ["## 6. Loss and gradient per evaluation on other corpora (no target)", ""]
+        if co.get("skipped"):
+            L += [f"Skipped: {co['skipped']}.", ""]
+        else:
+            import eval_time_corpora
+
+            L += [eval_time_corpora.SETTINGS, "", eval_time_corpora.table(co["rows"]), ""]
     return "\n".join(L)
 
 
@@ -770,6 +800,8 @@ def main(argv=None):
     ap.add_argument("--out", default=DEFAULT_OUT, help="directory for suite.json / suite.md")
     ap.add_argument("--data", default=DEFAULT_DATA, help="CoNLL-2000 directory (train.txt, "
                                                          "test.txt)")
+    ap.add_argument("--corpora-data", default=os.path.dirname(DEFAULT_DATA),
+                    help="folder holding bc2gm/ and ud-english-ewt/ for the corpora item")
     ap.add_argument("--items", default=",".join(ITEMS),
                     help=f"comma-separated subset of {', '.join(ITEMS)}")
     ap.add_argument("--max-iterations", type=int, default=100,
@@ -866,6 +898,7 @@ def main(argv=None):
             "scaling": lambda: item_scaling(args, tmp, log),
             "tagging": lambda: item_throughput(args, tmp, log, "tagging"),
             "extraction": lambda: item_throughput(args, tmp, log, "extraction"),
+            "corpora": lambda: item_corpora(args, tmp, log),
         }
         for name in items:
             t0 = time.perf_counter()
