@@ -8,7 +8,7 @@ measurement on the other corpora in ``../shared/data``:
 
 - ``bc2gm``: BioCreative II gene mention, ``conll/train.tsv``, 3 labels
   (B-GENE, I-GENE, O), the few-label case of named-entity tagging;
-- ``ewt-upos`` and ``ewt-xpos``: UD English EWT ``train``, 17 and 50 tags.
+- ``ewt-upos`` and ``ewt-xpos``: UD English EWT ``train``, 17 and 49 tags.
 
 Both tools get the same feature dicts per token (``ge_pos.token_features``:
 lower-cased word, 2- and 3-letter suffixes, first letter, shape class, digit

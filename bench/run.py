@@ -35,7 +35,7 @@ chunking example (the same attribute strings reach both tools):
    the same input (from item 1's children);
 
 and, with no target, the loss-and-gradient time per evaluation against
-CRFsuite on BC2GM and UD EWT (3, 17 and 50 labels; ``bench/eval_time_corpora.py``,
+CRFsuite on BC2GM and UD EWT (3, 17 and 49 labels; ``bench/eval_time_corpora.py``,
 item ``corpora``; skipped when ``--corpora-data`` has none of them).
 
 Each measuring child records the machine (CPU model, cores), the date and
