@@ -424,7 +424,7 @@ def item_corpora(args, tmp, log):
            args.corpora_data, "--corpora", ",".join(present), "--repeats", str(args.repeats),
            "--iterations", str(min(args.max_iterations, 10)), "--threads",
            ",".join(map(str, threads)), "--out", out]
-    return run_json_child(cmd, log, "item 6: eval_time_corpora.py",
+    return run_json_child(cmd, log, "item 7 (no target): eval_time_corpora.py",
                           json_path=os.path.join(out, "eval_time_corpora.json"))
 
 
@@ -741,7 +741,7 @@ def build_markdown(res, args, started_info, total_s):
               throughput.extraction_tables(ex["extraction"]), ""]
     co = res.get("corpora")
     if co:
-        L += ["## 6. Loss and gradient per evaluation on other corpora (no target)", ""]
+        L += ["## 7. Loss and gradient per evaluation on other corpora (no target)", ""]
         if co.get("skipped"):
             L += [f"Skipped: {co['skipped']}.", ""]
         else:
