@@ -89,7 +89,7 @@ struct Chain {
 // One per thread, side by side in a vector: aligned to cache lines so that
 // threads growing their buffers do not write each other's lines.
 struct alignas(64) Workspace {
-  std::vector<double> node_potential;     // [n][S] log-potential of each node, + kBlock
+  std::vector<double> node_potential;     // [n][S] log-potential of each node, then kBlock spare
   std::vector<double> psi, alpha, beta;   // [n][ld] scaled pass
   std::vector<double> g;                  // [n][ld] psi_t beta_t / scale_t
   std::vector<double> row_max, scale;     // [n]
