@@ -16,8 +16,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -46,8 +44,6 @@ def main(argv=None):
     feature_sets = args.feature_sets.split(",")
     if not set(feature_sets) <= {"observed", "dense"}:
         parser.error(f"--feature-sets: observed and/or dense, not {args.feature_sets!r}")
-    import pycrfsuite
-
     import sscrf
     from sscrf.model import _compile, _encode_labels
     from sscrf.objectives import OBJECTIVES
@@ -69,23 +65,10 @@ def main(argv=None):
 
     crfsuite, ours = [], {key: [] for key in terms}
     for _ in range(args.repeats):
-        trainer = pycrfsuite.Trainer(verbose=False)
-        for x, y in zip(Xc, train.labels):
-            trainer.append(x, y)
-        trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": args.iterations,
-                            "feature.possible_transitions": True})
-        with tempfile.TemporaryDirectory() as tmp:
-            trainer.train(os.path.join(tmp, "m"))
-        log = trainer.logparser
-        evals = 1 + sum(it.get("linesearch_trials") or 0 for it in log.iterations)
-        crfsuite.append(log.training_seconds / evals)
+        crfsuite.append(_common.crfsuite_seconds_per_evaluation(Xc, train.labels,
+                                                                args.iterations))
         for (fs, k), term in terms.items():
-            times = []
-            for _ in range(5):
-                t = time.perf_counter()
-                term.value_and_gradient(weights[fs])
-                times.append(time.perf_counter() - t)
-            ours[fs, k].append(statistics.median(times))
+            ours[fs, k].append(_common.median_call_seconds(term, weights[fs]))
     c = statistics.median(crfsuite)
     print(_common.machine_line())
     n_tokens = next(iter(sizes.values()))[0]

@@ -33,7 +33,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -66,7 +65,6 @@ def read_corpus(name, data_dir):
 
 def measure(name, X, y, args, thread_counts):
     import numpy as np
-    import pycrfsuite
 
     import sscrf
     from sscrf.model import _compile, _encode_labels
@@ -83,30 +81,16 @@ def measure(name, X, y, args, thread_counts):
         features = model.extractor_.transform(X)
         labels = _encode_labels(y, {label: i for i, label in enumerate(model.classes_)})
         corpus = _compile(features, labels=labels)
-        row["attributes_per_token"] = len(features.indices) / n_tokens
+        row.setdefault("attributes_per_token", len(features.indices) / n_tokens)
         row.setdefault("parameters", {})[fs] = model.n_parameters_
         for k in thread_counts:
             terms[fs, k] = (OBJECTIVES["likelihood"](corpus, model._layout(), k), model.coef_,
                             np.empty_like(model.coef_))
     crfsuite, ours = [], {key: [] for key in terms}
     for rep in range(args.repeats):
-        trainer = pycrfsuite.Trainer(verbose=False)
-        for x, labels in zip(X, y):
-            trainer.append(x, labels)
-        trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": args.iterations,
-                            "feature.possible_transitions": True})
-        with tempfile.TemporaryDirectory() as tmp:
-            trainer.train(os.path.join(tmp, "m"))
-        log = trainer.logparser
-        evaluations = 1 + sum(it.get("linesearch_trials") or 0 for it in log.iterations)
-        crfsuite.append(log.training_seconds / evaluations)
+        crfsuite.append(_common.crfsuite_seconds_per_evaluation(X, y, args.iterations))
         for key, (term, weights, out) in terms.items():
-            times = []
-            for _ in range(5):
-                t = time.perf_counter()
-                term.value_and_gradient(weights, out=out)
-                times.append(time.perf_counter() - t)
-            ours[key].append(statistics.median(times))
+            ours[key].append(_common.median_call_seconds(term, weights, out))
         _log(f"{name}: repetition {rep + 1}/{args.repeats} done")
     row["crfsuite_s"] = statistics.median(crfsuite)
     for (fs, k), values in ours.items():
