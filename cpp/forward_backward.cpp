@@ -166,6 +166,86 @@ const TransitionFactors& factors_of(const Chain& c, Workspace& ws) {
   return ws.own_factors;
 }
 
+namespace {
+
+// Lanes b < S of one vec4 (S <= 4).
+__attribute__((always_inline)) inline ivec4 label_lanes(int S) {
+  return ivec4{0, 1, 2, 3} < static_cast<int64_t>(S);
+}
+
+// x · M for a vec4 x and the S rows of M (one vec4 each) in registers, in
+// vector_matrix's order (even and odd rows apart), so both give the same bits.
+__attribute__((always_inline)) inline vec4 vector_matrix_in_registers(vec4 x, const vec4* M, int S) {
+  vec4 e = splat4(0.0), o = splat4(0.0);
+  int a = 0;
+  for (; a + 1 < S; a += 2) {
+    e += splat4(x[a]) * M[a];
+    o += splat4(x[a + 1]) * M[a + 1];
+  }
+  if (a < S) e += splat4(x[a]) * M[a];
+  return e + o;
+}
+
+// scaled_forward for S <= 4 and no edge mask: alpha_{t-1} stays in a
+// register from one token to the next (with S <= 4 the pass is one
+// dependency chain, and each trip through memory added a store-forwarding
+// delay to it). Same arithmetic as the general loop.
+__attribute__((always_inline)) inline bool scaled_forward_in_registers(const Chain& c,
+                                                                 const TransitionFactors& f,
+                                                                 Workspace& ws) {
+  const int64_t n = c.n;
+  const int S = c.S;
+  const double* np = ws.node_potential.data();
+  const vec4 neg_inf = splat4(kNegInf), min_alpha = splat4(kMinAlpha);
+  const ivec4 labels = label_lanes(S);
+  const vec4 col_max = load4(f.col_max.data());
+  vec4 factor[kBlock];
+  for (int a = 0; a < S; ++a) factor[a] = load4(&f.factor[a * kBlock]);
+  vec4 alpha = splat4(0.0);
+  for (int64_t t = 0; t < n; ++t) {
+    double* psi_row = &ws.psi[t * kBlock];
+    vec4 v = load4(np + t * S);
+    if (t > 0) v += col_max;
+    v = labels ? v : neg_inf;
+    const double m = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+    if (m == kNegInf) return false;
+    const ivec4 allowed = v != neg_inf;
+    store4(psi_row, v);
+    exp_shifted_row(psi_row, kBlock, m);
+    ws.row_max[t] = m;
+    const vec4 psi = load4(psi_row);
+    const vec4 u = t == 0 ? psi : psi * vector_matrix_in_registers(alpha, factor, S);
+    const ivec4 too_small = allowed & (u < min_alpha);
+    if (!(allowed[0] | allowed[1] | allowed[2] | allowed[3])) return false;
+    if (too_small[0] | too_small[1] | too_small[2] | too_small[3]) return false;
+    const double total = (u[0] + u[1]) + (u[2] + u[3]);
+    alpha = u * splat4(1.0 / total);
+    store4(&ws.alpha[t * kBlock], alpha);
+    ws.scale[t] = total;
+  }
+  return true;
+}
+
+// The beta recursion of scaled_backward for S <= 4 and no edge mask, beta_t
+// in a register (see scaled_forward_in_registers).
+__attribute__((always_inline)) inline void scaled_backward_in_registers(const Chain& c,
+                                                                  const TransitionFactors& f,
+                                                                  Workspace& ws) {
+  const int64_t n = c.n;
+  const int S = c.S;
+  vec4 factor_t[kBlock];
+  for (int b = 0; b < S; ++b) factor_t[b] = load4(&f.factor_t[b * kBlock]);
+  vec4 beta = load4(&ws.beta[(n - 1) * kBlock]);
+  for (int64_t t = n - 1; t >= 1; --t) {
+    const vec4 g = load4(&ws.psi[t * kBlock]) * beta * splat4(1.0 / ws.scale[t]);
+    store4(&ws.g[t * kBlock], g);
+    beta = vector_matrix_in_registers(g, factor_t, S);
+    store4(&ws.beta[(t - 1) * kBlock], beta);
+  }
+}
+
+}  // namespace
+
 SSCRF_SIMD_CLONES
 bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   const int64_t n = c.n;
@@ -176,6 +256,7 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   ws.row_max.resize(n);
   ws.scale.resize(n);
   ws.tmp.resize(ld);
+  if (ld == kBlock && !c.edge_mask) return scaled_forward_in_registers(c, f, ws);
   ws.reachable.resize(2 * static_cast<size_t>(S));
   ws.allowed.resize(ld);
   const double* np = ws.node_potential.data();
@@ -298,28 +379,32 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) 
   ws.g.resize(static_cast<size_t>(n) * ld);
   std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
   std::fill(&ws.beta[(n - 1) * ld] + S, &ws.beta[n * ld], 0.0);
-  for (int64_t t = n - 1; t >= 1; --t) {
-    // g_t(b) = psi_t(b) beta_t(b) / scale_t;  beta_{t-1}(a) = Σ_b factor(a,b) g_t(b)
-    const double* psi = &ws.psi[t * ld];
-    const double* beta = &ws.beta[t * ld];
-    double* g = &ws.g[t * ld];
-    const double inv = 1.0 / ws.scale[t];
-    // A vec4 at a time (as beta_{t-1} is read, see scaled_forward); psi and
-    // beta are 0 in the padding lanes, and so is g.
-    const vec4 inv4 = splat4(inv);
-    for (int b = 0; b < ld; b += 4) store4(g + b, load4(psi + b) * load4(beta + b) * inv4);
-    double* beta_prev = &ws.beta[(t - 1) * ld];
-    if (c.edge_mask) {
-      const uint8_t* em = c.edge_mask + (t - 1) * S * S;
-      for (int a = 0; a < S; ++a) {
-        double sum = 0.0;
-        for (int b = 0; b < S; ++b)
-          if (em[a * S + b]) sum += f.factor[a * ld + b] * g[b];
-        beta_prev[a] = sum;
+  if (ld == kBlock && !c.edge_mask) {
+    scaled_backward_in_registers(c, f, ws);
+  } else {
+    for (int64_t t = n - 1; t >= 1; --t) {
+      // g_t(b) = psi_t(b) beta_t(b) / scale_t;  beta_{t-1}(a) = Σ_b factor(a,b) g_t(b)
+      const double* psi = &ws.psi[t * ld];
+      const double* beta = &ws.beta[t * ld];
+      double* g = &ws.g[t * ld];
+      const double inv = 1.0 / ws.scale[t];
+      // A vec4 at a time (as beta_{t-1} is read, see scaled_forward); psi and
+      // beta are 0 in the padding lanes, and so is g.
+      const vec4 inv4 = splat4(inv);
+      for (int b = 0; b < ld; b += 4) store4(g + b, load4(psi + b) * load4(beta + b) * inv4);
+      double* beta_prev = &ws.beta[(t - 1) * ld];
+      if (c.edge_mask) {
+        const uint8_t* em = c.edge_mask + (t - 1) * S * S;
+        for (int a = 0; a < S; ++a) {
+          double sum = 0.0;
+          for (int b = 0; b < S; ++b)
+            if (em[a * S + b]) sum += f.factor[a * ld + b] * g[b];
+          beta_prev[a] = sum;
+        }
+        for (int a = S; a < ld; ++a) beta_prev[a] = 0.0;
+      } else {
+        vector_matrix(g, f.factor_t.data(), S, ld, beta_prev);
       }
-      for (int a = S; a < ld; ++a) beta_prev[a] = 0.0;
-    } else {
-      vector_matrix(g, f.factor_t.data(), S, ld, beta_prev);
     }
   }
   for (int64_t t = 0; t < n; ++t) {
