@@ -50,7 +50,8 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   std::fill(sums, sums + static_cast<int64_t>(firings.n_constraints) * S, 0.0);
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
-  const LayerWeights weights(layout, theta, n_threads);
+  const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
+                             n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   // Rows of active sequences only are written, and only they are read.

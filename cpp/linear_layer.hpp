@@ -7,6 +7,7 @@
 // two ways through it: whole rows are summed in registers, a vector window
 // at a time (full rows read in place, attributes with many but not all
 // labels through a zero-padded copy of their rows), the rest entry by entry.
+// With few labels (LayerWeights::attribute_rows) every row is summed whole.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,23 @@ namespace sscrf {
 // whole padded row (and the padded copy would grow by a row per attribute).
 constexpr int kPaddedRowMinLabels = 4;
 
+// Labels up to which an `observed` layout is scored from a zero-padded copy
+// of every attribute's row (one to three vec4 per occurrence, summed in
+// registers, no case per attribute): with few labels, telling 1-label,
+// few-label and whole rows apart cost more than the zeros (likelihood
+// 0.5x at S = 3 and 4, 0.72-0.78x at S = 7 to 12 on BC2GM, UD EWT and
+// CoNLL-2000 with merged labels; 1.07-1.10x at S = 16 and 20 on
+// CoNLL-2000, so not beyond 12). The copy takes 8·padded_width(S) bytes
+// per attribute, and is built only for a corpus with at least as many
+// attribute occurrences as attributes, and while it takes at most
+// kRowCopyMaxBytes. Without it, every row is added entry by entry, which
+// sums each lane in the same order: the same bits either way.
+constexpr int kRowCopyMaxLabels = 12;
+constexpr size_t kRowCopyMaxBytes = size_t{128} << 20;
+// A dense layout is scored the same way from theta itself (rows at stride
+// S, read padded_width(S) wide) up to this width: one register window.
+constexpr int kRowsInPlaceMaxLanes = 24;
+
 // Where E = X·W reads an attribute's weights, in one 16-byte entry: an
 // occurrence of a rare attribute (a cache miss) then costs one line before
 // its weights, not one per array (row_ptr, label_ids, padded-row index).
@@ -37,7 +55,9 @@ struct AttributeRow {
   bool whole(int S) const {
     return n_labels >= kPaddedRowMinLabels || (n_labels == S && S >= 2);
   }
-  bool padded(int S) const { return n_labels < S && n_labels >= kPaddedRowMinLabels; }
+  bool padded(int S) const {
+    return n_labels < S && n_labels >= kPaddedRowMinLabels && S > kRowCopyMaxLabels;
+  }
 };
 
 struct Layout {
@@ -63,10 +83,19 @@ struct Layout {
 // the padded copy of the rows that have one, built once per evaluation.
 //   padded: [n_padded_rows][padded_width(S)]; the row of a padded attribute
 //           a starts at rows[a].offset: W[a, b], 0 for the labels a does not score
+//   attribute_rows: when not null, attribute a's row (padded_width(S) wide,
+//           lanes past S ignored) starts at attribute_rows + a·row_stride:
+//           theta for a dense layout up to kRowsInPlaceMaxLanes, else
+//           row_copy (32-byte aligned) up to kRowCopyMaxLabels
+// n_occurrences: the attribute occurrences of the corpus to be scored.
 struct LayerWeights {
   const double* theta = nullptr;
   UninitializedBuffer padded;  // every padded row is written whole
-  LayerWeights(const Layout& layout, const double* theta, int n_threads = 1);
+  const double* attribute_rows = nullptr;
+  int64_t row_stride = 0;
+  UninitializedBuffer row_copy;
+  LayerWeights(const Layout& layout, const double* theta, int64_t n_occurrences,
+               int n_threads = 1);
 };
 
 // E[t - tok_begin][b] = Σ_k X[t, a_k] W[a_k, b] for tokens [tok_begin, tok_end).

@@ -102,7 +102,8 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   double* grad_end = grad + layout.end_offset();
 
   const TransitionFactors factors(T, S);
-  const LayerWeights weights(layout, theta, n_threads);
+  const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
+                             n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
   std::vector<Workspace> workspaces(n_threads);
   // A group's sums: [loss | ∂T (S×S) | ∂start (S) | ∂end (S)]
@@ -189,7 +190,8 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
   const int S = layout.S;
   const double* T = theta + layout.transitions_offset();
   const TransitionFactors factors(T, S);
-  const LayerWeights weights(layout, theta, n_threads);
+  const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
+                             n_threads);
   n_threads = effective_threads(n_threads, corpus.n_sequences / 16 + 1);
   std::vector<Workspace> workspaces(n_threads);
   ExceptionCarrier errors;

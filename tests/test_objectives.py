@@ -135,12 +135,15 @@ def test_likelihood_matches_brute_force(seed, kind, weighted):
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("S", [5, 9, 14, 19, 23, 27])
+@pytest.mark.parametrize("S", [4, 5, 9, 12, 14, 19, 23, 27])
 @pytest.mark.parametrize("kind", KINDS)
 def test_likelihood_matches_brute_force_at_every_padded_width(S, kind):
     # Label rows are padded to a multiple of 4 lanes and the kernels work in
-    # tiles of 1 to 6 four-lane vectors: these S give padded widths 8 to 28,
-    # so every tile width (and 28 = 24 + 4) runs. Chains of up to 3 tokens
+    # tiles of 1 to 6 four-lane vectors: these S give padded widths 4 to 28,
+    # so every tile width (and 28 = 24 + 4) runs, with and without padding
+    # lanes. S = 4 takes the one-vector lattice passes and back-projection;
+    # up to 12 labels an observed layout is scored from a copy of every row,
+    # up to 24 a dense one from theta in place. Chains of up to 3 tokens
     # keep the enumeration at most 27**3 labelings.
     data, row_ptr, label_ids, _, layout, theta = setup(S, kind, False, n_sentences=5,
                                                        max_len=3, A=8, S=S)
@@ -724,17 +727,19 @@ def test_set_weights_equals_a_corpus_built_with_them():
     assert _core.likelihood(plain, layout, theta, 1)[0] == before[0]  # refused: unchanged
 
 
-@pytest.mark.parametrize("S", [1, 2, 3, 5, 11, 14, 19, 22, 30])
+@pytest.mark.parametrize("S", [1, 2, 3, 4, 5, 11, 12, 14, 19, 22, 30])
 def test_observed_rows_of_every_width_match_the_dense_layout(S):
     # Attribute a scores a % (S + 1) labels, so every row width from 0 to S
-    # occurs (C++ reads rows of 4..S-1 labels through a copy padded to a
-    # multiple of 4 lanes, full rows in place and whole when S >= 2, the
-    # others entry by entry); values are not 1, tokens carry up to 120
-    # attributes (more whole rows than one batch of 64), and chunks of 64
-    # tokens make several. Reference: the same weights in the dense layout
-    # (zeros for the missing pairs), which the brute-force tests above check;
-    # its rows are all full, so neither the padded copy nor the entry-by-entry
-    # path is taken.
+    # occurs. Up to S = 12 (LayerWeights::attribute_rows) C++ scores every
+    # row from a zero-padded copy; above, it reads rows of 4..S-1 labels
+    # through a copy padded to a multiple of 4 lanes, full rows in place and
+    # whole, the others entry by entry. Up to S = 4 the back-projection
+    # sums one vector per occurrence; above, it has a path per kind of row.
+    # Values are not 1, tokens carry up to 120 attributes (more whole rows
+    # than one batch of 64), and chunks of 64 tokens make several.
+    # Reference: the same weights in the dense layout (zeros for the missing
+    # pairs), which the brute-force tests above check; its rows are all
+    # full, read from theta in place up to S = 24.
     rng = np.random.default_rng(S)
     A = 400
     data = random_corpus(rng, 80, 12, A, S, max_attrs=120)
@@ -771,6 +776,37 @@ def test_observed_rows_of_every_width_match_the_dense_layout(S):
         other_loss, other_grad = _core.likelihood(corpus, layout, theta, n_threads)
         assert other_loss == loss
         assert other_grad.tobytes() == grad.tobytes()
+
+
+@pytest.mark.parametrize("S", [2, 3, 5, 12])
+def test_a_sentence_scores_the_same_bits_alone_and_in_a_corpus(S):
+    # Up to 12 labels an observed layout is scored from a copy of every
+    # attribute's row, but only for a corpus with at least as many attribute
+    # occurrences as attributes (a sentence tagged alone would pay for the
+    # whole copy); smaller ones are scored entry by entry, in the same
+    # order. So a sentence's marginals must not depend on its company.
+    rng = np.random.default_rng(100 + S)
+    A = 400
+    data = random_corpus(rng, 80, 12, A, S, max_attrs=40)
+    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum([len(r) for r in rows])
+    layout = _core.Layout(row_ptr, np.concatenate(rows).astype(np.int32), S)
+    theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+    indptr, indices, values, offsets = (data[k] for k in ("indptr", "indices", "values",
+                                                          "offsets"))
+    assert len(indices) >= A  # the whole corpus takes the row copy
+    node, log_z = _core.marginals_corpus(
+        _core.Corpus(indptr, indices, values, offsets, A, data["labels"]), layout, theta, 1)
+    for s in range(0, 80, 7):
+        tb, te = offsets[s], offsets[s + 1]
+        kb, ke = indptr[tb], indptr[te]
+        assert ke - kb < A  # alone, it is scored entry by entry
+        alone = _core.Corpus(indptr[tb:te + 1] - kb, indices[kb:ke], values[kb:ke],
+                             np.array([0, te - tb]), A, data["labels"][tb:te])
+        node_alone, log_z_alone = _core.marginals_corpus(alone, layout, theta, 1)
+        assert node_alone.tobytes() == node[tb:te].tobytes()
+        assert log_z_alone[0] == log_z[s]
 
 
 @pytest.mark.parametrize("constant", [1.0, 0.7])
