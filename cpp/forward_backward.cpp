@@ -175,7 +175,8 @@ __attribute__((always_inline)) inline ivec4 label_lanes(int S) {
 
 // x · M for a vec4 x and the S rows of M (one vec4 each) in registers, in
 // vector_matrix's order (even and odd rows apart), so both give the same bits.
-__attribute__((always_inline)) inline vec4 vector_matrix_in_registers(vec4 x, const vec4* M, int S) {
+__attribute__((always_inline)) inline vec4 vector_matrix_in_registers(vec4 x, const vec4* M,
+                                                                      int S) {
   vec4 e = splat4(0.0), o = splat4(0.0);
   int a = 0;
   for (; a + 1 < S; a += 2) {
@@ -191,8 +192,8 @@ __attribute__((always_inline)) inline vec4 vector_matrix_in_registers(vec4 x, co
 // dependency chain, and each trip through memory added a store-forwarding
 // delay to it). Same arithmetic as the general loop.
 __attribute__((always_inline)) inline bool scaled_forward_in_registers(const Chain& c,
-                                                                 const TransitionFactors& f,
-                                                                 Workspace& ws) {
+                                                                       const TransitionFactors& f,
+                                                                       Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S;
   const double* np = ws.node_potential.data();
@@ -229,8 +230,8 @@ __attribute__((always_inline)) inline bool scaled_forward_in_registers(const Cha
 // The beta recursion of scaled_backward for S <= 4 and no edge mask, beta_t
 // in a register (see scaled_forward_in_registers).
 __attribute__((always_inline)) inline void scaled_backward_in_registers(const Chain& c,
-                                                                  const TransitionFactors& f,
-                                                                  Workspace& ws) {
+                                                                        const TransitionFactors& f,
+                                                                        Workspace& ws) {
   const int64_t n = c.n;
   const int S = c.S;
   vec4 factor_t[kBlock];
