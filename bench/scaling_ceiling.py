@@ -83,12 +83,7 @@ def time_evaluations(term, theta, n):
 
     gradient = np.empty_like(theta)
     term.value_and_gradient(theta, out=gradient)
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        term.value_and_gradient(theta, out=gradient)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return _common.median_call_seconds(term, theta, out=gradient, calls=n)
 
 
 def child(path, name, n, barrier, results):

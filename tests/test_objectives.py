@@ -727,6 +727,15 @@ def test_set_weights_equals_a_corpus_built_with_them():
     assert _core.likelihood(plain, layout, theta, 1)[0] == before[0]  # refused: unchanged
 
 
+def every_width_layout(rng, A, S):
+    """An observed layout in which attribute a scores a % (S + 1) labels (drawn
+    from rng), so every row width from 0 to S occurs: (row_ptr, label_ids)."""
+    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum([len(r) for r in rows])
+    return row_ptr, np.concatenate(rows).astype(np.int32)
+
+
 @pytest.mark.parametrize("S", [1, 2, 3, 4, 5, 11, 12, 14, 19, 22, 30])
 def test_observed_rows_of_every_width_match_the_dense_layout(S):
     # Attribute a scores a % (S + 1) labels, so every row width from 0 to S
@@ -743,10 +752,7 @@ def test_observed_rows_of_every_width_match_the_dense_layout(S):
     rng = np.random.default_rng(S)
     A = 400
     data = random_corpus(rng, 80, 12, A, S, max_attrs=120)
-    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
-    row_ptr = np.zeros(A + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum([len(r) for r in rows])
-    label_ids = np.concatenate(rows).astype(np.int32)
+    row_ptr, label_ids = every_width_layout(rng, A, S)
     layout = _core.Layout(row_ptr, label_ids, S)
     theta = rng.normal(0.0, 0.3, size=layout.n_parameters)
     dense_row_ptr, dense_label_ids = dense_layout(A, S)
@@ -788,10 +794,7 @@ def test_a_sentence_scores_the_same_bits_alone_and_in_a_corpus(S):
     rng = np.random.default_rng(100 + S)
     A = 400
     data = random_corpus(rng, 80, 12, A, S, max_attrs=40)
-    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
-    row_ptr = np.zeros(A + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum([len(r) for r in rows])
-    layout = _core.Layout(row_ptr, np.concatenate(rows).astype(np.int32), S)
+    layout = _core.Layout(*every_width_layout(rng, A, S), S)
     theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
     indptr, indices, values, offsets = (data[k] for k in ("indptr", "indices", "values",
                                                           "offsets"))
@@ -809,19 +812,19 @@ def test_a_sentence_scores_the_same_bits_alone_and_in_a_corpus(S):
         assert log_z_alone[0] == log_z[s]
 
 
+@pytest.mark.parametrize("S", [3, 11, 14])
 @pytest.mark.parametrize("constant", [1.0, 0.7])
-def test_constant_values_give_the_bits_of_the_materialised_array(constant):
+def test_constant_values_give_the_bits_of_the_materialised_array(constant, S):
     # A stride-0 values array (binary features) is stored as one number and
     # read as such by the scoring and the back-projection; every layer path
-    # (rows of 0..S labels), several chunks and threads must give the bits
-    # of the same values stored entry by entry.
+    # (rows of 0..S labels; S = 3 and 11 are scored from the copy of every
+    # row, 14 by kind of row; S = 3 back-projects one vector per
+    # occurrence), several chunks and threads must give the bits of the
+    # same values stored entry by entry.
     rng = np.random.default_rng(7)
-    S, A = 11, 300
+    A = 300
     data = random_corpus(rng, 60, 12, A, S, max_attrs=40)
-    rows = [np.sort(rng.choice(S, size=a % (S + 1), replace=False)) for a in range(A)]
-    row_ptr = np.zeros(A + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum([len(r) for r in rows])
-    layout = _core.Layout(row_ptr, np.concatenate(rows).astype(np.int32), S)
+    layout = _core.Layout(*every_width_layout(rng, A, S), S)
     theta = rng.normal(0.0, 0.3, size=layout.n_parameters)
     nnz = len(data["indices"])
     corpora = [
