@@ -71,6 +71,56 @@ def test_dot_products_of_many_pairs_mixing_float_and_double(vectors):
     assert results[0][:half].tobytes() == results[0][half:].tobytes()
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_pair_has_the_same_bits_in_any_company(vectors, seed):
+    # Up to four streamed vectors are read side by side against the union of
+    # their residents: a pair's sum must not depend on the vectors it is
+    # read with, on padding (products not asked for), or on a pair asked
+    # for twice. The optimiser's own pattern (the new pair, the gradient and
+    # the iterate against a float history) comes first.
+    rng = np.random.default_rng(seed)
+    k = 5
+    history = [(vectors[i % 5] * rng.standard_normal()).astype(np.float32)
+               for i in range(2 * k + 2)]
+    mixed = history + [vectors[1], vectors[2]] + [rng.standard_normal(N) for _ in range(3)]
+    i_s, i_y, i_v = 2 * k, 2 * k + 1, 2 * k + 2
+    pairs = [(i_s, j) for j in range(k, 2 * k)] + [(i_y, j) for j in range(2 * k)]
+    pairs += [(i_s, i_y), (i_y, i_y)] + [(i_v, j) for j in range(i_v + 1)] + [(i_v + 1, i_v + 1)]
+    m = len(mixed)
+    pairs += [tuple(rng.integers(0, m, 2)) for _ in range(25)]
+    pairs += [pairs[3], pairs[-1]]                  # asked for twice
+    pairs = np.array(pairs)
+    wide = [v.astype(np.float64) for v in mixed]
+    want = [math.fsum(wide[i] * wide[j]) for i, j in pairs]
+    results = [_core.dot_products(mixed, pairs, t) for t in (1, 3)]
+    np.testing.assert_allclose(results[0], want, rtol=1e-11)
+    assert results[1].tobytes() == results[0].tobytes()
+    alone = np.array([_core.dot_products(mixed, [pair], 1)[0] for pair in pairs])
+    assert alone.tobytes() == results[0].tobytes()
+    reversed_pairs = _core.dot_products(mixed, pairs[:, ::-1].copy(), 2)
+    assert reversed_pairs.tobytes() == results[0].tobytes()
+
+
+def test_linear_combination_of_a_float_history(vectors):
+    # The direction's shape: twelve float vectors and a double one, read
+    # side by side; terms added in the order given.
+    rng = np.random.default_rng(3)
+    history = [(vectors[i % 5] * rng.standard_normal()).astype(np.float32) for i in range(12)]
+    parts = history + [vectors[4]]
+    c = rng.standard_normal(len(parts))
+    want = np.zeros(N)
+    for cj, v in zip(c, parts):
+        want += cj * v.astype(np.float64)
+    outs = []
+    for t in (1, 2):
+        out = np.full(N, np.nan)
+        dot = _core.linear_combination(out, c, parts, vectors[3], False, t)
+        outs.append(out.tobytes())
+    np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+    assert dot == pytest.approx(math.fsum(out * vectors[3]), rel=1e-12)
+    assert outs[0] == outs[1]
+
+
 @pytest.mark.parametrize("confine", [False, True])
 def test_linear_combination_matches_numpy(vectors, confine):
     c = np.array([0.5, -1.25, 2.0])
