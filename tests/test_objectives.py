@@ -736,13 +736,14 @@ def every_width_layout(rng, A, S):
     return row_ptr, np.concatenate(rows).astype(np.int32)
 
 
-@pytest.mark.parametrize("S", [1, 2, 3, 4, 5, 11, 12, 14, 19, 22, 30])
+@pytest.mark.parametrize("S", [1, 2, 3, 4, 5, 11, 12, 14, 19, 22, 30, 40, 49])
 def test_observed_rows_of_every_width_match_the_dense_layout(S):
     # Attribute a scores a % (S + 1) labels, so every row width from 0 to S
     # occurs. Up to S = 12 (LayerWeights::attribute_rows) C++ scores every
-    # row from a zero-padded copy; above, it reads rows of 4..S-1 labels
-    # through a copy padded to a multiple of 4 lanes, full rows in place and
-    # whole, the others entry by entry. Up to S = 4 the back-projection
+    # row from a zero-padded copy; above, it reads rows of m..S-1 labels
+    # through a copy padded to a multiple of 4 lanes (m = 2 up to S = 32,
+    # 3 at S = 40, 4 at S = 49: padded_row_min_labels), full rows in place
+    # and whole, the others entry by entry. Up to S = 4 the back-projection
     # sums one vector per occurrence; above, it has a path per kind of row.
     # Values are not 1, tokens carry up to 120 attributes (more whole rows
     # than one batch of 64), and chunks of 64 tokens make several.
