@@ -39,7 +39,7 @@ struct DotPlan {
   struct Bundle {
     size_t first = 0;
     int count = 0, width = 0;
-    int resident[4] = {0, 0, 0, 0};  // residents positions
+    int resident[4] = {0, 0, 0, 0};  // positions in `residents`
     bool single = false;
   };
   std::vector<int> residents;       // vector indices, in first-use order
@@ -176,7 +176,7 @@ __attribute__((always_inline)) inline void dot_bundle_of_width(int R, const T* c
     case 1: dot_bundle<G, 1>(b, a, len, sums); break;
     case 2: dot_bundle<G, 2>(b, a, len, sums); break;
     case 3: dot_bundle<G, 3>(b, a, len, sums); break;
-    default:
+    default:  // plan_dots keeps G·R <= kBundlePairs: never G = R = 4
       if constexpr (G * 4 <= kBundlePairs) dot_bundle<G, 4>(b, a, len, sums);
       break;
   }
@@ -228,7 +228,8 @@ void dot_products_block(const std::vector<VectorRef>& vectors, const DotPlan& pl
                              : static_cast<const void*>(
                                    static_cast<const double*>(vectors[group.streamed].data) +
                                    begin);
-      for (int r = 0; r < bundle.width; ++r) sum[g * bundle.width + r] = &dropped[g * bundle.width + r];
+      for (int r = 0; r < bundle.width; ++r)
+        sum[g * bundle.width + r] = &dropped[g * bundle.width + r];
       for (int k = 0; k < group.size; ++k) {
         const int r = static_cast<int>(
             std::find(bundle.resident, bundle.resident + bundle.width,
