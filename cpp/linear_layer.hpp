@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "corpus.hpp"
+#include "dense_kernels.hpp"
 #include "parallel.hpp"
 
 namespace sscrf {
@@ -31,8 +32,7 @@ namespace sscrf {
 // where this rule keeps 4; every 1-label row padded took 1.14x at S = 22.
 constexpr int kPaddedRowMinLabels = 2;
 inline int padded_row_min_labels(int S) {
-  const int lanes = (S + 3) / 4 * 4;  // padded_width(S)
-  return std::max(kPaddedRowMinLabels, (lanes + 15) / 16);
+  return std::max(kPaddedRowMinLabels, (padded_width(S) + 15) / 16);
 }
 
 // Labels up to which an `observed` layout is scored from a zero-padded copy

@@ -246,15 +246,10 @@ void dot_products_block(const std::vector<VectorRef>& vectors, const DotPlan& pl
   }
 }
 
-// c · (vector j's entries [i, i + 4)), or that added to sum.
+// c · (entries [i, i + 4) of v).
 __attribute__((always_inline)) inline vec4 scaled4(const VectorRef& v, double c, int64_t i) {
   return v.single ? splat4(c) * load4_widened(static_cast<const float*>(v.data) + i)
                   : splat4(c) * load4(static_cast<const double*>(v.data) + i);
-}
-__attribute__((always_inline)) inline vec4 add_scaled4(vec4 sum, const VectorRef& v, double c,
-                                                       int64_t i) {
-  return v.single ? sum + splat4(c) * load4_widened(static_cast<const float*>(v.data) + i)
-                  : sum + splat4(c) * load4(static_cast<const double*>(v.data) + i);
 }
 
 __attribute__((always_inline)) inline double entry(const VectorRef& v, int64_t i) {
@@ -287,8 +282,8 @@ double linear_combination_block(double* out, const std::vector<double>& coeffici
       hi = scaled4(v[0], c[0], i + 4);
     }
     for (size_t j = 1; j < J; ++j) {
-      lo = add_scaled4(lo, v[j], c[j], i);
-      hi = add_scaled4(hi, v[j], c[j], i + 4);
+      lo += scaled4(v[j], c[j], i);
+      hi += scaled4(v[j], c[j], i + 4);
     }
     const vec4 r_lo = load4(reference + i), r_hi = load4(reference + i + 4);
     lo = confined(lo, r_lo);
