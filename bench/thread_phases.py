@@ -1,0 +1,179 @@
+"""Where thread scaling goes: the phases of a dense likelihood evaluation, and the optimiser.
+
+The suite's scaling item (bench/run.py, item 2) times whole terms; this
+script times parts of one at 1, 2, 4, ... threads, to tell the program's
+losses (a phase that scales badly) from the machine's (bench/scaling_ceiling.py):
+
+- ``likelihood``: the loss and gradient, as the suite times it;
+- the same with other chunk sizes (``Corpus(chunk_tokens=...)``): each chunk
+  costs two fork-joins, and its residual rows should stay in cache;
+- ``log_probability``: scoring and one forward pass per sentence;
+- ``marginals``: scoring and forward-backward, writing node marginals; the
+  likelihood adds to it the residuals and their back-projection ``Xᵀ·∂E``;
+- ``viterbi``: scoring and Viterbi;
+- ``training``: L-BFGS on the dense likelihood with an L2 prior (c2 = 1,
+  a fixed number of iterations), seconds per evaluation with and without
+  the optimiser's own passes.
+
+Data: CoNLL-2000 train, CRFsuite tutorial attributes, the dense layout and
+random weights of the suite's scaling item.
+
+    python bench/thread_phases.py [--threads 1,2,4,8,16] [--rounds 5] [--min-time 0.3]
+        [--iterations 20] [--data DIR] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common  # noqa: E402
+import run  # noqa: E402  (the suite: default thread counts, dense layout)
+
+
+def load(data_dir):
+    import numpy as np
+    from sscrf.features import FeatureExtractor
+    from sscrf.io import read_conll
+    from supervised_conll2000 import sscrf_tokens
+
+    train = read_conll(os.path.join(data_dir, "train.txt"))
+    (features,) = FeatureExtractor(None).fit_transform([sscrf_tokens(s) for s in train.tokens])
+    labels = sorted({l for s in train.labels for l in s})
+    index = {l: i for i, l in enumerate(labels)}
+    y = np.array([index[l] for s in train.labels for l in s], dtype=np.int32)
+    return features, y, len(labels)
+
+
+def phases(features, y, S):
+    """name -> f(n_threads, theta, gradient): one call of that part."""
+    from sscrf import _core
+
+    def corpus(chunk_tokens=None, labels=None):
+        extra = {} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}
+        return _core.Corpus(features.indptr, features.indices, features.values,
+                            features.offsets, features.n_attributes, labels, None, None, **extra)
+
+    layout = run._dense_layout(features.n_attributes, S)
+    labelled, plain = corpus(labels=y), corpus()
+    out = {"likelihood": lambda th, x, g: _core.likelihood(labelled, layout, x, th, out=g)}
+    for size in (8192, 131072, features.n_tokens):
+        c = corpus(size, y)
+        name = ("likelihood, one chunk" if size >= features.n_tokens
+                else f"likelihood, chunks of {size}")
+        out[name] = lambda th, x, g, c=c: _core.likelihood(c, layout, x, th, out=g)
+    out["log_probability"] = lambda th, x, g: _core.log_probability_corpus(labelled, layout, x, th)
+    out["marginals"] = lambda th, x, g: _core.marginals_corpus(plain, layout, x, th)
+    out["viterbi"] = lambda th, x, g: _core.viterbi_corpus(plain, layout, x, th)
+    return layout, out
+
+
+def sample(f, th, theta, gradient, min_time):
+    k, t0 = 0, time.perf_counter()
+    while True:
+        f(th, theta, gradient)
+        k += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_time:
+            return elapsed / k
+
+
+def training(features, y, layout, th, iterations):
+    """(s per evaluation in all, s per evaluation in the objective, evaluations)."""
+    import numpy as np
+    from sscrf import _core
+    from sscrf.optimize import lbfgs
+
+    corpus = _core.Corpus(features.indptr, features.indices, features.values, features.offsets,
+                          features.n_attributes, y, None, None)
+    inside = [0.0]
+
+    def fun(x, out):
+        t0 = time.perf_counter()
+        f, g = _core.likelihood(corpus, layout, x, th, out=out)
+        f += _core.add_l2_prior(x, g, 1.0, th)
+        inside[0] += time.perf_counter() - t0
+        return f, g
+
+    t0 = time.perf_counter()
+    res = lbfgs(fun, np.zeros(layout.n_parameters), max_iterations=iterations, n_threads=th,
+                gradient_out=True, epsilon=0.0, delta=0.0)
+    total = time.perf_counter() - t0
+    return total / res.n_evaluations, inside[0] / res.n_evaluations, res.n_evaluations
+
+
+def main(argv=None):
+    import numpy as np
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=run.DEFAULT_DATA)
+    ap.add_argument("--threads", type=run.parse_threads, default=None,
+                    help="thread counts (default: the suite's)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternated rounds (default 5)")
+    ap.add_argument("--min-time", type=float, default=0.3,
+                    help="seconds of repeated calls per sample (default 0.3)")
+    ap.add_argument("--iterations", type=int, default=20,
+                    help="L-BFGS iterations of the training row, 0 to skip (default 20)")
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+    threads = args.threads or run.default_threads()
+    if 1 not in threads:
+        threads = [1] + threads
+
+    machine = _common.machine_info()
+    features, y, S = load(args.data)
+    layout, parts = phases(features, y, S)
+    theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
+    gradient = np.empty_like(theta)
+    for f in parts.values():  # warm-up, and page in each part's buffers
+        for th in threads:
+            f(th, theta, gradient)
+    samples = {name: {th: [] for th in threads} for name in parts}
+    for r in range(args.rounds):
+        ths = threads if r % 2 == 0 else threads[::-1]
+        for name, f in parts.items():
+            for th in ths:
+                samples[name][th].append(sample(f, th, theta, gradient, args.min_time))
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    medians = {name: {th: statistics.median(v) for th, v in d.items()}
+               for name, d in samples.items()}
+    trained = {}
+    if args.iterations:
+        for th in (threads[0], threads[-1]):
+            trained[th] = training(features, y, layout, th, args.iterations)
+
+    head = (f"Machine: {machine['cpu']}, {machine['usable_cpus']} usable CPUs; "
+            f"{machine['date']}; commit {machine['commit']}\n"
+            f"CoNLL-2000 train, {features.n_tokens:,} tokens, dense layout "
+            f"({layout.n_parameters:,} parameters), random weights; medians of "
+            f"{args.rounds} alternated rounds\n")
+    cols = " | ".join(f"{th} thr." for th in threads)
+    lines = [head, f"| part | ms per call, {cols} | efficiency at "
+             + " / ".join(str(th) for th in threads[1:]) + " |",
+             "|:--|" + "--:|" * len(threads) + ":--|"]
+    for name, m in medians.items():
+        eff = " / ".join(f"{100 * m[threads[0]] / (th * m[th]):.0f}%" for th in threads[1:])
+        lines.append(f"| {name} | " + " | ".join(f"{1e3 * m[th]:.2f}" for th in threads)
+                     + f" | {eff} |")
+    if trained:
+        lines += ["", f"L-BFGS, dense likelihood + L2 (c2 = 1), {args.iterations} iterations:",
+                  "", "| threads | evaluations | ms per evaluation | of which the objective "
+                  "| the optimiser's share |", "|--:|--:|--:|--:|--:|"]
+        for th, (every, inside, n) in trained.items():
+            lines.append(f"| {th} | {n} | {1e3 * every:.1f} | {1e3 * inside:.1f} "
+                         f"| {100 * (1 - inside / every):.0f}% |")
+    text = "\n".join(lines)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"machine": machine, "threads": threads, "samples": {
+                n: {str(th): v for th, v in d.items()} for n, d in samples.items()},
+                "training": {str(th): v for th, v in trained.items()}}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
