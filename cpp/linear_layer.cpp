@@ -274,13 +274,24 @@ void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
   const int32_t* tok = chunk.token.data();
   // Rare attributes cost a few cache misses each before their first
   // occurrence (the gradient, the label ids, a residual row): ask for those
-  // of the attribute kAhead slots on.
+  // of the attribute kAhead slots on. With several labels, every line of its
+  // gradient row and of the residual row (3-4 lines each with 22 labels;
+  // asking for the first line alone left the dense CoNLL-2000
+  // back-projection about 1.3x slower).
   constexpr size_t kAhead = 8;
   if (i + kAhead < chunk.attributes.size()) {
-    const int64_t r = layout.row_ptr[chunk.attributes[i + kAhead]];
+    const int32_t ahead = chunk.attributes[i + kAhead];
+    const int64_t r = layout.row_ptr[ahead], r_end = layout.row_ptr[ahead + 1];
+    const double* e = d_emissions + static_cast<int64_t>(tok[chunk.attr_ptr[i + kAhead]]) * S;
     __builtin_prefetch(grad_weights + r, 1);
     __builtin_prefetch(&layout.label_ids[r]);
-    __builtin_prefetch(d_emissions + static_cast<int64_t>(tok[chunk.attr_ptr[i + kAhead]]) * S);
+    __builtin_prefetch(e);
+    if (r_end - r > 1) {
+      for (int64_t q = r + 8; q < r_end; q += 8) __builtin_prefetch(grad_weights + q, 1);
+      __builtin_prefetch(grad_weights + r_end - 1, 1);
+      for (int b = 8; b < S; b += 8) __builtin_prefetch(e + b);
+      __builtin_prefetch(e + S - 1);
+    }
   }
   if (r1 == r0) return;
   double* g = grad_weights + r0;
