@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Thread scaling on a many-core machine (issue 7): the suite's scaling item at
-# 1, 2, 4, ... up to every usable CPU, then the per-evaluation comparison with
-# CRFsuite at the same thread counts, both feature sets. sscrf and
+# 1, 2, 4, ... up to every usable CPU, the parts of a dense likelihood
+# evaluation and of L-BFGS at the same thread counts (thread_phases.py), then
+# the per-evaluation comparison with CRFsuite, both feature sets. sscrf and
 # python-crfsuite must be importable.
 #
 #   bash bench/multicore.sh OUT_DIR [CONLL2000_DIR]
 #
-# Writes OUT_DIR/machine.txt, OUT_DIR/scaling/suite.{json,md} and
-# OUT_DIR/eval_time.md. About 5 minutes on 16 cores.
+# Writes OUT_DIR/machine.txt, OUT_DIR/scaling/suite.{json,md},
+# OUT_DIR/phases.{md,json} and OUT_DIR/eval_time.md. About 6 minutes on 16
+# cores.
 set -u -o pipefail
 out=${1:?usage: bash bench/multicore.sh OUT_DIR [CONLL2000_DIR]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +29,9 @@ status=0
 "$py" "$here/run.py" --items scaling --threads "$threads" --data "$data" \
   --out "$out/scaling" > "$out/scaling.log" 2>&1 || status=1
 tail -n 40 "$out/scaling/suite.md" 2>/dev/null || tail -n 20 "$out/scaling.log"
+"$py" "$here/thread_phases.py" --data "$data" --threads "$threads" \
+  --json "$out/phases.json" > "$out/phases.md" || status=1
+cat "$out/phases.md"
 "$py" "$here/eval_time_conll2000.py" --data "$data" --feature-sets observed,dense \
   --threads "$threads" 2>&1 | tee "$out/eval_time.md" || status=1
 exit $status
