@@ -745,6 +745,8 @@ def test_observed_rows_of_every_width_match_the_dense_layout(S):
     # 3 at S = 40, 4 at S = 49: padded_row_min_labels), full rows in place
     # and whole, the others entry by entry. Up to S = 4 the back-projection
     # sums one vector per occurrence; above, it has a path per kind of row.
+    # Whole rows are summed in one register window at S = 14, 19 and 22
+    # (4, 5 and 6 vec4), in batches added window by window above.
     # Values are not 1, tokens carry up to 120 attributes (more whole rows
     # than one batch of 64), and chunks of 64 tokens make several.
     # Reference: the same weights in the dense layout (zeros for the missing
