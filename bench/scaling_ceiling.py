@@ -37,8 +37,9 @@ import run  # noqa: E402  (the suite: default thread counts, dense layout)
 TERMS = ("likelihood", "entropy", "partial_likelihood")
 
 
-def prepare(data_dir, path):
-    """Extract the features once and save what a process needs to rebuild the terms."""
+def load_conll2000(data_dir):
+    """(features, gold label ids per token, number of labels) of CoNLL-2000 train,
+    with the CRFsuite tutorial attributes."""
     import numpy as np
     from sscrf.features import FeatureExtractor
     from sscrf.io import read_conll
@@ -49,9 +50,17 @@ def prepare(data_dir, path):
     labels = sorted({l for s in train.labels for l in s})
     index = {l: i for i, l in enumerate(labels)}
     y = np.array([index[l] for s in train.labels for l in s], dtype=np.int32)
+    return features, y, len(labels)
+
+
+def prepare(data_dir, path):
+    """Extract the features once and save what a process needs to rebuild the terms."""
+    import numpy as np
+
+    features, y, S = load_conll2000(data_dir)
     np.savez(path, indptr=features.indptr, indices=features.indices,
              values=np.asarray(features.values), offsets=features.offsets,
-             n_attributes=features.n_attributes, y=y, S=len(labels))
+             n_attributes=features.n_attributes, y=y, S=S)
     return features.n_tokens
 
 

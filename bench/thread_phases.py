@@ -33,24 +33,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402
 import run  # noqa: E402  (the suite: default thread counts, dense layout)
-
-
-def load(data_dir):
-    import numpy as np
-    from sscrf.features import FeatureExtractor
-    from sscrf.io import read_conll
-    from supervised_conll2000 import sscrf_tokens
-
-    train = read_conll(os.path.join(data_dir, "train.txt"))
-    (features,) = FeatureExtractor(None).fit_transform([sscrf_tokens(s) for s in train.tokens])
-    labels = sorted({l for s in train.labels for l in s})
-    index = {l: i for i, l in enumerate(labels)}
-    y = np.array([index[l] for s in train.labels for l in s], dtype=np.int32)
-    return features, y, len(labels)
+from scaling_ceiling import load_conll2000  # noqa: E402
 
 
 def phases(features, y, S):
-    """name -> f(n_threads, theta, gradient): one call of that part."""
+    """(layout, the labelled corpus, name -> f(n_threads, theta, gradient): one
+    call of that part)."""
     from sscrf import _core
 
     def corpus(chunk_tokens=None, labels=None):
@@ -69,7 +57,7 @@ def phases(features, y, S):
     out["log_probability"] = lambda th, x, g: _core.log_probability_corpus(labelled, layout, x, th)
     out["marginals"] = lambda th, x, g: _core.marginals_corpus(plain, layout, x, th)
     out["viterbi"] = lambda th, x, g: _core.viterbi_corpus(plain, layout, x, th)
-    return layout, out
+    return layout, labelled, out
 
 
 def sample(f, th, theta, gradient, min_time):
@@ -82,14 +70,12 @@ def sample(f, th, theta, gradient, min_time):
             return elapsed / k
 
 
-def training(features, y, layout, th, iterations):
+def training(corpus, layout, th, iterations):
     """(s per evaluation in all, s per evaluation in the objective, evaluations)."""
     import numpy as np
     from sscrf import _core
     from sscrf.optimize import lbfgs
 
-    corpus = _core.Corpus(features.indptr, features.indices, features.values, features.offsets,
-                          features.n_attributes, y, None, None)
     inside = [0.0]
 
     def fun(x, out):
@@ -125,8 +111,8 @@ def main(argv=None):
         threads = [1] + threads
 
     machine = _common.machine_info()
-    features, y, S = load(args.data)
-    layout, parts = phases(features, y, S)
+    features, y, S = load_conll2000(args.data)
+    layout, labelled, parts = phases(features, y, S)
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     gradient = np.empty_like(theta)
     for f in parts.values():  # warm-up, and page in each part's buffers
@@ -144,7 +130,7 @@ def main(argv=None):
     trained = {}
     if args.iterations:
         for th in (threads[0], threads[-1]):
-            trained[th] = training(features, y, layout, th, args.iterations)
+            trained[th] = training(labelled, layout, th, args.iterations)
 
     head = (f"Machine: {machine['cpu']}, {machine['usable_cpus']} usable CPUs; "
             f"{machine['date']}; commit {machine['commit']}\n"
