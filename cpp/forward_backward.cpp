@@ -343,6 +343,20 @@ bool scaled_forward(const Chain& c, const TransitionFactors& f, Workspace& ws) {
   return true;
 }
 
+SSCRF_SIMD_CLONES
+bool scores_within(const double* v, int64_t size) {
+  // Magnitudes are below 2^63, so signed compares order them too.
+  int64_t limit;
+  std::memcpy(&limit, &kMaxScore, sizeof limit);
+  int64_t outside = 0;
+  for (int64_t i = 0; i < size; ++i) {
+    int64_t bits;
+    std::memcpy(&bits, v + i, sizeof bits);
+    outside |= (bits & std::numeric_limits<int64_t>::max()) > limit;
+  }
+  return outside == 0;
+}
+
 double scaled_log_z(const Workspace& ws, int64_t n) {
   // log Z = Σ_t row_max[t] + log Π_t scale[t], with one log per sequence:
   // the product is carried as mantissa · 2^exponent, the mantissa in

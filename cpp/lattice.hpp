@@ -27,18 +27,11 @@ struct ScoreOverflow : std::invalid_argument {
 // Whether every value is finite and within kMaxScore. Compared as integers:
 // on the bit patterns of magnitudes integer order is numeric order, with inf
 // and NaN above every finite value, and integer compares vectorise (floating
-// compares that may trap on NaN do not).
-inline bool scores_within(const double* v, int64_t size) {
-  uint64_t limit;
-  std::memcpy(&limit, &kMaxScore, sizeof limit);
-  int64_t outside = 0;
-  for (int64_t i = 0; i < size; ++i) {
-    uint64_t bits;
-    std::memcpy(&bits, v + i, sizeof bits);
-    outside += (bits & 0x7fffffffffffffffULL) > limit;
-  }
-  return outside == 0;
-}
+// compares that may trap on NaN do not). Compiled for AVX2 too (see
+// forward_backward.cpp): the baseline has no 64-bit integer compare, and a
+// scalar loop over every emission score cost 1.6% of an observed CoNLL-2000
+// likelihood call.
+bool scores_within(const double* v, int64_t size);
 
 // Throws ScoreOverflow unless every value is finite and within kMaxScore.
 inline void check_scores(const double* v, int64_t size) {

@@ -159,12 +159,16 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices + n_blocks))
     for (int64_t item = 0; item < n_slices + n_blocks; ++item) {
       if (item < n_slices) {
-        const int64_t e1 = std::min(width, (item + 1) * kSliceEntries);
-        for (int64_t e = item * kSliceEntries; e < e1; ++e) {
-          double total = 0.0;
-          for (int64_t g = 0; g < n_groups; ++g) total += sums_of[g * width + e];
-          chunk_sums[e] = total;
+        // Each entry sums its groups in group order; the groups are the outer
+        // loop so that the slice's entries are read as one run per group
+        // (entry by entry, a group's sums were a stride of width apart).
+        const int64_t e0 = item * kSliceEntries, e1 = std::min(width, e0 + kSliceEntries);
+        double total[kSliceEntries] = {};
+        for (int64_t g = 0; g < n_groups; ++g) {
+          const double* group = sums_of + g * width;
+          for (int64_t e = e0; e < e1; ++e) total[e - e0] += group[e];
         }
+        std::copy(total, total + (e1 - e0), chunk_sums.data() + e0);
         continue;
       }
       const int64_t j = item - n_slices;

@@ -472,6 +472,29 @@ def test_lattice_huge_finite_scores_give_finite_results_or_an_overflow_error(fn,
     assert _all_finite(result), f"{fn} returned non-finite values: {result!r}"
 
 
+ABOVE_LIMIT = float(np.nextafter(1e250, np.inf))
+
+
+@pytest.mark.parametrize("bad", [ABOVE_LIMIT, -ABOVE_LIMIT, np.inf, -np.inf, np.nan,
+                                 np.copysign(np.nan, -1.0)],
+                         ids=["above 1e250", "below -1e250", "inf", "-inf", "nan", "-nan"])
+def test_score_check_finds_one_bad_entry_at_any_position(bad):
+    # The check is vectorised: one bad entry must be found in any lane of a
+    # vector and in the scalar tail, for a magnitude just past the limit as
+    # for inf and NaN (either sign bit); the limit itself is allowed.
+    S = 3
+    T = np.zeros((S, S))
+    for n in (1, 2, 3, 7):
+        for i in range(n * S):
+            E = np.zeros((n, S))
+            E.flat[i] = bad
+            with pytest.raises(ValueError, match=OVERFLOW):
+                lattice.log_partition(E, T)
+    E = np.full((7, S), 1e250)
+    E[3, 1] = -1e250
+    assert np.isfinite(lattice.log_partition(E, T))
+
+
 def test_lattice_string_mask_is_refused():
     # "False" is a non-empty string, so a cast to bool makes it True: a
     # string mask would silently allow everything. In a child process: a
