@@ -22,6 +22,44 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
 // larger gap means beta overflowed (as in forward_backward).
 constexpr double kMarginalSumTolerance = 1e-8;
 
+// The sums below lie on the backward sweep's dependency chain (c_t feeds
+// bR_{t-1}, which feeds the next vector-matrix product): added a vec4 at a
+// time, then lane by lane in a fixed order, rather than one label after
+// another (a chain of S dependent adds per sum and position).
+__attribute__((always_inline)) inline double lanes_sum(vec4 v) {
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+// Σ_b x[b] · y[b] over rows padded to ld lanes (zeros past S in either).
+__attribute__((always_inline)) inline double padded_dot(const double* x, const double* y,
+                                                        int ld) {
+  vec4 acc = splat4(0.0);
+  for (int b = 0; b < ld; b += 4) acc += load4(x + b) * load4(y + b);
+  return lanes_sum(acc);
+}
+
+// *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta
+// (padded rows, zeros past S); node has S entries, or is nullptr (zeros).
+__attribute__((always_inline)) inline void marginal_sums(const double* alpha, const double* beta,
+                                                         const double* node, int S, int ld,
+                                                         double* total, double* expected) {
+  vec4 sum = splat4(0.0), weighted = splat4(0.0);
+  int b = 0;
+  for (; b + 4 <= S; b += 4) {
+    const vec4 p = load4(alpha + b) * load4(beta + b);
+    sum += p;
+    if (node) weighted += p * load4(node + b);
+  }
+  double tail = 0.0, weighted_tail = 0.0;
+  for (; b < ld; ++b) {  // the last labels, and the padding's zeros in sum
+    const double p = alpha[b] * beta[b];
+    tail += p;
+    if (node && b < S) weighted_tail += p * node[b];
+  }
+  *total = lanes_sum(sum) + tail;
+  *expected = lanes_sum(weighted) + weighted_tail;
+}
+
 // Scaled path, after scaled_forward. With L_t(b) = E[Σ_{u≤t} r_u | y_t = b]
 // and R_t(a) = E[Σ_{u>t} r_u | y_t = a]:
 //   aL_t(b) = alpha_t(b) L_t(b)
@@ -103,12 +141,8 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   for (int64_t t = n - 1; t >= 0; --t) {
     const double* alpha = &ws.alpha[t * ld];
     const double* beta = &ws.beta[t * ld];
-    double total = 0.0, c_t = 0.0;
-    for (int b = 0; b < S; ++b) {
-      const double p = alpha[b] * beta[b];
-      total += p;
-      c_t += p * node_score(r, t, S, b);
-    }
+    double total, c_t;
+    marginal_sums(alpha, beta, r.node ? r.node + t * S : nullptr, S, ld, &total, &c_t);
     if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
     if (t == 0) {
       for (int b = 0; b < S; ++b) centred[b] = node_score(r, 0, S, b) - c_t;
@@ -134,7 +168,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
       for (int b = S; b < ld; ++b) ht[b] = 0.0;
       vector_pair_matrix_and_product(g, ht, f.factor_t.data(), GT, S, ld, beta_prev, bR_prev,
                                      edge_part);
-      for (int a = 0; a < S; ++a) c_t += ws.alpha[(t - 1) * ld + a] * edge_part[a];
+      c_t += padded_dot(&ws.alpha[(t - 1) * ld], edge_part, ld);
       for (int b = 0; b < S; ++b) {
         centred[t * S + b] = node_score(r, t, S, b) - c_t;
         ht[b] -= c_t * g[b];
