@@ -22,22 +22,10 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
 // larger gap means beta overflowed (as in forward_backward).
 constexpr double kMarginalSumTolerance = 1e-8;
 
-// The sums below lie on the backward sweep's dependency chain (c_t feeds
-// bR_{t-1}, which feeds the next vector-matrix product): added a vec4 at a
-// time, then lane by lane in a fixed order, rather than one label after
-// another (a chain of S dependent adds per sum and position).
-__attribute__((always_inline)) inline double lanes_sum(vec4 v) {
-  return (v[0] + v[1]) + (v[2] + v[3]);
-}
-
-// Σ_b x[b] · y[b] over rows padded to ld lanes (zeros past S in either).
-__attribute__((always_inline)) inline double padded_dot(const double* x, const double* y,
-                                                        int ld) {
-  vec4 acc = splat4(0.0);
-  for (int b = 0; b < ld; b += 4) acc += load4(x + b) * load4(y + b);
-  return lanes_sum(acc);
-}
-
+// The sums below (and padded_dot's) lie on the backward sweep's dependency
+// chain (c_t feeds bR_{t-1}, which feeds the next vector-matrix product):
+// added a vec4 at a time, then lane by lane in a fixed order, rather than
+// one label after another (a chain of S dependent adds per sum and position).
 // *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta
 // (padded rows, zeros past S); node has S entries, or is nullptr (zeros).
 __attribute__((always_inline)) inline void marginal_sums(const double* alpha, const double* beta,

@@ -40,6 +40,20 @@ __attribute__((always_inline)) inline vec4 load4(const double* p) {
 __attribute__((always_inline)) inline void store4(double* p, vec4 v) { std::memcpy(p, &v, sizeof v); }
 __attribute__((always_inline)) inline vec4 splat4(double x) { return vec4{x, x, x, x}; }
 
+// (v[0] + v[1]) + (v[2] + v[3]): a vec4's lanes added in a fixed order.
+__attribute__((always_inline)) inline double lanes_sum(vec4 v) {
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+// Σ_b x[b] · y[b] over rows padded to ld lanes (zeros past S in either), a
+// vec4 at a time: a chain of ld/4 adds rather than S.
+__attribute__((always_inline)) inline double padded_dot(const double* x, const double* y,
+                                                        int ld) {
+  vec4 acc = splat4(0.0);
+  for (int b = 0; b < ld; b += 4) acc += load4(x + b) * load4(y + b);
+  return lanes_sum(acc);
+}
+
 // Runs f(std::integral_constant<int, n>{}) for n in 1..6, the number of vec4
 // in a tile, so that a tile's width is a template argument; 0 does nothing.
 // f must be always_inline too: it is then compiled for the caller's clone.

@@ -422,11 +422,9 @@ bool scaled_backward(const Chain& c, const TransitionFactors& f, Workspace& ws) 
       }
     }
   }
+  // Only checked against a tolerance: the order of the sum changes no output.
   for (int64_t t = 0; t < n; ++t) {
-    const double* alpha = &ws.alpha[t * ld];
-    const double* beta = &ws.beta[t * ld];
-    double total = 0.0;
-    for (int b = 0; b < S; ++b) total += alpha[b] * beta[b];
+    const double total = padded_dot(&ws.alpha[t * ld], &ws.beta[t * ld], ld);
     if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
   }
   return true;

@@ -114,7 +114,7 @@ DotPlan plan_dots(const std::vector<VectorRef>& vectors,
 }
 
 // Adds the vec4 lanes and the scalar tail in a fixed order.
-inline double lane_sum(vec4 v, double tail) { return ((v[0] + v[1]) + (v[2] + v[3])) + tail; }
+inline double lane_sum(vec4 v, double tail) { return lanes_sum(v) + tail; }
 
 // Σ a_i b_i over [0, len) into two accumulators (even and odd 4-lane groups)
 // and a scalar tail, so the sum's order depends on len only.
