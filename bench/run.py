@@ -22,9 +22,13 @@ chunking example (the same attribute strings reach both tools):
    59 MB array per call adds page faults that serialise: 68% instead of 92%
    2-thread efficiency for the likelihood in one test); parallel
    efficiency = speed-up / threads; also checks that every thread count
-   gives the same bits as one thread — this script's ``--child scaling``;
-3. cost of each term per token relative to ``likelihood`` at 1 thread (same
-   measurements as 2);
+   gives the same bits as one thread — this script's ``--child scaling``.
+   A sample runs a term's thread counts in turn, call by call, so that
+   each round's speed-ups compare calls made within the same second (this
+   machine's speed drifts by tens of percent from minute to minute);
+3. cost of each term per token relative to ``likelihood`` at 1 thread: per
+   round, the term's calls interleaved with the likelihood's, the ratio of
+   their times, median over rounds;
 4. tagging throughput, Viterbi (``CRF.predict``) and marginals
    (``CRF.predict_marginals``) against ``Tagger.tag`` and ``Tagger.marginal``
    for every label of every token — ``bench/throughput.py --part tagging``;
@@ -257,24 +261,37 @@ def child_scaling(args):
         term.value_and_gradient(theta)
     gradient = np.empty_like(theta)  # reused, as Objective(reuse_gradient=True) does
 
-    def sample(term):
-        k, t_start = 0, time.perf_counter()
-        while True:
-            term.value_and_gradient(theta, out=gradient)
+    def interleaved(calls):
+        """Seconds per call of each of `calls`, run in turn call by call
+        (order reversed every other turn; min_time per call in all, as many
+        seconds as separate samples took), so that the ratios between them
+        see the same state of a machine whose speed drifts from second to
+        second."""
+        spent = [0.0] * len(calls)
+        k = 0
+        while k < 3 or sum(spent) < args.min_time * len(calls):
+            for i, term in enumerate(calls if k % 2 == 0 else calls[::-1]):
+                j = i if k % 2 == 0 else len(calls) - 1 - i
+                t_call = time.perf_counter()
+                term.value_and_gradient(theta, out=gradient)
+                spent[j] += time.perf_counter() - t_call
             k += 1
-            elapsed = time.perf_counter() - t_start
-            if elapsed >= args.min_time:
-                return elapsed / k
+        return [t / k for t in spent]
 
     names = list(builders)
     samples = {name: {th: [] for th in threads} for name in names}
+    # item 3: each term against the likelihood, both at one thread, in turn
+    cost_pairs = {name: [] for name in names if name != "likelihood"}
+    base = threads[0]
     for r in range(args.rounds):
         k = r % len(names)
         order = names[k:] + names[:k]
-        ths = threads if r % 2 == 0 else threads[::-1]
         for name in order:
-            for th in ths:
-                samples[name][th].append(sample(terms[(name, th)]))
+            for th, t in zip(threads, interleaved([terms[(name, th)] for th in threads])):
+                samples[name][th].append(t)
+            if name in cost_pairs and "likelihood" in builders:
+                lik_t, term_t = interleaved([terms[("likelihood", base)], terms[(name, base)]])
+                cost_pairs[name].append(term_t / lik_t)
         _log(f"  round {r + 1}/{args.rounds} done")
 
     identical = {}
@@ -291,6 +308,7 @@ def child_scaling(args):
     return {"machine": machine, "setup": setup, "threads": threads, "rounds": args.rounds,
             "min_time": args.min_time, "notes": notes, "not_benchmarked": missing,
             "samples": {n: {str(th): v for th, v in d.items()} for n, d in samples.items()},
+            "cost_ratio_samples": cost_pairs if "likelihood" in builders else {},
             "identical_to_1_thread": {n: {str(th): v for th, v in d.items()}
                                       for n, d in identical.items()},
             "build_info": sscrf.build_info(),
@@ -326,10 +344,13 @@ def summarize_scaling(raw):
             v = by_th.get("1")
             if not v:
                 continue
+            # Interleaved with the likelihood call by call when measured so
+            # (runs before that paired the scaling samples of one round).
+            paired = raw.get("cost_ratio_samples", {}).get(name) or [
+                a / b for a, b in zip(v, lik)]
             cost[name] = {"us_per_token": 1e6 * _common.median(v) / N,
                           "ratio_of_medians": _common.median(v) / _common.median(lik),
-                          "median_paired_ratio": _common.median(
-                              [a / b for a, b in zip(v, lik)])}
+                          "median_paired_ratio": _common.median(paired)}
     return {"by_term": out, "cost_vs_likelihood": cost}
 
 
@@ -687,8 +708,10 @@ def build_markdown(res, args, started_info, total_s):
               f"CoNLL-2000 train ({su['n_sentences']:,} sentences, {su['n_tokens']:,} tokens, "
               f"{su['nnz_per_token']:.1f} attributes per token), dense layout, S = {su['S']}, "
               f"{su['n_parameters']:,} parameters, θ ~ N(0, 0.1²) random (seed 0). "
-              f"{sc['rounds']} rounds (terms in rotating order, thread counts back to back); "
-              f"a sample repeats the call for ≥ {sc['min_time']} s, writing into one reused "
+              f"{sc['rounds']} rounds (terms in rotating order; a term's thread counts "
+              f"interleaved call by call, and each term's 1-thread calls with the "
+              f"likelihood's for item 3); "
+              f"a sample spends ≥ {sc['min_time']} s per call it interleaves, each writing into one reused "
               "gradient array (as training does). Efficiency = speed-up / "
               "threads, median of per-round values (from medians in brackets). `same bits` = "
               "value and gradient equal to the 1-thread result bit for bit.", ""]
