@@ -140,8 +140,9 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double inv = 1.0 / ws.scale[t];
     const double* psi = &ws.psi[t * ld];
     double* g = &ws.g[t * ld];
-    for (int b = 0; b < S; ++b) g[b] = psi[b] * beta[b] * inv;
-    for (int b = S; b < ld; ++b) g[b] = 0.0;
+    // A vec4 at a time: psi and beta are zeros in the padding lanes.
+    const vec4 inv4 = splat4(inv);
+    for (int b = 0; b < ld; b += 4) store4(g + b, load4(psi + b) * load4(beta + b) * inv4);
     double* ht = &h[t * ld];
     double* beta_prev = &ws.beta[(t - 1) * ld];
     double* bR_prev = &bR[(t - 1) * ld];
@@ -178,8 +179,17 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   for (int b = 0; b < S; ++b)
     expected += ws.alpha[b] * (ws.beta[b] * centred[b] + bR[b]);
 
+  // ∂E[r]/∂E[t] as soon as aL_t is known, while the rows of t are in cache
+  const auto d_emissions_row = [&](int64_t t) {
+    const double* alpha = &ws.alpha[t * ld];
+    const double* beta = &ws.beta[t * ld];
+    for (int b = 0; b < S; ++b)
+      dE[t * S + b] = aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
+                      alpha[b] * beta[b] * expected;
+  };
   for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * centred[b];
   for (int b = S; b < ld; ++b) aL[b] = 0.0;
+  d_emissions_row(0);
   for (int64_t t = 1; t < n; ++t) {
     const double* alpha_prev = &ws.alpha[(t - 1) * ld];
     if (has_edge) {
@@ -194,13 +204,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     double* out = &aL[t * ld];
     for (int b = 0; b < S; ++b) out[b] = v1[b] * psi[b] * inv + alpha[b] * centred[t * S + b];
     for (int b = S; b < ld; ++b) out[b] = 0.0;
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    const double* alpha = &ws.alpha[t * ld];
-    const double* beta = &ws.beta[t * ld];
-    for (int b = 0; b < S; ++b)
-      dE[t * S + b] = aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
-                      alpha[b] * beta[b] * expected;
+    d_emissions_row(t);
   }
   if (n > 1) {
     // h_t <- h_t - g_t E[r']; O = Σ_t aL_{t-1} ⊗ g_t + alpha_{t-1} ⊗ h_t and,
@@ -215,13 +219,20 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     transposed_product(aL.data(), ws.g.data() + ld, n - 1, S, ld, O);
     transposed_product(ws.alpha.data(), h.data() + ld, n - 1, S, ld, Oh);
     if (shared_edge) transposed_product(ws.alpha.data(), ws.g.data() + ld, n - 1, S, ld, P);
-    for (int a = 0; a < S; ++a)
-      for (int b = 0; b < S; ++b)
-        dT[a * S + b] += f.factor[a * ld + b] * (O[a * ld + b] + Oh[a * ld + b]);
-    if (shared_edge) {
-      for (int a = 0; a < S; ++a)
-        for (int b = 0; b < S; ++b) dT[a * S + b] += G[a * ld + b] * P[a * ld + b];
-    } else if (has_edge) {
+    for (int a = 0; a < S; ++a) {
+      double* __restrict out = dT + a * S;
+      const double* __restrict o = O + a * ld;
+      const double* __restrict oh = Oh + a * ld;
+      const double* __restrict fa = f.factor.data() + a * ld;
+      if (shared_edge) {
+        const double* __restrict p = P + a * ld;
+        const double* __restrict ga = G + a * ld;
+        for (int b = 0; b < S; ++b) out[b] = (out[b] + fa[b] * (o[b] + oh[b])) + ga[b] * p[b];
+      } else {
+        for (int b = 0; b < S; ++b) out[b] += fa[b] * (o[b] + oh[b]);
+      }
+    }
+    if (has_edge && !shared_edge) {
       for (int64_t t = 1; t < n; ++t) {
         load_edge(t);
         for (int a = 0; a < S; ++a)
