@@ -22,13 +22,12 @@ chunking example (the same attribute strings reach both tools):
    59 MB array per call adds page faults that serialise: 68% instead of 92%
    2-thread efficiency for the likelihood in one test); parallel
    efficiency = speed-up / threads; also checks that every thread count
-   gives the same bits as one thread — this script's ``--child scaling``.
-   A sample runs a term's thread counts in turn, call by call, so that
-   each round's speed-ups compare calls made within the same second (this
-   machine's speed drifts by tens of percent from minute to minute);
+   gives the same bits as one thread — this script's ``--child scaling``;
 3. cost of each term per token relative to ``likelihood`` at 1 thread: per
-   round, the term's calls interleaved with the likelihood's, the ratio of
-   their times, median over rounds;
+   round, the term's calls interleaved with the likelihood's call by call,
+   the ratio of their times, median over rounds (samples of the two terms
+   seconds apart moved with this machine's speed, which drifts by tens of
+   percent from minute to minute);
 4. tagging throughput, Viterbi (``CRF.predict``) and marginals
    (``CRF.predict_marginals``) against ``Tagger.tag`` and ``Tagger.marginal``
    for every label of every token — ``bench/throughput.py --part tagging``;
@@ -278,17 +277,30 @@ def child_scaling(args):
             k += 1
         return [t / k for t in spent]
 
+    def sample(term):
+        k, t_start = 0, time.perf_counter()
+        while True:
+            term.value_and_gradient(theta, out=gradient)
+            k += 1
+            elapsed = time.perf_counter() - t_start
+            if elapsed >= args.min_time:
+                return elapsed / k
+
     names = list(builders)
     samples = {name: {th: [] for th in threads} for name in names}
-    # item 3: each term against the likelihood, both at one thread, in turn
+    # item 3: each term against the likelihood, both at one thread, in turn.
+    # Thread counts stay back to back: interleaving them call by call did
+    # not steady the 2-thread efficiencies here (the likelihood's read
+    # 75-89% in five runs so, 86-95% in six runs back to back).
     cost_pairs = {name: [] for name in names if name != "likelihood"}
     base = threads[0]
     for r in range(args.rounds):
         k = r % len(names)
         order = names[k:] + names[:k]
+        ths = threads if r % 2 == 0 else threads[::-1]
         for name in order:
-            for th, t in zip(threads, interleaved([terms[(name, th)] for th in threads])):
-                samples[name][th].append(t)
+            for th in ths:
+                samples[name][th].append(sample(terms[(name, th)]))
             if name in cost_pairs and "likelihood" in builders:
                 lik_t, term_t = interleaved([terms[("likelihood", base)], terms[(name, base)]])
                 cost_pairs[name].append(term_t / lik_t)
@@ -708,10 +720,9 @@ def build_markdown(res, args, started_info, total_s):
               f"CoNLL-2000 train ({su['n_sentences']:,} sentences, {su['n_tokens']:,} tokens, "
               f"{su['nnz_per_token']:.1f} attributes per token), dense layout, S = {su['S']}, "
               f"{su['n_parameters']:,} parameters, θ ~ N(0, 0.1²) random (seed 0). "
-              f"{sc['rounds']} rounds (terms in rotating order; a term's thread counts "
-              f"interleaved call by call, and each term's 1-thread calls with the "
-              f"likelihood's for item 3); "
-              f"a sample spends ≥ {sc['min_time']} s per call it interleaves, each writing into one reused "
+              f"{sc['rounds']} rounds (terms in rotating order, thread counts back to back; "
+              f"for item 3 each term's 1-thread calls interleaved with the likelihood's); "
+              f"a sample repeats the call for ≥ {sc['min_time']} s, writing into one reused "
               "gradient array (as training does). Efficiency = speed-up / "
               "threads, median of per-round values (from medians in brackets). `same bits` = "
               "value and gradient equal to the 1-thread result bit for bit.", ""]
