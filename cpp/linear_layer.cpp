@@ -246,11 +246,14 @@ __attribute__((always_inline)) inline void score_tokens_mixed(const Corpus& corp
                                                               const LayerWeights& weights,
                                                               double* emissions) {
   const int S = layout.S, ld = padded_width(S);
-  // With a one-window width a token's row is summed in a local row (in L1)
-  // and stored once, rather than the sentence's rows zeroed first and
-  // added to in place (the zeroing was 3% of an observed CoNLL-2000
-  // likelihood call); the same sums in the same order.
-  if (kVecs == 0) std::fill(emissions, emissions + (tok_end - tok_begin) * S, 0.0);
+  // A token's row is summed in a local row (in L1) and stored once, rather
+  // than the sentence's rows zeroed first and added to in place (the
+  // zeroing was 3% of an observed CoNLL-2000 likelihood call: a chunk's
+  // rows are not in L1 or L2); the same sums in the same order. Rows wider
+  // than kLocalLanes are still zeroed in place.
+  constexpr int kLocalLanes = kVecs > 0 ? 4 * kVecs : 256;
+  const bool local_row = ld <= kLocalLanes;
+  if (!local_row) std::fill(emissions, emissions + (tok_end - tok_begin) * S, 0.0);
   // Up to kRowCopyMaxLabels without the row copy: entry by entry, in the
   // copy's order (no padded rows exist then).
   const bool by_entry = S <= kRowCopyMaxLabels;
@@ -267,12 +270,16 @@ __attribute__((always_inline)) inline void score_tokens_mixed(const Corpus& corp
   // the loads of an occurrence are (mostly) in cache when it is reached
   // (16 and 8 left the entry's load waiting on CoNLL-2000: 5% slower).
   constexpr int64_t kFar = 32, kNear = 12;
-  double local[kVecs > 0 ? 4 * kVecs : 1];
+  double local[kLocalLanes];
   for (int64_t t = tok_begin; t < tok_end; ++t) {
     double* const out = emissions + (t - tok_begin) * S;
     double* row = out;
-    if constexpr (kVecs > 0) {
-      for (int j = 0; j < kVecs; ++j) store4(local + 4 * j, splat4(0.0));
+    if (local_row) {
+      if constexpr (kVecs > 0) {
+        for (int j = 0; j < kVecs; ++j) store4(local + 4 * j, splat4(0.0));
+      } else {
+        for (int b = 0; b < ld; b += 4) store4(local + b, splat4(0.0));
+      }
       row = local;
     }
     // A token's whole rows are summed apart and added to its row at the
@@ -306,7 +313,7 @@ __attribute__((always_inline)) inline void score_tokens_mixed(const Corpus& corp
       }
     }
     whole.flush(S, ld, row);
-    if constexpr (kVecs > 0) std::copy(local, local + S, out);
+    if (local_row) std::copy(local, local + S, out);
   }
 }
 
