@@ -22,12 +22,12 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
 // larger gap means beta overflowed (as in forward_backward).
 constexpr double kMarginalSumTolerance = 1e-8;
 
-// The sums below (and padded_dot's) lie on the backward sweep's dependency
-// chain (c_t feeds bR_{t-1}, which feeds the next vector-matrix product):
-// added a vec4 at a time, then lane by lane in a fixed order, rather than
-// one label after another (a chain of S dependent adds per sum and position).
 // *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta
 // (padded rows, zeros past S); node has S entries, or is nullptr (zeros).
+// These sums, like padded_dot's below, lie on the backward sweep's
+// dependency chain (c_t feeds bR_{t-1}, which feeds the next vector-matrix
+// product): they add a vec4 at a time, then lane by lane in a fixed order,
+// rather than one label after another (S dependent adds per position).
 __attribute__((always_inline)) inline void marginal_sums(const double* alpha, const double* beta,
                                                          const double* node, int S, int ld,
                                                          double* total, double* expected) {
