@@ -359,18 +359,28 @@ bool scores_within(const double* v, int64_t size) {
 
 double scaled_log_z(const Workspace& ws, int64_t n) {
   // log Z = Σ_t row_max[t] + log Π_t scale[t], with one log per sequence:
-  // the product is carried as mantissa · 2^exponent, the mantissa in
-  // [0.5, 1). scaled_forward trusts a token only when its allowed lanes are
-  // at least kMinAlpha = 1e-290, so every scale lies in [1e-290, S] and
-  // the product stays normal; should that ever change (a subnormal scale,
-  // a NaN), the logs are taken token by token instead.
+  // the product is carried as mantissa · 2^exponent. scaled_forward trusts
+  // a token only when its allowed lanes are at least kMinAlpha = 1e-290, so
+  // every scale is normal; should that ever change (a subnormal scale, a
+  // NaN), the logs are taken token by token instead. Each scale is split
+  // into its exponent and a mantissa in [0.5, 1) on its own, so only one
+  // multiply per token is on the dependency chain; the running product of
+  // mantissas is brought back to [0.5, 1) every 512 tokens (0.5^512 is
+  // still normal) and at the end. Powers of two scale without rounding, so
+  // the result has the bits of normalising after every token.
+  const auto normalise = [](double& mantissa, int64_t& exponent) {
+    uint64_t bits;
+    std::memcpy(&bits, &mantissa, sizeof bits);
+    exponent += static_cast<int64_t>((bits >> 52) & 0x7ff) - 1022;
+    bits = (bits & ~(0x7ffULL << 52)) | (1022ULL << 52);
+    std::memcpy(&mantissa, &bits, sizeof bits);
+  };
   double shift = 0.0, mantissa = 1.0;
   int64_t exponent = 0;
   for (int64_t t = 0; t < n; ++t) {
     shift += ws.row_max[t];
-    mantissa *= ws.scale[t];
     uint64_t bits;
-    std::memcpy(&bits, &mantissa, sizeof bits);
+    std::memcpy(&bits, &ws.scale[t], sizeof bits);
     const int64_t field = static_cast<int64_t>((bits >> 52) & 0x7ff);
     if (field == 0 || field == 0x7ff) {
       double log_z = 0.0;
@@ -379,8 +389,12 @@ double scaled_log_z(const Workspace& ws, int64_t n) {
     }
     exponent += field - 1022;
     bits = (bits & ~(0x7ffULL << 52)) | (1022ULL << 52);
-    std::memcpy(&mantissa, &bits, sizeof bits);
+    double scale_mantissa;
+    std::memcpy(&scale_mantissa, &bits, sizeof bits);
+    mantissa *= scale_mantissa;
+    if ((t & 511) == 511) normalise(mantissa, exponent);
   }
+  normalise(mantissa, exponent);
   return shift + (std::log(mantissa) + static_cast<double>(exponent) * 0.6931471805599453);
 }
 
