@@ -83,16 +83,15 @@ struct LaneWindow {
   }
 };
 
-// out[b] = the window's lane b for b < S (4·(kVecs - 1) < S <= 4·kVecs):
+// out[b] = lanes[b / 4][b % 4] for b < S (4·(kVecs - 1) < S <= 4·kVecs):
 // whole vec4s, then the last lanes under a fixed bound. A loop up to S was
 // turned into a memmove call per token (3.3% of the samples of an
 // observed BC2GM likelihood call).
 template <int kVecs>
-__attribute__((always_inline)) inline void store_lanes(const LaneWindow<kVecs>& w, int S,
-                                                       double* out) {
-  for (int j = 0; j + 1 < kVecs; ++j) store4(out + 4 * j, w.acc[j]);
+__attribute__((always_inline)) inline void store_lanes(const vec4* lanes, int S, double* out) {
+  for (int j = 0; j + 1 < kVecs; ++j) store4(out + 4 * j, lanes[j]);
   double last[4];
-  store4(last, w.acc[kVecs - 1]);
+  store4(last, lanes[kVecs - 1]);
   for (int b = 0; b < 4; ++b)
     if (4 * (kVecs - 1) + b < S) out[4 * (kVecs - 1) + b] = last[b];
 }
@@ -197,7 +196,7 @@ __attribute__((always_inline)) inline void score_tokens_by_rows(const Corpus& co
       }
       w.add(values[k], attribute_rows + static_cast<int64_t>(attr[k]) * stride);
     }
-    store_lanes<kVecs>(w, S, emissions + (t - tok_begin) * S);
+    store_lanes<kVecs>(w.acc, S, emissions + (t - tok_begin) * S);
   }
 }
 
@@ -326,11 +325,9 @@ __attribute__((always_inline)) inline void score_tokens_mixed(const Corpus& corp
     whole.flush(S, ld, row);
     if (local_row) {
       if constexpr (kVecs > 0) {
-        // Fixed trip counts, as in store_lanes (a memmove call per token
-        // was 2% of the observed CoNLL-2000 likelihood call).
-        for (int j = 0; j + 1 < kVecs; ++j) store4(out + 4 * j, load4(local + 4 * j));
-        for (int b = 4 * (kVecs - 1); b < 4 * kVecs; ++b)
-          if (b < S) out[b] = local[b];
+        vec4 lanes[kVecs];
+        for (int j = 0; j < kVecs; ++j) lanes[j] = load4(local + 4 * j);
+        store_lanes<kVecs>(lanes, S, out);
       } else {
         std::copy(local, local + S, out);
       }
