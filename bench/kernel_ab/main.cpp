@@ -46,6 +46,6 @@ int main(int argc, char** argv) {
     return v[v.size() / 2];
   };
   std::printf("%s, S = %d, %d rounds: a %.1f ns/token, b %.1f ns/token, median b/a %.3f\n",
-              kernel == 0 ? "entropy gradient" : "forward-backward", S, rounds, median(a),
+              kernel == 0 ? "entropy gradient" : kernel == 1 ? "forward-backward" : "GE gradient", S, rounds, median(a),
               median(b), median(ratio));
 }

@@ -36,3 +36,4 @@ done
 g++ $flags "$here/main.cpp" "$work"/*.o -o "$work/kernel_ab"
 "$work/kernel_ab" 1 "$rounds" "$S"
 "$work/kernel_ab" 0 "$rounds" "$S"
+"$work/kernel_ab" 2 "$rounds" "$S"

@@ -10,6 +10,7 @@
 // a sum of its outputs (so that nothing is optimised away).
 //   kernel 0: the entropy gradient (scaled forward + covariance kernel)
 //   kernel 1: forward-backward with node marginals and edge sums (likelihood)
+//   kernel 2: the gradient of E[r] for a node-only score r (GE's)
 double KERNEL_AB_ENTRY(const double* E, const double* T, int S, const int64_t* offsets,
                        int n_chains, int kernel) {
   using namespace sscrf;
@@ -30,6 +31,10 @@ double KERNEL_AB_ENTRY(const double* E, const double* T, int S, const int64_t* o
       own.log_potentials = true;
       double log_z;
       sum += expectation_gradient(c, ws, own, dE.data(), dT.data(), &log_z);
+    } else if (kernel == 2) {
+      AdditiveScore node_only;
+      node_only.node = E + offsets[s] * S;  // any node score will do
+      sum += expectation_gradient(c, ws, node_only, dE.data(), dT.data(), nullptr);
     } else {
       sum += forward_backward(c, ws, dE.data(), nullptr, dT.data());
     }
