@@ -7,8 +7,11 @@
 # cpp/). Both builds' forward_backward.cpp and covariance.cpp are compiled
 # into separate namespaces of one binary and alternated on 400 random chains
 # of 5-45 tokens; whole-evaluation timings on a noisy machine cannot see
-# the few-percent changes this can. Two builds of the same sources read
-# within about ±5% of each other (code placement), so trust larger ratios.
+# the few-percent changes this can. Where each build lands in the binary
+# matters too: two builds of the same sources read up to 5% apart, the
+# same way each time. So a second binary links the two builds the other
+# way round, and each kernel's B/A is the geometric mean of its two
+# readings (B/A in the first, A/B in the second), which cancels that.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,22 +21,41 @@ rounds=${3:-30}
 S=${4:-22}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/a" "$work/b"
-git -C "$root" archive "$a_rev" cpp | tar -x -C "$work/a"
+mkdir -p "$work/A" "$work/B"
+git -C "$root" archive "$a_rev" cpp | tar -x -C "$work/A"
 if [ -n "$b_rev" ]; then
-  git -C "$root" archive "$b_rev" cpp | tar -x -C "$work/b"
+  git -C "$root" archive "$b_rev" cpp | tar -x -C "$work/B"
 else
-  cp -r "$root/cpp" "$work/b/cpp"
+  cp -r "$root/cpp" "$work/B/cpp"
 fi
 flags="-O3 -fno-math-errno -fopenmp-simd -std=c++17 -w -Wno-psabi"
-for v in a b; do
-  src="$work/$v/cpp"
-  for f in "$here/wrap.cpp" "$src/covariance.cpp" "$src/forward_backward.cpp"; do
-    g++ $flags -I"$src" -Dsscrf="kernel_ab_ns_$v" -DKERNEL_AB_ENTRY="kernel_ab_$v" \
-      -c "$f" -o "$work/$v-$(basename "$f" .cpp).o"
+# link_pair OUT FIRST SECOND: a binary whose slot a runs build FIRST, b SECOND
+link_pair() {
+  local out=$1 objs=()
+  for slot in a b; do
+    local build=$2
+    [ "$slot" = b ] && build=$3
+    local src="$work/$build/cpp"
+    for f in "$here/wrap.cpp" "$src/covariance.cpp" "$src/forward_backward.cpp"; do
+      local o="$work/$out-$slot-$(basename "$f" .cpp).o"
+      g++ $flags -I"$src" -Dsscrf="kernel_ab_ns_$slot" -DKERNEL_AB_ENTRY="kernel_ab_$slot" \
+        -c "$f" -o "$o"
+      objs+=("$o")
+    done
   done
+  g++ $flags "$here/main.cpp" "${objs[@]}" -o "$work/$out"
+}
+link_pair ab A B
+link_pair ba B A
+for kernel in 1 0 2; do
+  one=$("$work/ab" "$kernel" "$rounds" "$S")
+  two=$("$work/ba" "$kernel" "$rounds" "$S")
+  echo "$one"
+  echo "$two (builds swapped)"
+  python3 - "$one" "$two" <<'PY'
+import math, re, sys
+first, second = (float(re.search(r"median b/a ([0-9.]+)", s).group(1)) for s in sys.argv[1:])
+name = sys.argv[1].split(",")[0]
+print(f"  {name}: B/A {math.sqrt(first / second):.3f} (geometric mean of {first:.3f} and 1/{second:.3f})")
+PY
 done
-g++ $flags "$here/main.cpp" "$work"/*.o -o "$work/kernel_ab"
-"$work/kernel_ab" 1 "$rounds" "$S"
-"$work/kernel_ab" 0 "$rounds" "$S"
-"$work/kernel_ab" 2 "$rounds" "$S"
