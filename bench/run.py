@@ -343,8 +343,9 @@ def summarize_scaling(raw):
                 b = _common.median(base)
                 row["speedup"] = b / med
                 row["efficiency"] = b / med / th
-                row["median_paired_efficiency"] = _common.median(
-                    [a / c / th for a, c in zip(base, v)])
+                per_round = [a / c / th for a, c in zip(base, v)]
+                row["median_paired_efficiency"] = _common.median(per_round)
+                row["paired_efficiency_range"] = [min(per_round), max(per_round)]
             row["identical_to_1_thread"] = raw["identical_to_1_thread"].get(name, {}).get(
                 str(th))
             rows[str(th)] = row
@@ -362,7 +363,8 @@ def summarize_scaling(raw):
                 a / b for a, b in zip(v, lik)]
             cost[name] = {"us_per_token": 1e6 * _common.median(v) / N,
                           "ratio_of_medians": _common.median(v) / _common.median(lik),
-                          "median_paired_ratio": _common.median(paired)}
+                          "median_paired_ratio": _common.median(paired),
+                          "paired_ratio_range": [min(paired), max(paired)]}
     return {"by_term": out, "cost_vs_likelihood": cost}
 
 
@@ -586,7 +588,8 @@ def check_targets(res, quick):
                     continue
                 v = row.get("median_paired_efficiency")
                 add(2, f"parallel efficiency at {th} threads ≥ {lim:.0%}: {name}",
-                    "—" if v is None else f"{v:.0%} (from medians {row['efficiency']:.0%})",
+                    "—" if v is None else f"{v:.0%} (from medians {row['efficiency']:.0%}"
+                                          f"{_round_range(row.get('paired_efficiency_range'))})",
                     None if v is None else v >= lim, tag=tag)
             if not any(str(th) in rows for rows in by.values()):
                 add(2, f"parallel efficiency at {th} threads ≥ {lim:.0%}", "not measured",
@@ -601,12 +604,14 @@ def check_targets(res, quick):
             v = cost["entropy"]["median_paired_ratio"]
             add(3, f"entropy (fast) per token ≤ {ENTROPY_COST}x likelihood (aim "
                    f"{ENTROPY_AIM}x)", f"{_common.fmt_ratio(v)} (aim: "
-                                       f"{_common.verdict(v <= ENTROPY_AIM)})",
+                                       f"{_common.verdict(v <= ENTROPY_AIM)}"
+                                       f"{_round_range(cost['entropy'].get('paired_ratio_range'), 'x')})",
                 v <= ENTROPY_COST, tag=tag)
         if "ge" in cost:
             v = cost["ge"]["median_paired_ratio"]
-            add(3, f"ge per token ≤ {GE_COST}x likelihood", _common.fmt_ratio(v), v <= GE_COST,
-                tag=tag)
+            add(3, f"ge per token ≤ {GE_COST}x likelihood",
+                f"{_common.fmt_ratio(v)}{_round_range(cost['ge'].get('paired_ratio_range'), 'x', '')}",
+                v <= GE_COST, tag=tag)
         else:
             add(3, f"ge per token ≤ {GE_COST}x likelihood", "no ge term", None, tag=tag)
 
@@ -629,6 +634,20 @@ def check_targets(res, quick):
 
 
 # -- report ---------------------------------------------------------------------------------
+
+
+def _round_range(lo_hi, unit="%", sep="; "):
+    """'; rounds 84-101%': the spread of the per-round values behind a median
+    (empty for runs that did not record it), so a verdict near its limit
+    shows how far the machine's noise reaches."""
+    if not lo_hi:
+        return ""
+    lo, hi = lo_hi
+    if unit == "%":
+        text = f"rounds {100 * lo:.0f}-{100 * hi:.0f}%"
+    else:
+        text = f"rounds {lo:.2f}-{hi:.2f}x"
+    return f"{sep}{text}" if sep else f" ({text})"
 
 
 def _pct(x):
@@ -869,6 +888,8 @@ def main(argv=None):
         args.repeats, args.thread_list = st.get("repeats"), st.get("threads", args.thread_list)
         if res.get("supervised"):  # derived from the runs: recomputed with this code
             res["supervised"]["ratios"] = supervised_ratios(res["supervised"])
+        if res.get("scaling", {}).get("samples"):
+            res["scaling"]["summary"] = summarize_scaling(res["scaling"])
         res["targets"] = check_targets(res, args.quick)
         md = build_markdown(res, args, res["machine"], res.get("suite_wall_s", 0.0))
         with open(os.path.join(args.out, "suite.md"), "w", encoding="utf-8") as f:
