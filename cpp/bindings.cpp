@@ -826,14 +826,17 @@ PYBIND11_MODULE(_core, m) {
           if (!node) fail("node_scores must be a float array (n, S)");
           require_shape(node, {n, S}, "node_scores");
           require_finite(node.data(), node.size(), "node_scores");
-          auto edge = Doubles::ensure(edge_scores);
-          if (!edge) fail("edge_scores must be a float array (n-1, S, S)");
-          require_shape(edge, {n > 0 ? n - 1 : 0, S, S}, "edge_scores");
-          require_finite(edge.data(), edge.size(), "edge_scores");
           AdditiveScore r;
           r.node = node.data();
-          r.edge = edge.data();
-          r.edge_stride = S * S;
+          Doubles edge;  // None: a node-only score (GE's)
+          if (!edge_scores.is_none()) {
+            edge = Doubles::ensure(edge_scores);
+            if (!edge) fail("edge_scores must be a float array (n-1, S, S) or None");
+            require_shape(edge, {n > 0 ? n - 1 : 0, S, S}, "edge_scores");
+            require_finite(edge.data(), edge.size(), "edge_scores");
+            r.edge = edge.data();
+            r.edge_stride = S * S;
+          }
           py::array_t<double> dE({n, S});
           std::vector<double> dT(static_cast<size_t>(S) * S, 0.0);
           double* dEp = dE.mutable_data();

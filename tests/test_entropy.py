@@ -398,6 +398,24 @@ def test_expectation_gradient_matches_brute_force(n, S, scale, start_end):
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-8, err_msg=name)
 
 
+@pytest.mark.parametrize("S", [4, 5, 9, 14, 19, 23, 27])
+def test_node_only_expectation_gradient_at_every_padded_width(S):
+    # Without edge scores (GE's case) the kernel takes its own path, with
+    # two products per backward step instead of three; padded widths 4 to 28
+    # give it every tile width. Reference: Cov[F, r] over all S**3 labelings.
+    rng = np.random.default_rng(100 + S)
+    E, T, start, end = full_chain(rng, 3, S, 1.0)
+    node_scores = rng.normal(size=(3, S))
+    dist = Dist(E, T, start, end)
+    r = additive_score(dist, node_scores, np.zeros((2, S, S)))
+    value, d_e, d_t, d_s, d_end = lattice.expectation_gradient(E, T, node_scores, None,
+                                                               start, end)
+    assert value == pytest.approx(dist.expect(r), rel=1e-11, abs=1e-12)
+    for name, got, F in [("emissions", d_e, dist.f_emit), ("transitions", d_t, dist.f_trans),
+                         ("start", d_s, dist.f_start), ("end", d_end, dist.f_end)]:
+        np.testing.assert_allclose(got, dist.cov(F, r), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 def test_expectation_gradient_large_scores():
     # ±300 scores underflow scaled products; the kernel must still match.
     rng = np.random.default_rng(8)

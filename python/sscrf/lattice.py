@@ -186,7 +186,8 @@ def expectation_gradient(emissions, transitions, node_scores, edge_scores, start
     Parameters
     ----------
     node_scores : ndarray (n, S)
-    edge_scores : ndarray (n-1, S, S)
+    edge_scores : ndarray (n-1, S, S), or None for a score without edge
+        terms (as GE's: the kernel then skips the edge products)
 
     Returns
     -------
