@@ -180,6 +180,35 @@ def test_step_secant_pair_and_l2_prior(vectors):
     assert all(item == grads[0] for item in grads)
 
 
+def test_work_units_of_several_blocks_keep_each_blocks_sums():
+    # 131 blocks: a thread's work unit then spans 8, 4, 2 and 1 blocks at 1,
+    # 2, 3 and 8 threads (and the last unit is short, its last block
+    # partial). Each block's sums must not depend on its unit: every thread
+    # count gives the same bits, the fused secant pass included.
+    n = 130 * 8192 + 1237
+    rng = np.random.default_rng(11)
+    wide = [rng.standard_normal(n) for _ in range(4)]
+    mixed = [wide[0], wide[1].astype(np.float32), wide[2], (wide[0] - wide[2]).astype(np.float32)]
+    pairs = np.array([(0, 1), (0, 3), (2, 1), (2, 3), (0, 0), (1, 1), (3, 2), (2, 2)])
+    exact = [m.astype(np.float64) for m in mixed]
+    want = [math.fsum(exact[i] * exact[j]) for i, j in pairs]
+    results = [_core.dot_products(mixed, pairs, t) for t in THREADS]
+    np.testing.assert_allclose(results[0], want, rtol=1e-12)
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes()
+    fused = []
+    for t in THREADS:
+        s, y = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+        fused.append(_core.secant_pair(wide[0], wide[1], wide[2], wide[3], s, y, t,
+                                       vectors=[s, y, wide[2], mixed[3]], pairs=pairs))
+        assert s.tobytes() == (wide[1] - wide[0]).astype(np.float32).tobytes()
+    steps = [(wide[1] - wide[0]).astype(np.float32), (wide[2] - wide[3]).astype(np.float32),
+             wide[2], mixed[3]]
+    np.testing.assert_allclose(fused[0], _core.dot_products(steps, pairs, 1), rtol=0, atol=0)
+    for r in fused[1:]:
+        assert r.tobytes() == fused[0].tobytes()
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_secant_pair_with_dot_products_gives_the_bits_of_two_passes(vectors, dtype):
     # The fused pass reads step and y as written (each block right after it
