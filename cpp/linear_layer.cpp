@@ -184,7 +184,10 @@ __attribute__((always_inline)) inline void score_tokens_by_rows(const Corpus& co
   const OccurrenceValues values{corpus.values.empty() ? nullptr : corpus.values.data(),
                                 corpus.constant_value};
   const int64_t nnz = static_cast<int64_t>(corpus.indices.size());
-  constexpr int64_t kAhead = 16;
+  // The row of the occurrence kAhead on is prefetched. 32 rather than 16:
+  // 0.94x the time of a dense CoNLL-2000 likelihood call (1 thread,
+  // alternated processes), BC2GM 0.98x, dense EWT UPOS 1.01x.
+  constexpr int64_t kAhead = 32;
   constexpr int ld = 4 * kVecs;
   for (int64_t t = tok_begin; t < tok_end; ++t) {
     LaneWindow<kVecs> w;
