@@ -269,10 +269,10 @@ def child_scaling(args):
         spent = [0.0] * len(calls)
         k = 0
         while k < 3 or sum(spent) < args.min_time * len(calls):
-            for i, term in enumerate(calls if k % 2 == 0 else calls[::-1]):
-                j = i if k % 2 == 0 else len(calls) - 1 - i
+            turn = range(len(calls)) if k % 2 == 0 else reversed(range(len(calls)))
+            for j in turn:
                 t_call = time.perf_counter()
-                term.value_and_gradient(theta, out=gradient)
+                calls[j].value_and_gradient(theta, out=gradient)
                 spent[j] += time.perf_counter() - t_call
             k += 1
         return [t / k for t in spent]

@@ -368,33 +368,32 @@ double scaled_log_z(const Workspace& ws, int64_t n) {
   // mantissas is brought back to [0.5, 1) every 512 tokens (0.5^512 is
   // still normal) and at the end. Powers of two scale without rounding, so
   // the result has the bits of normalising after every token.
-  const auto normalise = [](double& mantissa, int64_t& exponent) {
+  // x becomes its mantissa in [0.5, 1) (for a normal x); returns the
+  // exponent field it had (0 and 0x7ff: subnormal or zero, inf or NaN).
+  const auto take_exponent = [](double& x) {
     uint64_t bits;
-    std::memcpy(&bits, &mantissa, sizeof bits);
-    exponent += static_cast<int64_t>((bits >> 52) & 0x7ff) - 1022;
+    std::memcpy(&bits, &x, sizeof bits);
+    const int64_t field = static_cast<int64_t>((bits >> 52) & 0x7ff);
     bits = (bits & ~(0x7ffULL << 52)) | (1022ULL << 52);
-    std::memcpy(&mantissa, &bits, sizeof bits);
+    std::memcpy(&x, &bits, sizeof bits);
+    return field;
   };
   double shift = 0.0, mantissa = 1.0;
   int64_t exponent = 0;
   for (int64_t t = 0; t < n; ++t) {
     shift += ws.row_max[t];
-    uint64_t bits;
-    std::memcpy(&bits, &ws.scale[t], sizeof bits);
-    const int64_t field = static_cast<int64_t>((bits >> 52) & 0x7ff);
+    double scale_mantissa = ws.scale[t];
+    const int64_t field = take_exponent(scale_mantissa);
     if (field == 0 || field == 0x7ff) {
       double log_z = 0.0;
       for (int64_t u = 0; u < n; ++u) log_z += ws.row_max[u] + std::log(ws.scale[u]);
       return log_z;
     }
     exponent += field - 1022;
-    bits = (bits & ~(0x7ffULL << 52)) | (1022ULL << 52);
-    double scale_mantissa;
-    std::memcpy(&scale_mantissa, &bits, sizeof bits);
     mantissa *= scale_mantissa;
-    if ((t & 511) == 511) normalise(mantissa, exponent);
+    if ((t & 511) == 511) exponent += take_exponent(mantissa) - 1022;
   }
-  normalise(mantissa, exponent);
+  exponent += take_exponent(mantissa) - 1022;
   return shift + (std::log(mantissa) + static_cast<double>(exponent) * 0.6931471805599453);
 }
 

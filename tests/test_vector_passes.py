@@ -52,6 +52,18 @@ def test_float32_history_vectors_are_read_in_double(vectors):
                                rtol=1e-13, atol=1e-13 * np.abs(out).max())
 
 
+def dots_checked_at_every_thread_count(vectors, pairs):
+    """dot_products at every thread count in THREADS: against math.fsum of the
+    vectors read in double, and the same bits for every count. Returns them."""
+    wide = [v.astype(np.float64) for v in vectors]
+    want = [math.fsum(wide[i] * wide[j]) for i, j in pairs]
+    results = [_core.dot_products(vectors, pairs, t) for t in THREADS]
+    np.testing.assert_allclose(results[0], want, rtol=1e-12)
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes()
+    return results
+
+
 def test_dot_products_of_many_pairs_mixing_float_and_double(vectors):
     # Vectors that are the first of a pair stay resident while the others
     # stream past them, four residents at a time: six firsts against one
@@ -61,12 +73,7 @@ def test_dot_products_of_many_pairs_mixing_float_and_double(vectors):
              vectors[4], (vectors[0] - vectors[4]).astype(np.float32), vectors[1] * 0.5]
     forward = [(i, 6) for i in range(6)] + [(1, 3), (0, 2), (1, 1), (5, 3), (2, 4), (3, 5)]
     pairs = np.array(forward + [(j, i) for i, j in forward])
-    wide = [m.astype(np.float64) for m in mixed]
-    want = [math.fsum(wide[i] * wide[j]) for i, j in pairs]
-    results = [_core.dot_products(mixed, pairs, t) for t in THREADS]
-    np.testing.assert_allclose(results[0], want, rtol=1e-12)
-    for r in results[1:]:
-        assert r.tobytes() == results[0].tobytes()
+    results = dots_checked_at_every_thread_count(mixed, pairs)
     half = len(forward)
     assert results[0][:half].tobytes() == results[0][half:].tobytes()
 
@@ -190,12 +197,7 @@ def test_work_units_of_several_blocks_keep_each_blocks_sums():
     wide = [rng.standard_normal(n) for _ in range(4)]
     mixed = [wide[0], wide[1].astype(np.float32), wide[2], (wide[0] - wide[2]).astype(np.float32)]
     pairs = np.array([(0, 1), (0, 3), (2, 1), (2, 3), (0, 0), (1, 1), (3, 2), (2, 2)])
-    exact = [m.astype(np.float64) for m in mixed]
-    want = [math.fsum(exact[i] * exact[j]) for i, j in pairs]
-    results = [_core.dot_products(mixed, pairs, t) for t in THREADS]
-    np.testing.assert_allclose(results[0], want, rtol=1e-12)
-    for r in results[1:]:
-        assert r.tobytes() == results[0].tobytes()
+    dots_checked_at_every_thread_count(mixed, pairs)
     fused = []
     for t in THREADS:
         s, y = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
