@@ -9,6 +9,7 @@
 #include "attribute_index.hpp"
 #include "corpus.hpp"
 #include "covariance.hpp"
+#include "dense_kernels.hpp"
 #include "lattice.hpp"
 #include "linear_layer.hpp"
 #include "objective.hpp"
@@ -449,12 +450,15 @@ PYBIND11_MODULE(_core, m) {
 #endif
     d["max_threads"] = max_threads();
 #if defined(__clang__)
-    d["compiler"] = std::string("clang ") + __clang_version__;
+    d["compiler"] = "clang " + std::to_string(__clang_major__) + "." +
+                    std::to_string(__clang_minor__) + "." +
+                    std::to_string(__clang_patchlevel__);
 #elif defined(__GNUC__)
     d["compiler"] = std::string("gcc ") + __VERSION__;
 #else
     d["compiler"] = "unknown";
 #endif
+    d["kernels"] = kernel_target();
     return d;
   });
 

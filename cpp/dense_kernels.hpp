@@ -16,11 +16,31 @@
 // results still do not depend on the thread count.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(SSCRF_NATIVE)
 #define SSCRF_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define SSCRF_HAS_SIMD_CLONES 1
 #else
 #define SSCRF_SIMD_CLONES
 #endif
 
 namespace sscrf {
+
+// Which compilation of the hot kernels runs on this CPU: "x86-64-v3" or
+// "baseline" (the loader's choice between the clones above, asked the same
+// way; GCC before 12 knows no ISA levels by name, so there AVX2, FMA and
+// BMI2 stand for it), or "native" for a -DSSCRF_NATIVE=ON build.
+inline const char* kernel_target() {
+#if defined(SSCRF_NATIVE)
+  return "native";
+#elif defined(SSCRF_HAS_SIMD_CLONES) && __GNUC__ >= 12
+  return __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3" : "baseline";
+#elif defined(SSCRF_HAS_SIMD_CLONES)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 __builtin_cpu_supports("bmi2")
+             ? "x86-64-v3"
+             : "baseline";
+#else
+  return "baseline";
+#endif
+}
 
 // Rows are padded to whole vec4s, not to pairs of them: with 8-lane padding
 // 3 labels took 8 lanes and 17 took 24 (the likelihood 3-6% slower on

@@ -22,3 +22,4 @@ def test_build_info_reports_openmp_and_threads():
     info = sscrf.build_info()
     assert isinstance(info["openmp"], bool)
     assert info["max_threads"] >= 1
+    assert info["kernels"] in {"x86-64-v3", "baseline", "native"}

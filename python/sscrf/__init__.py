@@ -18,7 +18,11 @@ def build_info():
     dict
         ``openmp`` (bool): whether OpenMP is enabled; ``max_threads`` (int):
         the most threads OpenMP would use by default (1 without OpenMP);
-        ``compiler`` (str).
+        ``compiler`` (str); ``kernels`` (str): which compilation of the hot
+        loops runs on this CPU, ``"x86-64-v3"`` (AVX2 and FMA),
+        ``"baseline"`` (a CPU without them, or a compiler that builds no
+        second compilation, such as clang) or ``"native"`` (built with
+        ``-DSSCRF_NATIVE=ON``).
     """
     return dict(_build_info())
 
