@@ -557,7 +557,8 @@ def _core_line(runs):
         extra = ""
         if info:
             extra = (f", {info.get('compiler', '?')}, OpenMP "
-                     f"{'on' if info.get('openmp') else 'off'}")
+                     f"{'on' if info.get('openmp') else 'off'}, kernels "
+                     f"{info.get('kernels', '?')}")
         parts.append(f"sscrf core: {builds}{extra}")
         if len(seen) > 1:
             parts.append("WARNING: the compiled core changed between children (rebuilt during "
