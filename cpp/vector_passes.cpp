@@ -251,16 +251,17 @@ void dot_products_unit(const std::vector<VectorRef>& vectors, const DotPlan& pla
         sum[p] = pair_of[p] < 0 ? &dropped[p] : &sums[block * n_pairs + pair_of[p]];
       const double* a_block[4];
       for (int r = 0; r < bundle.width; ++r) a_block[r] = a[r] + offset;
-      if (bundle.single) {
-        const float* b_block[kBundleVectors];
-        for (int g = 0; g < bundle.count; ++g) b_block[g] = static_cast<const float*>(b[g]) + offset;
+      // The streamed vectors' block, read as the type T they are stored in.
+      const auto run = [&](auto t) __attribute__((always_inline)) {
+        using T = decltype(t);
+        const T* b_block[kBundleVectors];
+        for (int g = 0; g < bundle.count; ++g) b_block[g] = static_cast<const T*>(b[g]) + offset;
         dot_bundle_of_shape(bundle.count, bundle.width, b_block, a_block, block_len, sum);
-      } else {
-        const double* b_block[kBundleVectors];
-        for (int g = 0; g < bundle.count; ++g)
-          b_block[g] = static_cast<const double*>(b[g]) + offset;
-        dot_bundle_of_shape(bundle.count, bundle.width, b_block, a_block, block_len, sum);
-      }
+      };
+      if (bundle.single)
+        run(float{});
+      else
+        run(double{});
     }
   }
 }

@@ -191,7 +191,8 @@ def test_work_units_of_several_blocks_keep_each_blocks_sums():
     # 131 blocks: a thread's work unit then spans 8, 4, 2 and 1 blocks at 1,
     # 2, 3 and 8 threads (and the last unit is short, its last block
     # partial). Each block's sums must not depend on its unit: every thread
-    # count gives the same bits, the fused secant pass included.
+    # count gives the same bits. The fused secant pass (units of one block)
+    # must agree with the products alone, at every thread count.
     n = 130 * 8192 + 1237
     rng = np.random.default_rng(11)
     wide = [rng.standard_normal(n) for _ in range(4)]
