@@ -13,10 +13,16 @@ k: the ceiling (time alone / median time of the k processes), the OpenMP
 efficiency (time at 1 thread / k / time at k threads) and the part of the
 ceiling that OpenMP reaches.
 
+The pseudo-term ``in_core`` separates the clock from memory: each process
+runs the same vector arithmetic on arrays that fit its core's own L2
+cache, touching neither the shared cache nor memory, so its ceiling is
+what the clock (and anything else a core shares) leaves; a term's ceiling
+below that is memory. It has no threaded version.
+
 Data: CoNLL-2000 train, CRFsuite tutorial attributes, the dense layout and
 random weights of the suite's scaling item (bench/run.py, item 2).
 
-    python bench/scaling_ceiling.py [--terms likelihood,entropy] [--counts 1,2,4,8,16]
+    python bench/scaling_ceiling.py [--terms in_core,likelihood,entropy] [--counts 1,2,4,8,16]
         [--evaluations 8] [--data DIR] [--json FILE]
 """
 
@@ -34,7 +40,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 import run  # noqa: E402  (the suite: default thread counts, dense layout)
 
-TERMS = ("likelihood", "entropy", "partial_likelihood")
+TERMS = ("in_core", "likelihood", "entropy", "partial_likelihood")
+
+
+class InCore:
+    """Vector multiply-adds over three 32 KiB arrays, as long as a likelihood
+    evaluation at 1 thread takes (about 0.1 s): work that stays in one core's L2."""
+
+    def __init__(self, rounds=40000):
+        import numpy as np
+
+        self.a = np.linspace(0.5, 1.5, 4096)
+        self.b = np.linspace(1.5, 0.5, 4096)
+        self.c = np.zeros(4096)
+        self.rounds = rounds
+
+    def value_and_gradient(self, theta=None, out=None):
+        import numpy as np
+
+        a, b, c = self.a, self.b, self.c
+        for _ in range(self.rounds):
+            np.multiply(a, b, out=c)
+            np.add(c, a, out=c)
+        return float(c[0])
 
 
 def load_conll2000(data_dir):
@@ -70,6 +98,8 @@ def build_term(path, name, n_threads):
     from sscrf import _core
     from sscrf.objectives import OBJECTIVES
 
+    if name == "in_core":
+        return InCore(), None
     d = np.load(path)
     S, A = int(d["S"]), int(d["n_attributes"])
     layout = run._dense_layout(A, S)
@@ -90,7 +120,7 @@ def time_evaluations(term, theta, n):
     """Median seconds of n evaluations, after one warm-up."""
     import numpy as np
 
-    gradient = np.empty_like(theta)
+    gradient = None if theta is None else np.empty_like(theta)
     term.value_and_gradient(theta, out=gradient)
     return _common.median_call_seconds(term, theta, out=gradient, calls=n)
 
@@ -117,11 +147,16 @@ def independent(ctx, path, name, k, n):
     return statistics.median(times)
 
 
+def cell(value, spec):
+    return "—" if value is None else format(value, spec)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=run.DEFAULT_DATA)
-    ap.add_argument("--terms", default="likelihood,entropy",
-                    help=f"comma-separated, from {', '.join(TERMS)} (default likelihood,entropy)")
+    ap.add_argument("--terms", default="in_core,likelihood,entropy",
+                    help=f"comma-separated, from {', '.join(TERMS)} "
+                         "(default in_core,likelihood,entropy)")
     ap.add_argument("--counts", type=run.parse_threads, default=None,
                     help="process / thread counts (default: the suite's thread counts)")
     ap.add_argument("--evaluations", type=int, default=8,
@@ -144,21 +179,26 @@ def main(argv=None):
         path = os.path.join(tmp, "conll2000.npz")
         n_tokens = prepare(args.data, path)
         for name in terms:
-            term_threads = {k: build_term(path, name, k) for k in counts}
+            threads = name != "in_core"
+            term_threads = ({k: build_term(path, name, k) for k in counts} if threads else {})
             alone = independent(ctx, path, name, 1, args.evaluations)
-            one_thread = time_evaluations(*term_threads[1], args.evaluations)
+            one_thread = time_evaluations(*term_threads[1], args.evaluations) if threads else None
             for k in counts:
                 each = independent(ctx, path, name, k, args.evaluations) if k > 1 else alone
-                threaded = (time_evaluations(*term_threads[k], args.evaluations)
-                            if k > 1 else one_thread)
                 ceiling = alone / each
-                efficiency = one_thread / k / threaded
-                rows.append({"term": name, "k": k, "alone_s": alone, "each_of_k_s": each,
-                             "ceiling": ceiling, "one_thread_s": one_thread,
-                             "k_threads_s": threaded, "efficiency": efficiency,
-                             "share_of_ceiling": efficiency / ceiling})
-                print(f"[{time.strftime('%H:%M:%S')}] {name} k={k}: ceiling {ceiling:.0%}, "
-                      f"OpenMP {efficiency:.0%}", file=sys.stderr, flush=True)
+                row = {"term": name, "k": k, "alone_s": alone, "each_of_k_s": each,
+                       "ceiling": ceiling, "one_thread_s": one_thread, "k_threads_s": None,
+                       "efficiency": None, "share_of_ceiling": None}
+                if threads:
+                    threaded = (time_evaluations(*term_threads[k], args.evaluations)
+                                if k > 1 else one_thread)
+                    efficiency = one_thread / k / threaded
+                    row.update(k_threads_s=threaded, efficiency=efficiency,
+                               share_of_ceiling=efficiency / ceiling)
+                rows.append(row)
+                openmp = f", OpenMP {row['efficiency']:.0%}" if threads else ""
+                print(f"[{time.strftime('%H:%M:%S')}] {name} k={k}: ceiling {ceiling:.0%}{openmp}",
+                      file=sys.stderr, flush=True)
             del term_threads
 
     print(_common.machine_line())
@@ -168,8 +208,8 @@ def main(argv=None):
         ["term", "k", "1 process alone, s", "each of k processes, s", "ceiling",
          "1 thread, s", "k threads, s", "OpenMP efficiency", "of the ceiling"],
         [[r["term"], r["k"], f"{r['alone_s']:.4f}", f"{r['each_of_k_s']:.4f}",
-          f"{r['ceiling']:.0%}", f"{r['one_thread_s']:.4f}", f"{r['k_threads_s']:.4f}",
-          f"{r['efficiency']:.0%}", f"{r['share_of_ceiling']:.0%}"] for r in rows]))
+          f"{r['ceiling']:.0%}", cell(r["one_thread_s"], ".4f"), cell(r["k_threads_s"], ".4f"),
+          cell(r["efficiency"], ".0%"), cell(r["share_of_ceiling"], ".0%")] for r in rows]))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"machine": _common.machine_info(), "n_tokens": n_tokens,
