@@ -11,7 +11,10 @@ process alone is the machine's ceiling for k threads. Right after, the
 parent evaluates the same term with k OpenMP threads. Reported per term and
 k: the ceiling (time alone / median time of the k processes), the OpenMP
 efficiency (time at 1 thread / k / time at k threads) and the part of the
-ceiling that OpenMP reaches.
+ceiling that OpenMP reaches. The whole is repeated in rounds, each ratio
+taken within its round and reported as the median over rounds (with the
+ceiling's range): the speed of a core on a shared host drifts from minute
+to minute.
 
 The pseudo-term ``in_core`` separates the clock from memory: each process
 runs the same vector arithmetic on arrays that fit its core's own L2
@@ -23,7 +26,7 @@ Data: CoNLL-2000 train, CRFsuite tutorial attributes, the dense layout and
 random weights of the suite's scaling item (bench/run.py, item 2).
 
     python bench/scaling_ceiling.py [--terms in_core,likelihood,entropy] [--counts 1,2,4,8,16]
-        [--evaluations 8] [--data DIR] [--json FILE]
+        [--evaluations 8] [--rounds 3] [--data DIR] [--json FILE]
 """
 
 import argparse
@@ -147,6 +150,10 @@ def independent(ctx, path, name, k, n):
     return statistics.median(times)
 
 
+def spread(ratios):
+    return f"{min(ratios):.0%}-{max(ratios):.0%}" if len(ratios) > 1 else "—"
+
+
 def cell(value, spec):
     return "—" if value is None else format(value, spec)
 
@@ -161,14 +168,16 @@ def main(argv=None):
                     help="process / thread counts (default: the suite's thread counts)")
     ap.add_argument("--evaluations", type=int, default=8,
                     help="timed evaluations per process and per thread count (default 8)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of the whole measurement; medians over them (default 3)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     terms = args.terms.split(",")
     for name in terms:
         if name not in TERMS:
             ap.error(f"unknown term {name!r}; choose from {', '.join(TERMS)}")
-    if args.evaluations < 1:
-        ap.error("--evaluations must be at least 1")
+    if args.evaluations < 1 or args.rounds < 1:
+        ap.error("--evaluations and --rounds must be at least 1")
     counts = args.counts or run.default_threads()
     if 1 not in counts:
         counts = [1] + counts
@@ -181,39 +190,52 @@ def main(argv=None):
         for name in terms:
             threads = name != "in_core"
             term_threads = ({k: build_term(path, name, k) for k in counts} if threads else {})
-            alone = independent(ctx, path, name, 1, args.evaluations)
-            one_thread = time_evaluations(*term_threads[1], args.evaluations) if threads else None
+            samples = {k: [] for k in counts}
+            for r in range(args.rounds):
+                # A round times everything once, the lone process first: on a
+                # shared host the speed of one core drifts from minute to minute.
+                alone = independent(ctx, path, name, 1, args.evaluations)
+                one_thread = (time_evaluations(*term_threads[1], args.evaluations)
+                              if threads else None)
+                for k in counts:
+                    each = independent(ctx, path, name, k, args.evaluations) if k > 1 else alone
+                    sample = {"alone_s": alone, "each_of_k_s": each, "ceiling": alone / each,
+                              "one_thread_s": one_thread, "k_threads_s": None,
+                              "efficiency": None, "share_of_ceiling": None}
+                    if threads:
+                        threaded = (time_evaluations(*term_threads[k], args.evaluations)
+                                    if k > 1 else one_thread)
+                        efficiency = one_thread / k / threaded
+                        sample.update(k_threads_s=threaded, efficiency=efficiency,
+                                      share_of_ceiling=efficiency / sample["ceiling"])
+                    samples[k].append(sample)
+                    openmp = f", OpenMP {sample['efficiency']:.0%}" if threads else ""
+                    print(f"[{time.strftime('%H:%M:%S')}] {name} round {r + 1} k={k}: "
+                          f"ceiling {sample['ceiling']:.0%}{openmp}", file=sys.stderr, flush=True)
             for k in counts:
-                each = independent(ctx, path, name, k, args.evaluations) if k > 1 else alone
-                ceiling = alone / each
-                row = {"term": name, "k": k, "alone_s": alone, "each_of_k_s": each,
-                       "ceiling": ceiling, "one_thread_s": one_thread, "k_threads_s": None,
-                       "efficiency": None, "share_of_ceiling": None}
-                if threads:
-                    threaded = (time_evaluations(*term_threads[k], args.evaluations)
-                                if k > 1 else one_thread)
-                    efficiency = one_thread / k / threaded
-                    row.update(k_threads_s=threaded, efficiency=efficiency,
-                               share_of_ceiling=efficiency / ceiling)
+                row = {"term": name, "k": k, "rounds": samples[k]}
+                for key in samples[k][0]:
+                    row[key] = _common.median([sample[key] for sample in samples[k]])
+                row["ceiling_range"] = spread([sample["ceiling"] for sample in samples[k]])
                 rows.append(row)
-                openmp = f", OpenMP {row['efficiency']:.0%}" if threads else ""
-                print(f"[{time.strftime('%H:%M:%S')}] {name} k={k}: ceiling {ceiling:.0%}{openmp}",
-                      file=sys.stderr, flush=True)
             del term_threads
 
     print(_common.machine_line())
     print(f"CoNLL-2000 train, {n_tokens:,} tokens, dense layout; medians of "
-          f"{args.evaluations} evaluations")
+          f"{args.evaluations} evaluations per process, then of {args.rounds} rounds "
+          "(times, and ratios taken within each round)")
     print(_common.markdown_table(
-        ["term", "k", "1 process alone, s", "each of k processes, s", "ceiling",
+        ["term", "k", "1 process alone, s", "each of k processes, s", "ceiling", "ceiling, rounds",
          "1 thread, s", "k threads, s", "OpenMP efficiency", "of the ceiling"],
         [[r["term"], r["k"], f"{r['alone_s']:.4f}", f"{r['each_of_k_s']:.4f}",
-          f"{r['ceiling']:.0%}", cell(r["one_thread_s"], ".4f"), cell(r["k_threads_s"], ".4f"),
-          cell(r["efficiency"], ".0%"), cell(r["share_of_ceiling"], ".0%")] for r in rows]))
+          f"{r['ceiling']:.0%}", r["ceiling_range"], cell(r["one_thread_s"], ".4f"),
+          cell(r["k_threads_s"], ".4f"), cell(r["efficiency"], ".0%"),
+          cell(r["share_of_ceiling"], ".0%")] for r in rows]))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"machine": _common.machine_info(), "n_tokens": n_tokens,
-                       "evaluations": args.evaluations, "rows": rows}, f, indent=1)
+                       "evaluations": args.evaluations, "rounds": args.rounds, "rows": rows},
+                      f, indent=1)
     return 0
 
 
