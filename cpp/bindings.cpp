@@ -808,10 +808,10 @@ PYBIND11_MODULE(_core, m) {
               AdditiveScore score;
               score.log_potentials = true;
               double log_z;
-              const double expected = expectation_gradient(c.chain, ws, score, dEp, dT.data(), &log_z);
+              // ∂H/∂θ = -Cov[F, s]
+              const double expected =
+                  expectation_gradient(c.chain, ws, score, dEp, dT.data(), &log_z, -1.0);
               h = log_z - expected;
-              for (py::ssize_t i = 0; i < n * S; ++i) dEp[i] = -dEp[i];
-              for (auto& v : dT) v = -v;
             }
           }
           py::array_t<double> dTa({S, S});

@@ -67,7 +67,7 @@ __attribute__((always_inline)) inline void marginal_sums(const double* alpha, co
 // d_transitions, when the scaled numbers cannot be trusted.
 SSCRF_SIMD_CLONES
 bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Workspace& ws,
-                                 const AdditiveScore& r, double* dE, double* dT,
+                                 const AdditiveScore& r, double scale, double* dE, double* dT,
                                  double* expectation) {
   const int64_t n = c.n;
   const int S = c.S, ld = f.ld;
@@ -76,9 +76,9 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   // are never read, g[0] and h[0], are left as they are).
   ws.beta.resize(rows);
   ws.g.resize(rows);
-  std::vector<double>& aL = ws.cov_forward;
-  std::vector<double>& bR = ws.cov_backward;
-  std::vector<double>& h = ws.cov_h;
+  Scratch& aL = ws.cov_forward;
+  Scratch& bR = ws.cov_backward;
+  Scratch& h = ws.cov_h;
   aL.resize(rows);
   bR.resize(rows);
   h.resize(rows);
@@ -120,7 +120,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   // size of their fluctuations, and with them the cancellation error in
   // L + R - E[r] (peaked chains would otherwise keep rounding noise of
   // eps·Σ_t |r_t| in gradients that are truly ~0).
-  std::vector<double>& centred = ws.cov_node;
+  Scratch& centred = ws.cov_node;
   centred.resize(static_cast<size_t>(n) * S);
   double offset = 0.0;
   std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
@@ -184,8 +184,8 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double* alpha = &ws.alpha[t * ld];
     const double* beta = &ws.beta[t * ld];
     for (int b = 0; b < S; ++b)
-      dE[t * S + b] = aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
-                      alpha[b] * beta[b] * expected;
+      dE[t * S + b] = scale * (aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
+                               alpha[b] * beta[b] * expected);
   };
   for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * centred[b];
   for (int b = S; b < ld; ++b) aL[b] = 0.0;
@@ -227,9 +227,10 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
       if (shared_edge) {
         const double* __restrict p = P + a * ld;
         const double* __restrict ga = G + a * ld;
-        for (int b = 0; b < S; ++b) out[b] = (out[b] + fa[b] * (o[b] + oh[b])) + ga[b] * p[b];
+        for (int b = 0; b < S; ++b)
+          out[b] = (out[b] + scale * (fa[b] * (o[b] + oh[b]))) + scale * (ga[b] * p[b]);
       } else {
-        for (int b = 0; b < S; ++b) out[b] += fa[b] * (o[b] + oh[b]);
+        for (int b = 0; b < S; ++b) out[b] += scale * (fa[b] * (o[b] + oh[b]));
       }
     }
     if (has_edge && !shared_edge) {
@@ -237,7 +238,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
         load_edge(t);
         for (int a = 0; a < S; ++a)
           for (int b = 0; b < S; ++b)
-            dT[a * S + b] += G[a * ld + b] * ws.alpha[(t - 1) * ld + a] * ws.g[t * ld + b];
+            dT[a * S + b] += scale * (G[a * ld + b] * ws.alpha[(t - 1) * ld + a] * ws.g[t * ld + b]);
       }
     }
   }
@@ -249,21 +250,21 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
 // q_t(a|b) = p(y_{t-1}=a | y_t=b); R_t(a) = Σ_b q'_t(b|a) (r_{t+1}(a,b) + R_{t+1}(b)),
 // q'_t(b|a) = p(y_{t+1}=b | y_t=a). Each conditional is normalised on its own.
 double log_space_expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& r,
-                                      double* dE, double* dT, double* log_z) {
+                                      double scale, double* dE, double* dT, double* log_z) {
   const int64_t n = c.n;
   const int S = c.S;
   const double* T = c.transitions;
   const double* np = ws.node_potential.data();
   const double lz = log_space_forward(c, ws);
   if (log_z) *log_z = lz;
-  std::vector<double>& node = ws.cov_h;
+  Scratch& node = ws.cov_h;
   node.resize(static_cast<size_t>(n) * S);
   log_space_backward(c, ws, node.data(), nullptr, nullptr);
-  std::vector<double>& L = ws.cov_forward;
-  std::vector<double>& R = ws.cov_backward;
+  Scratch& L = ws.cov_forward;
+  Scratch& R = ws.cov_backward;
   L.assign(static_cast<size_t>(n) * S, 0.0);
   R.assign(static_cast<size_t>(n) * S, 0.0);
-  std::vector<double>& w = ws.cov_edge;
+  Scratch& w = ws.cov_edge;
   w.resize(static_cast<size_t>(S) * S);
   auto edge = [&](int64_t t, int a, int b) {
     return r.edge ? r.edge[(t - 1) * r.edge_stride + a * S + b] : 0.0;
@@ -296,7 +297,7 @@ double log_space_expectation_gradient(const Chain& c, Workspace& ws, const Addit
   for (int b = 0; b < S; ++b) expectation += node[(n - 1) * S + b] * L[(n - 1) * S + b];
   for (int64_t t = 0; t < n; ++t)
     for (int b = 0; b < S; ++b)
-      dE[t * S + b] = node[t * S + b] * (L[t * S + b] + R[t * S + b] - expectation);
+      dE[t * S + b] = scale * (node[t * S + b] * (L[t * S + b] + R[t * S + b] - expectation));
   for (int64_t t = 1; t < n; ++t) {
     // p_t(a,b) ∝ exp(la_{t-1}(a) + T(a,b) + node_t(b) + lb_t(b)), normalised over (a,b)
     const double* la = &ws.log_alpha[(t - 1) * S];
@@ -307,9 +308,9 @@ double log_space_expectation_gradient(const Chain& c, Workspace& ws, const Addit
     const double norm = log_sum_exp(w.data(), S * S);
     for (int a = 0; a < S; ++a)
       for (int b = 0; b < S; ++b)
-        dT[a * S + b] += std::exp(w[a * S + b] - norm) *
-                         (L[(t - 1) * S + a] + edge(t, a, b) + node_score(r, t, S, b) +
-                          R[t * S + b] - expectation);
+        dT[a * S + b] += scale * (std::exp(w[a * S + b] - norm) *
+                                  (L[(t - 1) * S + a] + edge(t, a, b) + node_score(r, t, S, b) +
+                                   R[t * S + b] - expectation));
   }
   return expectation;
 }
@@ -318,7 +319,8 @@ double log_space_expectation_gradient(const Chain& c, Workspace& ws, const Addit
 
 SSCRF_SIMD_CLONES
 double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& r,
-                            double* d_emissions, double* d_transitions, double* log_z) {
+                            double* d_emissions, double* d_transitions, double* log_z,
+                            double scale) {
   if (c.node_mask || c.edge_mask)
     throw std::invalid_argument("expectation gradients do not support masks");
   if (c.n == 0) {
@@ -337,11 +339,11 @@ double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& 
   // The scaled path writes its outputs only once its backward sweep has
   // been trusted, so a failed attempt leaves them for the log-space path.
   if (scaled_forward(c, f, ws) &&
-      scaled_expectation_gradient(c, f, ws, score, d_emissions, d_transitions, &expected)) {
+      scaled_expectation_gradient(c, f, ws, score, scale, d_emissions, d_transitions, &expected)) {
     if (log_z) *log_z = scaled_log_z(ws, c.n);
     return expected;
   }
-  return log_space_expectation_gradient(c, ws, score, d_emissions, d_transitions, log_z);
+  return log_space_expectation_gradient(c, ws, score, scale, d_emissions, d_transitions, log_z);
 }
 
 }  // namespace sscrf

@@ -22,13 +22,16 @@ struct AdditiveScore {
 };
 
 // E_p[r] and its gradient with respect to the chain's log-potentials,
-// i.e. Cov_p[F, r] for the indicator features F (DESIGN.md kernel 3):
-//   d_emissions: [n][S], ∂E[r]/∂E[t][b] (written; may alias c.emissions)
-//   d_transitions: [S][S], ∂E[r]/∂T (added)
+// i.e. Cov_p[F, r] for the indicator features F (DESIGN.md kernel 3),
+// times `scale` (a sentence's weight and sign, so that callers need no
+// scratch matrix and no second pass over the outputs):
+//   d_emissions: [n][S], scale · ∂E[r]/∂E[t][b] (written; may alias c.emissions)
+//   d_transitions: [S][S], scale · ∂E[r]/∂T (added)
 // ∂E[r]/∂start = d_emissions[0], ∂E[r]/∂end = d_emissions[n-1]. Writes log Z
 // to *log_z when non-null. The chain must have no masks.
 double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& r,
-                            double* d_emissions, double* d_transitions, double* log_z);
+                            double* d_emissions, double* d_transitions, double* log_z,
+                            double scale = 1.0);
 
 // Entropy lattices (DESIGN.md kernel 4), all from log-space conditionals:
 //   node_entropy: [n], H(Y_t)

@@ -34,13 +34,13 @@ double entropy_lattices(const Chain& c, Workspace& ws, double* node_entropy,
   if (n == 0) return 0.0;
   fill_node_potentials(c, ws);
   log_space_forward(c, ws);
-  std::vector<double>& p = ws.cov_h;
+  Scratch& p = ws.cov_h;
   p.resize(static_cast<size_t>(n) * S);
   log_space_backward(c, ws, p.data(), nullptr, nullptr);
   const double* T = c.transitions;
   const double* np = ws.node_potential.data();
-  std::vector<double>& ha = ws.cov_forward;
-  std::vector<double>& hb = ws.cov_backward;
+  Scratch& ha = ws.cov_forward;
+  Scratch& hb = ws.cov_backward;
   ha.assign(static_cast<size_t>(n) * S, 0.0);
   hb.assign(static_cast<size_t>(n) * S, 0.0);
   ws.tmp.resize(S);

@@ -15,23 +15,19 @@ double entropy_objective(const Corpus& corpus, const Layout& layout, const doubl
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
         const double w = corpus.weight(s);
-        ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-        double entropy;
-        double sign;
         if (jiao) {
-          entropy = entropy_gradient_jiao(c, ws, dE, ws.edge_scratch.data());
-          sign = 1.0;
-        } else {
-          // H = log Z - E[s] and ∂H/∂θ = -Cov[F, s] (E[F] cancels)
-          AdditiveScore score;
-          score.log_potentials = true;
-          double log_z;
-          const double expected = expectation_gradient(c, ws, score, dE, ws.edge_scratch.data(), &log_z);
-          entropy = log_z - expected;
-          sign = -1.0;
+          ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+          const double entropy = entropy_gradient_jiao(c, ws, dE, ws.edge_scratch.data());
+          for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
+          for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
+          return w * entropy;
         }
-        for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= sign * w;
-        for (int i = 0; i < S * S; ++i) dT[i] += sign * w * ws.edge_scratch[i];
+        // H = log Z - E[s] and ∂H/∂θ = -Cov[F, s] (E[F] cancels)
+        AdditiveScore score;
+        score.log_potentials = true;
+        double log_z;
+        const double expected = expectation_gradient(c, ws, score, dE, dT, &log_z, -w);
+        const double entropy = log_z - expected;
         return w * entropy;
       });
 }

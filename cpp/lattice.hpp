@@ -4,8 +4,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sscrf {
@@ -76,29 +79,62 @@ struct Chain {
   const TransitionFactors* factors = nullptr;
 };
 
+// The allocator of Workspace's buffers: entries that resize() adds are left
+// unset rather than zeroed. A buffer shrinks and grows with the sentences,
+// and every kernel writes each entry it reads, so the zero-filling of each
+// growth was pure cost (about 5% of the instructions of an entropy
+// evaluation on CoNLL-2000). Built with SSCRF_POISON_SCRATCH (CI's second
+// build) the added entries are NaN instead, so that the tests catch a read
+// of an entry that nothing wrote. resize(n, value) and assign still fill.
+template <class T>
+struct UnsetOnGrowth : std::allocator<T> {
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = UnsetOnGrowth<U>;
+  };
+  UnsetOnGrowth() = default;
+  template <class U>
+  UnsetOnGrowth(const UnsetOnGrowth<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+#ifdef SSCRF_POISON_SCRATCH
+    ::new (static_cast<void*>(p)) U(std::numeric_limits<U>::quiet_NaN());
+#else
+    ::new (static_cast<void*>(p)) U;
+#endif
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Scratch = std::vector<double, UnsetOnGrowth<double>>;
+
 // Buffers reused across sequences by one thread, so the hot loop allocates
 // nothing once they have grown to the longest sequence. Rows of the scaled
-// pass have stride ld (padded, zero-filled); log-space rows have stride S.
+// pass have stride ld (the kernels write the padding lanes as zeros);
+// log-space rows have stride S.
 // One per thread, side by side in a vector: aligned to cache lines so that
 // threads growing their buffers do not write each other's lines.
 struct alignas(64) Workspace {
-  std::vector<double> node_potential;     // [n][S] log-potential of each node, then kBlock spare
-  std::vector<double> psi, alpha, beta;   // [n][ld] scaled pass
-  std::vector<double> g;                  // [n][ld] psi_t beta_t / scale_t
-  std::vector<double> row_max, scale;     // [n]
-  std::vector<double> log_alpha, log_beta;  // [n][S] log-space pass
-  std::vector<double> tmp;                // scratch, [ld] to [S][S]
-  std::vector<double> outer;              // [S][ld] Σ_t alpha_{t-1} ⊗ g_t
-  std::vector<double> emissions;          // [n][S] scores of the current sequence
-  std::vector<double> edge_scratch;       // [S][S] for callers
-  std::vector<double> cov_forward, cov_backward, cov_h;  // [n][ld] covariance kernel
-  std::vector<double> cov_edge, cov_edge_t;              // [S][ld]
-  std::vector<double> cov_node;                          // [n][S] centred node scores
-  std::vector<double> partial_node, partial_edge;        // constrained marginals
-  std::vector<double> ge_node;                           // [n][S] GE score of each node
-  std::vector<uint8_t> reachable;         // [2][S]
-  std::vector<int64_t> allowed;           // [ld] lane mask of labels allowed at a token
-  std::vector<int32_t> backpointer;       // [n][S]
+  Scratch node_potential;                   // [n][S] log-potential of each node, then kBlock spare
+  Scratch psi, alpha, beta;                 // [n][ld] scaled pass
+  Scratch g;                                // [n][ld] psi_t beta_t / scale_t
+  Scratch row_max, scale;                   // [n]
+  Scratch log_alpha, log_beta;              // [n][S] log-space pass
+  Scratch tmp;                              // scratch, [ld] to [S][S]
+  Scratch outer;                            // [S][ld] Σ_t alpha_{t-1} ⊗ g_t
+  Scratch emissions;                        // [n][S] scores of the current sequence
+  Scratch edge_scratch;                     // [S][S] for callers
+  Scratch cov_forward, cov_backward, cov_h; // [n][ld] covariance kernel
+  Scratch cov_edge, cov_edge_t;             // [S][ld]
+  Scratch cov_node;                         // [n][S] centred node scores
+  Scratch partial_node, partial_edge;       // constrained marginals
+  Scratch ge_node;                          // [n][S] GE score of each node
+  std::vector<uint8_t> reachable;           // [2][S]
+  std::vector<int64_t> allowed;             // [ld] lane mask of labels allowed at a token
+  std::vector<int32_t> backpointer;         // [n][S]
   TransitionFactors own_factors;
 };
 

@@ -45,7 +45,7 @@ double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
         Chain constrained = c;
         constrained.node_mask = corpus.mask_at(tb);
         constrained.edge_mask = c.n > 1 ? corpus.edge_mask_from(tb) : nullptr;
-        std::vector<double>& p_allowed = ws.partial_node;
+        Scratch& p_allowed = ws.partial_node;
         p_allowed.resize(static_cast<size_t>(c.n) * S);
         ws.partial_edge.assign(static_cast<size_t>(S) * S, 0.0);
         const double log_z_allowed =
