@@ -819,6 +819,34 @@ def test_entropy_term_empty_sentences_add_nothing():
         np.testing.assert_allclose(grad, ref_grad, rtol=1e-8, atol=1e-11)
 
 
+def test_weighted_entropy_term_on_the_log_space_path_matches_brute_force():
+    # Sentence 0 needs the log-space path: label 1 at its first token scores
+    # 2000 below label 0, which the scaled forward pass cannot hold, and the
+    # transition 1 -> 1 wins it back, so two labelings share the mass (with
+    # different features: a gradient far from 0). Sentence 1 takes the scaled
+    # path. The kernel scales each sentence's gradient by its weight and the
+    # sign of -Cov[F, s] on both paths.
+    S, A = 2, 3
+    X = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0],
+                  [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    indptr = np.arange(len(X) + 1, dtype=np.int64)
+    indices = np.array([0, 1, 2, 1, 2], dtype=np.int32)
+    offsets = np.array([0, 3, 5], dtype=np.int64)
+    data = {"X": X, "A": A, "S": S, "offsets": offsets}
+    row_ptr, label_ids = layout_arrays("dense", None, A, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    W = np.array([[1e3, -1e3], [0.3, -0.2], [-0.1, 0.4]])
+    T = np.array([[0.2, -0.3], [0.1, 2e3 + 0.5]])
+    theta = np.concatenate([W.ravel(), T.ravel(), [0.1, -0.2], [0.3, 0.0]])
+    weights = np.array([2.5, 0.7])
+    corpus = _core.Corpus(indptr, indices, np.ones(len(indices)), offsets, A, None, weights)
+    ref_value, ref_grad = brute_entropy_term(data, row_ptr, label_ids, theta, weights)
+    assert np.max(np.abs(ref_grad)) > 0.1
+    value, grad = OBJECTIVES["entropy"](corpus, layout, 1).value_and_gradient(theta)
+    assert value == pytest.approx(ref_value, rel=1e-9)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-7, atol=1e-9)
+
+
 def big_unlabeled_corpus(seed=0, min_tokens=24_000, A=400, S=5):
     rng = np.random.default_rng(seed)
     lengths = []
