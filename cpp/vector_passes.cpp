@@ -368,21 +368,17 @@ double add_l2_prior_block(const double* theta, double* grad, double twice_c2, in
   return lane_sum(even + odd, tail);
 }
 
-// Runs body(begin, end, scratch) -> double over the blocks of [0, n) and
-// returns the block results added in block order. scratch: the running
-// thread's `scratch_size` doubles, allocated before the threads start.
+// Runs body(begin, end) -> double over the blocks of [0, n) and returns the
+// block results added in block order.
 template <class Body>
-double sum_over_blocks(int64_t n, int n_threads, size_t scratch_size, Body&& body) {
+double sum_over_blocks(int64_t n, int n_threads, Body&& body) {
   const int64_t n_blocks = block_count(n);
   const int threads = effective_threads(n_threads, n_blocks);
   std::vector<double> block_sums(static_cast<size_t>(n_blocks), 0.0);
-  UninitializedBuffer scratch;
-  scratch.reserve(std::max<size_t>(1, scratch_size * threads));
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
     const int64_t begin = blk * kReductionBlock;
-    block_sums[blk] = body(begin, std::min(n, begin + kReductionBlock),
-                           scratch.data() + scratch_size * thread_id());
+    block_sums[blk] = body(begin, std::min(n, begin + kReductionBlock));
   }
   double total = 0.0;
   for (double b : block_sums) total += b;
@@ -453,14 +449,14 @@ void dot_products(const std::vector<VectorRef>& vectors,
 double linear_combination(double* out, const std::vector<double>& coefficients,
                           const std::vector<VectorRef>& vectors, const double* reference,
                           bool confine, int64_t n, int n_threads) {
-  return sum_over_blocks(n, n_threads, 4, [&](int64_t begin, int64_t end, double*) {
+  return sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
     return linear_combination_block(out, coefficients, vectors, reference, confine, begin, end);
   });
 }
 
 void step_along(double* out, const double* x, double alpha, const double* d, int64_t n,
                 int n_threads) {
-  sum_over_blocks(n, n_threads, 4, [&](int64_t begin, int64_t end, double*) {
+  sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
     step_along_block(out, x, alpha, d, begin, end);
     return 0.0;
   });
@@ -469,7 +465,7 @@ void step_along(double* out, const double* x, double alpha, const double* d, int
 void secant_pair(const double* x, const double* trial, const double* gradient,
                  const double* previous_gradient, void* step, void* y, bool single, int64_t n,
                  int n_threads) {
-  sum_over_blocks(n, n_threads, 4, [&](int64_t begin, int64_t end, double*) {
+  sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
     secant_pair_block(x, trial, gradient, previous_gradient, step, y, single, begin, end);
     return 0.0;
   });
@@ -488,7 +484,7 @@ void secant_pair_and_dot_products(const double* x, const double* trial, const do
 }
 
 double add_l2_prior(const double* theta, double* grad, double c2, int64_t n, int n_threads) {
-  return sum_over_blocks(n, n_threads, 4, [&](int64_t begin, int64_t end, double*) {
+  return sum_over_blocks(n, n_threads, [&](int64_t begin, int64_t end) {
     return add_l2_prior_block(theta, grad, 2.0 * c2, begin, end);
   });
 }
