@@ -266,12 +266,13 @@ __attribute__((always_inline)) inline void transposed_product(const double* A, c
   }
 }
 
-// row[b] = exp(row[b] - m) for b < ld, where row[b] <= m or row[b] = -inf
-// (gives 0). Relative error below 1e-15; arguments below -708 give 0 (those
-// factors are under 1e-307 of the row maximum). exp(x) = 2^k · exp(r) with
-// k = round(x / ln 2), |r| <= ln2 / 2, exp(r) by its degree-12 Taylor
-// polynomial (truncation error < 2e-16).
-__attribute__((always_inline)) inline void exp_shifted_row(double* row, int ld, double m) {
+// exp(row[b] - m) for the kVecs vec4s at row (see exp_shifted_row). The
+// polynomials of the vec4s are evaluated side by side: one row's Horner
+// chain is 12 dependent multiply-adds, and with the vec4s one after the
+// other the out-of-order window held too few of them to hide that latency
+// (the chain's last instructions took most of the forward pass's samples).
+template <int kVecs>
+__attribute__((always_inline)) inline void exp_shifted_tile(double* row, double m) {
   const vec4 log2e = splat4(1.4426950408889634);
   const vec4 ln2_hi = splat4(6.93147180369123816490e-01);  // Cody-Waite split of ln 2
   const vec4 ln2_lo = splat4(1.90821492927058770002e-10);
@@ -288,20 +289,37 @@ __attribute__((always_inline)) inline void exp_shifted_row(double* row, int ld, 
       SSCRF_C4(1.0 / 6.0),         SSCRF_C4(0.5),              SSCRF_C4(1.0),
       SSCRF_C4(1.0)};
 #undef SSCRF_C4
-  for (int b = 0; b < ld; b += 4) {
-    const vec4 x = load4(row + b) - splat4(m);
+  vec4 r[kVecs], p[kVecs], scale[kVecs];
+  for (int j = 0; j < kVecs; ++j) {
+    const vec4 x = load4(row + 4 * j) - splat4(m);
     const ivec4 tiny = x < floor_arg;
     const vec4 xc = tiny ? floor_arg : x;
     const vec4 shifted = xc * log2e + shifter;  // k sits in the low mantissa bits
     const vec4 kd = shifted - shifter;
-    const vec4 r = (xc - kd * ln2_hi) - kd * ln2_lo;
-    vec4 p = load4(coef[0]);
-    for (int i = 1; i < 13; ++i) p = p * r + load4(coef[i]);
-    // 2^k from the bits of `shifted`: (bits + 1023) << 52 keeps (k + 1023) << 52
+    r[j] = (xc - kd * ln2_hi) - kd * ln2_lo;
+    // 2^k from the bits of `shifted`: (bits + 1023) << 52 keeps (k + 1023) << 52;
+    // 0 where the argument is below the floor (p is finite and positive, so
+    // p · 0 is the +0 that lane is meant to get)
     const ivec4 bits = (reinterpret_cast<const ivec4&>(shifted) + 1023) << 52;
-    const vec4 scale = reinterpret_cast<const vec4&>(bits);
-    store4(row + b, tiny ? splat4(0.0) : p * scale);
+    scale[j] = tiny ? splat4(0.0) : reinterpret_cast<const vec4&>(bits);
+    p[j] = load4(coef[0]);
   }
+  for (int i = 1; i < 13; ++i)
+    for (int j = 0; j < kVecs; ++j) p[j] = p[j] * r[j] + load4(coef[i]);
+  for (int j = 0; j < kVecs; ++j) store4(row + 4 * j, p[j] * scale[j]);
+}
+
+// row[b] = exp(row[b] - m) for b < ld, where row[b] <= m or row[b] = -inf
+// (gives 0). Relative error below 1e-15; arguments below -708 give 0 (those
+// factors are under 1e-307 of the row maximum). exp(x) = 2^k · exp(r) with
+// k = round(x / ln 2), |r| <= ln2 / 2, exp(r) by its degree-12 Taylor
+// polynomial (truncation error < 2e-16). Four vec4s at a time: their
+// accumulators, reduced arguments and scales fill 12 of AVX2's 16 registers.
+__attribute__((always_inline)) inline void exp_shifted_row(double* row, int ld, double m) {
+  for (int b = 0; b < ld; b += 16)
+    with_vec_count(std::min(ld - b, 16) / 4, [&](auto k) __attribute__((always_inline)) {
+      exp_shifted_tile<k>(row + b, m);
+    });
 }
 
 }  // namespace sscrf
