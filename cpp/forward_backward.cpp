@@ -462,10 +462,12 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
     }
 }
 
+namespace {
+
+// forward_backward over the whole chain at once.
 SSCRF_SIMD_CLONES
-double forward_backward(const Chain& c, Workspace& ws, double* node, double* edge,
-                        double* edge_sum) {
-  if (c.n == 0) return 0.0;
+double whole_forward_backward(const Chain& c, Workspace& ws, double* node, double* edge,
+                              double* edge_sum) {
   const int64_t n = c.n;
   const int S = c.S;
   fill_node_potentials(c, ws);
@@ -493,6 +495,135 @@ double forward_backward(const Chain& c, Workspace& ws, double* node, double* edg
   const double log_z = log_space_forward(c, ws);
   log_space_backward(c, ws, node, edge, edge_sum);
   return log_z;
+}
+
+// The label the node mask allows at a token, if it allows exactly one; else -1.
+// (The count is a loop without branches, which vectorises.)
+__attribute__((always_inline)) inline int pinned_label(const uint8_t* allowed, int S) {
+  int count = 0;
+  for (int b = 0; b < S; ++b) count += allowed[b] != 0;
+  if (count != 1) return -1;
+  return static_cast<int>(std::find_if(allowed, allowed + S, [](uint8_t a) { return a != 0; }) -
+                          allowed);
+}
+
+// log Z of a run of one unpinned token t and its marginals into node [S]:
+// a softmax over the allowed labels of its emission, plus the start
+// potentials or the transition from the pinned label before it, plus the
+// end potentials or the transition into the pinned label after it. Half the
+// runs are of one token when half the tokens are pinned at random, and a
+// whole lattice for each of them cost more than the pinned tokens saved.
+SSCRF_SIMD_CLONES
+double single_token_run(const Chain& c, Workspace& ws, int64_t t,
+                        const std::vector<int32_t>& pin, double* node) {
+  const int64_t n = c.n;
+  const int S = c.S, ld = padded_width(S);
+  const double* T = c.transitions;
+  const uint8_t* allowed = c.node_mask + t * S;
+  ws.tmp.resize(ld);
+  double* v = ws.tmp.data();
+  double m = kNegInf;
+  for (int b = 0; b < S; ++b) {
+    double x = c.emissions[t * S + b];
+    if (t > 0) x += T[pin[t - 1] * S + b];
+    else if (c.start) x += c.start[b];
+    if (t + 1 < n) x += T[b * S + pin[t + 1]];
+    else if (c.end) x += c.end[b];
+    v[b] = allowed[b] ? x : kNegInf;
+    m = std::max(m, v[b]);
+  }
+  if (m == kNegInf) throw NoLabeling("the masks allow no labeling of this sequence");
+  std::fill(v + S, v + ld, kNegInf);
+  exp_shifted_row(v, ld, m);
+  double total = 0.0;
+  for (int b = 0; b < S; ++b) total += v[b];
+  const double inv = 1.0 / total;
+  for (int b = 0; b < S; ++b) node[b] = v[b] * inv;
+  return m + std::log(total);
+}
+
+// forward_backward (node marginals and edge sums) for a node mask without an
+// edge mask that pins some tokens to one label each, as partial annotations
+// do. Given y_t = b*, the labels before t and those after it are
+// independent, so the lattice splits at every pinned token: log Z_L (Tsuboi
+// et al. 2008, eq. 3) is the score of the pinned tokens and of the edges
+// between two of them, plus log Z of each run of unpinned tokens, whose own
+// lattice takes T(a*, ·) from the pinned label a* before it as its start
+// potentials and T(·, b*) into the pinned label b* after it as its end
+// potentials. A pinned token's marginal is its one-hot label; an edge into
+// a run from a* has the marginal of the run's first token, an edge out of
+// it that of the run's last. Runs take O(S²) per token, pinned tokens O(S).
+// Tokens are read left to right, each emission row before its node row is
+// written, so `node` may alias the emissions as in forward_backward.
+// ws.pinned holds each token's pinned label (pinned_label) on entry.
+SSCRF_SIMD_CLONES
+double pinned_forward_backward(const Chain& c, Workspace& ws, double* node, double* edge_sum) {
+  const int64_t n = c.n;
+  const int S = c.S;
+  const double* T = c.transitions;
+  const std::vector<int32_t>& pin = ws.pinned;
+  double log_z = 0.0;
+  for (int64_t t = 0; t < n;) {
+    const int32_t b = pin[t];
+    if (b >= 0) {
+      double score = c.emissions[t * S + b];
+      if (t == 0 && c.start) score += c.start[b];
+      if (t == n - 1 && c.end) score += c.end[b];
+      if (t > 0 && pin[t - 1] >= 0) {
+        score += T[pin[t - 1] * S + b];
+        if (edge_sum) edge_sum[pin[t - 1] * S + b] += 1.0;
+      }
+      log_z += score;
+      std::fill(node + t * S, node + (t + 1) * S, 0.0);
+      node[t * S + b] = 1.0;
+      ++t;
+      continue;
+    }
+    int64_t j = t + 1;
+    while (j < n && pin[j] < 0) ++j;
+    if (j == t + 1) {
+      log_z += single_token_run(c, ws, t, pin, node + t * S);
+    } else {
+      Chain run = c;
+      run.n = j - t;
+      run.emissions = c.emissions + t * S;
+      run.node_mask = c.node_mask + t * S;
+      run.start = t == 0 ? c.start : T + pin[t - 1] * S;
+      run.end = c.end;
+      if (j < n) {
+        ws.run_end.resize(S);
+        for (int a = 0; a < S; ++a) ws.run_end[a] = T[a * S + pin[j]];
+        run.end = ws.run_end.data();
+      }
+      log_z += whole_forward_backward(run, ws, node + t * S, nullptr, edge_sum);
+    }
+    if (edge_sum && t > 0) {
+      double* from_pinned = edge_sum + pin[t - 1] * S;
+      for (int b2 = 0; b2 < S; ++b2) from_pinned[b2] += node[t * S + b2];
+    }
+    if (edge_sum && j < n)
+      for (int a = 0; a < S; ++a) edge_sum[a * S + pin[j]] += node[(j - 1) * S + a];
+    t = j;
+  }
+  return log_z;
+}
+
+}  // namespace
+
+SSCRF_SIMD_CLONES
+double forward_backward(const Chain& c, Workspace& ws, double* node, double* edge,
+                        double* edge_sum) {
+  if (c.n == 0) return 0.0;
+  if (c.node_mask && !c.edge_mask && node && !edge) {
+    ws.pinned.resize(c.n);
+    bool any = false;
+    for (int64_t t = 0; t < c.n; ++t) {
+      ws.pinned[t] = pinned_label(c.node_mask + t * c.S, c.S);
+      any |= ws.pinned[t] >= 0;
+    }
+    if (any) return pinned_forward_backward(c, ws, node, edge_sum);
+  }
+  return whole_forward_backward(c, ws, node, edge, edge_sum);
 }
 
 SSCRF_SIMD_CLONES

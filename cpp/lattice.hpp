@@ -135,6 +135,8 @@ struct alignas(64) Workspace {
   std::vector<uint8_t> reachable;           // [2][S]
   std::vector<int64_t> allowed;             // [ld] lane mask of labels allowed at a token
   std::vector<int32_t> backpointer;         // [n][S]
+  std::vector<int32_t> pinned;              // [n] the one label a node mask allows, or -1
+  Scratch run_end;                          // [S] end potentials of a run of unpinned tokens
   TransitionFactors own_factors;
 };
 
@@ -143,7 +145,9 @@ struct alignas(64) Workspace {
 //   edge:     [n-1][S][S] edge marginals p(y_{t-1} = a, y_t = b), or nullptr
 //   edge_sum: [S][S], Σ_t of the edge marginals is ADDED here, or nullptr
 // The emissions are read before any output is written, so `node` may alias
-// `chain.emissions`. Throws NoLabeling when the masks allow nothing.
+// `chain.emissions`. Throws NoLabeling when the masks allow nothing. A node
+// mask that pins tokens to one label splits the lattice there (see
+// forward_backward.cpp): only the runs of other tokens take O(S²) per token.
 double forward_backward(const Chain& chain, Workspace& ws, double* node,
                         double* edge, double* edge_sum);
 

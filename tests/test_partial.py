@@ -94,7 +94,7 @@ def brute_partial(data, row_ptr, label_ids, theta, annotations, classes, weights
         log_z, log_zl = logsumexp(scores), logsumexp(scores[keep])
         total.append(w * (log_z - log_zl))
         p = np.exp(scores - log_z)
-        pl = np.where(keep, np.exp(scores - log_zl), 0.0)
+        pl = np.exp(np.where(keep, scores - log_zl, -np.inf))
         node_p, trans_p = expectations(ys, p, S)
         node_l, trans_l = expectations(ys, pl, S)
         dE = w * (node_p - node_l)
@@ -323,6 +323,53 @@ def test_sets_and_none_match_brute_force(seed):
     bv, bg = brute_partial(data, row_ptr, label_ids, theta, anns, CLASSES, weights)
     assert v == pytest.approx(bv, rel=1e-10, abs=1e-12)
     np.testing.assert_allclose(g, bg, rtol=1e-9, atol=1e-10)
+
+
+PINNING_PATTERNS = [
+    # per token: a label index (pinned), a tuple (a set of labels), or None
+    [0, None, None, 2],            # runs between pinned tokens at both ends
+    [None, 1, 1, None, None],      # a run at each end, two pinned tokens together
+    [None, 3, None, 4, None],      # runs of one token between pinned ones
+    [5, 0, 1, 2, None],            # one run of one token at the end
+    [None, (0, 2), 3, (1, 4, 5)],  # sets are runs too
+    [2, 2, 2, 2, 2],               # every token pinned: no run at all
+    [None, None, None, None],      # no token pinned: the whole chain
+    [4],
+]
+
+
+@pytest.mark.parametrize("scale", [1.0, 60.0])
+def test_pinned_tokens_split_the_constrained_lattice_exactly(scale):
+    # forward_backward splits a node-masked lattice at the tokens it pins
+    # to one label; with 6 labels the runs take the general (not the
+    # 4-lane) scaled path, and at scale 60 most runs fall back to log space.
+    classes = list("ABCDEF")
+    S = len(classes)
+    rng = np.random.default_rng(11)
+    lengths = [len(p) for p in PINNING_PATTERNS]
+    data = random_data(rng, lengths)
+    row_ptr, label_ids = dense_layout(data["A"], S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = scale * rng.normal(0, 1, size=layout.n_parameters)
+
+    def annotation(token):
+        if token is None:
+            return None
+        if isinstance(token, tuple):
+            return frozenset(classes[i] for i in token)
+        return classes[token]
+
+    anns = [[annotation(t) for t in p] for p in PINNING_PATTERNS]
+    index = {c: i for i, c in enumerate(classes)}
+    node, edge, inexact = corpus_masks(anns, lengths, index)
+    assert edge is None and not inexact
+    weights = rng.uniform(0.5, 2.0, size=len(anns))
+    f = data["features"]
+    term = OBJECTIVES["partial_likelihood"](compile_(f, mask=node, weights=weights), layout, 1)
+    v, g = term.value_and_gradient(theta)
+    bv, bg = brute_partial(data, row_ptr, label_ids, theta, anns, classes, weights)
+    assert v == pytest.approx(bv, rel=1e-10, abs=1e-9)
+    np.testing.assert_allclose(g, bg, rtol=1e-9, atol=1e-9)
 
 
 def test_alternatives_equal_minus_log_summed_probability_and_sets_differ():
