@@ -155,12 +155,41 @@ __attribute__((always_inline)) inline void vector_matrix_sum_tile(const double* 
   for (int j = 0; j < kVecs; ++j) store4(out + b0 + 4 * j, (e[j] + o[j]) + (f[j] + p[j]));
 }
 
+// Lanes [b0, b0 + 4·kVecs) of vector_matrix_sum for wide rows: rows not
+// split even/odd, as 2·kVecs >= 8 chains already hide the multiply-adds'
+// latency, and then each broadcast of x and y feeds kVecs of them.
+template <int kVecs>
+__attribute__((always_inline)) inline void vector_matrix_sum_wide_tile(
+    const double* x, const double* M, const double* y, const double* N, int rows, int ld, int b0,
+    double* out) {
+  vec4 e[kVecs], f[kVecs];
+  for (int j = 0; j < kVecs; ++j) e[j] = f[j] = splat4(0.0);
+  for (int a = 0; a < rows; ++a) {
+    const int64_t row = static_cast<int64_t>(a) * ld + b0;
+    const vec4 xa = splat4(x[a]), ya = splat4(y[a]);
+    for (int j = 0; j < kVecs; ++j) {
+      e[j] += xa * load4(M + row + 4 * j);
+      f[j] += ya * load4(N + row + 4 * j);
+    }
+  }
+  for (int j = 0; j < kVecs; ++j) store4(out + b0 + 4 * j, e[j] + f[j]);
+}
+
 // out[b] = Σ_{a < rows} x[a] · M[a][b] + y[a] · N[a][b] for b < ld: two
 // vector-matrix products summed in one sweep (twice the independent
-// accumulator chains of vector_matrix). M and N have row stride ld.
+// accumulator chains of vector_matrix). M and N have row stride ld. Up to
+// 24 lanes at a time from 16 on (fewer broadcasts and loads per
+// multiply-add); narrower rows keep the even/odd split.
 __attribute__((always_inline)) inline void vector_matrix_sum(const double* x, const double* M,
                                                              const double* y, const double* N,
                                                              int rows, int ld, double* out) {
+  if (ld >= 16) {
+    for (int b0 = 0; b0 < ld; b0 += 24)
+      with_vec_count(std::min(ld - b0, 24) / 4, [&](auto n) __attribute__((always_inline)) {
+        vector_matrix_sum_wide_tile<n>(x, M, y, N, rows, ld, b0, out);
+      });
+    return;
+  }
   int b0 = 0;
   for (; b0 + 8 <= ld; b0 += 8) vector_matrix_sum_tile<2>(x, M, y, N, rows, ld, b0, out);
   if (b0 < ld) vector_matrix_sum_tile<1>(x, M, y, N, rows, ld, b0, out);
