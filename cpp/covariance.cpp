@@ -22,30 +22,25 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
 // larger gap means beta overflowed (as in forward_backward).
 constexpr double kMarginalSumTolerance = 1e-8;
 
-// *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta
-// (padded rows, zeros past S); node has S entries, or is nullptr (zeros).
-// These sums, like padded_dot's below, lie on the backward sweep's
-// dependency chain (c_t feeds bR_{t-1}, which feeds the next vector-matrix
-// product): they add a vec4 at a time, then lane by lane in a fixed order,
-// rather than one label after another (S dependent adds per position).
+// *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta,
+// over padded rows (zeros past S in alpha and beta; node4(b) gives labels
+// b..b+3 of the node scores, zeros past S). These sums, like
+// padded_dot's below, lie on the backward sweep's dependency chain (c_t
+// feeds bR_{t-1}, which feeds the next vector-matrix product): they add a
+// vec4 at a time, then lane by lane in a fixed order, rather than one label
+// after another (S dependent adds per position).
+template <class Node4>
 __attribute__((always_inline)) inline void marginal_sums(const double* alpha, const double* beta,
-                                                         const double* node, int S, int ld,
-                                                         double* total, double* expected) {
+                                                         Node4&& node4, int ld, double* total,
+                                                         double* expected) {
   vec4 sum = splat4(0.0), weighted = splat4(0.0);
-  int b = 0;
-  for (; b + 4 <= S; b += 4) {
+  for (int b = 0; b < ld; b += 4) {
     const vec4 p = load4(alpha + b) * load4(beta + b);
     sum += p;
-    if (node) weighted += p * load4(node + b);
+    weighted += p * node4(b);
   }
-  double tail = 0.0, weighted_tail = 0.0;
-  for (; b < ld; ++b) {  // the last labels, and the padding's zeros in sum
-    const double p = alpha[b] * beta[b];
-    tail += p;
-    if (node && b < S) weighted_tail += p * node[b];
-  }
-  *total = lanes_sum(sum) + tail;
-  *expected = lanes_sum(weighted) + weighted_tail;
+  *total = lanes_sum(sum);
+  *expected = lanes_sum(weighted);
 }
 
 // Scaled path, after scaled_forward. With L_t(b) = E[Σ_{u≤t} r_u | y_t = b]
@@ -114,14 +109,26 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   ws.tmp.assign(2 * static_cast<size_t>(ld), 0.0);
   double* v1 = ws.tmp.data();
   double* edge_part = v1 + ld;  // Σ_b edge_t(a,b) F(a,b) g_t(b)
+  // Labels b..b+3 of a position's node scores (rows of S) as a vec4, 0 past
+  // S, so that the loops over labels below run a vec4 at a time over padded
+  // rows. The last vec4 of a row is put together in registers: copied to a
+  // padded row first, it was read back across stores that could not be
+  // forwarded, on the sweep's dependency chain.
+  const auto node4 = [&](const double* row, int b) __attribute__((always_inline)) {
+    if (!row) return splat4(0.0);
+    if (b + 4 <= S) return load4(row + b);
+    return vec4{row[b], b + 1 < S ? row[b + 1] : 0.0, b + 2 < S ? row[b + 2] : 0.0, 0.0};
+  };
 
   // Each position's score is centred on its expectation c_t: Cov[F, r] does
   // not change, but L, R and E[r] shrink from the size of the scores to the
   // size of their fluctuations, and with them the cancellation error in
   // L + R - E[r] (peaked chains would otherwise keep rounding noise of
   // eps·Σ_t |r_t| in gradients that are truly ~0).
+  // Rows of stride ld; the padding lanes hold -c_t and are only ever
+  // multiplied by alpha's zeros there.
   Scratch& centred = ws.cov_node;
-  centred.resize(static_cast<size_t>(n) * S);
+  centred.resize(static_cast<size_t>(n) * ld);
   double offset = 0.0;
   std::fill(&ws.beta[(n - 1) * ld], &ws.beta[(n - 1) * ld] + S, 1.0);
   std::fill(&ws.beta[(n - 1) * ld] + S, &ws.beta[n * ld], 0.0);
@@ -129,11 +136,14 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   for (int64_t t = n - 1; t >= 0; --t) {
     const double* alpha = &ws.alpha[t * ld];
     const double* beta = &ws.beta[t * ld];
+    const double* node_t = r.node ? r.node + t * S : nullptr;
     double total, c_t;
-    marginal_sums(alpha, beta, r.node ? r.node + t * S : nullptr, S, ld, &total, &c_t);
+    marginal_sums(alpha, beta, [&](int b) { return node4(node_t, b); }, ld, &total, &c_t);
     if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
+    double* centred_row = &centred[t * ld];
     if (t == 0) {
-      for (int b = 0; b < S; ++b) centred[b] = node_score(r, 0, S, b) - c_t;
+      for (int b = 0; b < ld; b += 4)
+        store4(centred_row + b, node4(node_t, b) - splat4(c_t));
       offset += c_t;
       break;
     }
@@ -144,31 +154,37 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const vec4 inv4 = splat4(inv);
     for (int b = 0; b < ld; b += 4) store4(g + b, load4(psi + b) * load4(beta + b) * inv4);
     double* ht = &h[t * ld];
+    const double* bR_t = &bR[t * ld];
     double* beta_prev = &ws.beta[(t - 1) * ld];
     double* bR_prev = &bR[(t - 1) * ld];
+    // Every row below is padded with zeros (psi, beta, g, bR and node4 are
+    // 0 past S), so the padding lanes of ht and bR_prev come out 0.
     if (has_edge) {
       // c_t needs the edge part Gᵀ g_t, and h_t needs c_t; as
       // h_t = h°_t - c_t g_t with h°_t the uncentred h_t, and Fᵀ g_t = beta_{t-1},
       //   Fᵀ h_t = Fᵀ h°_t - c_t beta_{t-1},
       // so the three products run in one sweep before c_t is known.
       if (!shared_edge) load_edge(t);
-      for (int b = 0; b < S; ++b)
-        ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * node_score(r, t, S, b));
-      for (int b = S; b < ld; ++b) ht[b] = 0.0;
+      for (int b = 0; b < ld; b += 4)
+        store4(ht + b, load4(psi + b) * inv4 *
+                           (load4(bR_t + b) + load4(beta + b) * node4(node_t, b)));
       vector_pair_matrix_and_product(g, ht, f.factor_t.data(), GT, S, ld, beta_prev, bR_prev,
                                      edge_part);
       c_t += padded_dot(&ws.alpha[(t - 1) * ld], edge_part, ld);
-      for (int b = 0; b < S; ++b) {
-        centred[t * S + b] = node_score(r, t, S, b) - c_t;
-        ht[b] -= c_t * g[b];
+      const vec4 c4 = splat4(c_t);
+      for (int b = 0; b < ld; b += 4) {
+        store4(centred_row + b, node4(node_t, b) - c4);
+        store4(ht + b, load4(ht + b) - c4 * load4(g + b));
+        const vec4 edge4 = load4(edge_part + b) - c4 * load4(beta_prev + b);
+        store4(bR_prev + b, load4(bR_prev + b) + edge4);
       }
-      for (int a = 0; a < S; ++a) bR_prev[a] += edge_part[a] - c_t * beta_prev[a];
     } else {
-      for (int b = 0; b < S; ++b) {
-        centred[t * S + b] = node_score(r, t, S, b) - c_t;
-        ht[b] = psi[b] * inv * (bR[t * ld + b] + beta[b] * centred[t * S + b]);
+      const vec4 c4 = splat4(c_t);
+      for (int b = 0; b < ld; b += 4) {
+        const vec4 centred4 = node4(node_t, b) - c4;
+        store4(centred_row + b, centred4);
+        store4(ht + b, load4(psi + b) * inv4 * (load4(bR_t + b) + load4(beta + b) * centred4));
       }
-      for (int b = S; b < ld; ++b) ht[b] = 0.0;
       // beta_{t-1} = Fᵀ g_t and the F part of bR_{t-1} = Fᵀ h_t, in one sweep
       vector_pair_matrix(g, ht, f.factor_t.data(), S, ld, beta_prev, bR_prev);
     }
@@ -179,16 +195,25 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   for (int b = 0; b < S; ++b)
     expected += ws.alpha[b] * (ws.beta[b] * centred[b] + bR[b]);
 
-  // ∂E[r]/∂E[t] as soon as aL_t is known, while the rows of t are in cache
+  // ∂E[r]/∂E[t] as soon as aL_t is known, while the rows of t are in cache;
+  // a vec4 at a time over the labels of dE's row (stride S), then the rest
+  const vec4 scale4 = splat4(scale), expected4 = splat4(expected);
   const auto d_emissions_row = [&](int64_t t) {
     const double* alpha = &ws.alpha[t * ld];
     const double* beta = &ws.beta[t * ld];
-    for (int b = 0; b < S; ++b)
-      dE[t * S + b] = scale * (aL[t * ld + b] * beta[b] + alpha[b] * bR[t * ld + b] -
-                               alpha[b] * beta[b] * expected);
+    const double* aL_t = &aL[t * ld];
+    const double* bR_t = &bR[t * ld];
+    double* out = dE + t * S;
+    int b = 0;
+    for (; b + 4 <= S; b += 4) {
+      const vec4 a4 = load4(alpha + b), b4 = load4(beta + b);
+      store4(out + b, scale4 * (load4(aL_t + b) * b4 + a4 * load4(bR_t + b) - a4 * b4 * expected4));
+    }
+    for (; b < S; ++b)
+      out[b] = scale * (aL_t[b] * beta[b] + alpha[b] * bR_t[b] - alpha[b] * beta[b] * expected);
   };
-  for (int b = 0; b < S; ++b) aL[b] = ws.alpha[b] * centred[b];
-  for (int b = S; b < ld; ++b) aL[b] = 0.0;
+  // (aL's padding lanes are alpha's zeros times centred's -c_t: ±0)
+  for (int b = 0; b < ld; b += 4) store4(&aL[b], load4(&ws.alpha[b]) * load4(&centred[b]));
   d_emissions_row(0);
   for (int64_t t = 1; t < n; ++t) {
     const double* alpha_prev = &ws.alpha[(t - 1) * ld];
@@ -198,19 +223,22 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     } else {
       vector_matrix(&aL[(t - 1) * ld], f.factor.data(), S, ld, v1);
     }
-    const double inv = 1.0 / ws.scale[t];
+    const vec4 inv4 = splat4(1.0 / ws.scale[t]);
     const double* psi = &ws.psi[t * ld];
     const double* alpha = &ws.alpha[t * ld];
+    const double* centred_row = &centred[t * ld];
     double* out = &aL[t * ld];
-    for (int b = 0; b < S; ++b) out[b] = v1[b] * psi[b] * inv + alpha[b] * centred[t * S + b];
-    for (int b = S; b < ld; ++b) out[b] = 0.0;
+    for (int b = 0; b < ld; b += 4)
+      store4(out + b,
+             load4(v1 + b) * load4(psi + b) * inv4 + load4(alpha + b) * load4(centred_row + b));
     d_emissions_row(t);
   }
   if (n > 1) {
     // h_t <- h_t - g_t E[r']; O = Σ_t aL_{t-1} ⊗ g_t + alpha_{t-1} ⊗ h_t and,
     // for a shared edge score, P = Σ_t alpha_{t-1} ⊗ g_t (edge marginals / F)
     for (int64_t t = 1; t < n; ++t)
-      for (int b = 0; b < S; ++b) h[t * ld + b] -= ws.g[t * ld + b] * expected;
+      for (int b = 0; b < ld; b += 4)
+        store4(&h[t * ld + b], load4(&h[t * ld + b]) - load4(&ws.g[t * ld + b]) * expected4);
     const size_t block = static_cast<size_t>(S) * ld;
     ws.outer.resize(3 * block);
     double* O = ws.outer.data();  // the two sums of O, added below

@@ -129,7 +129,7 @@ struct alignas(64) Workspace {
   Scratch edge_scratch;                     // [S][S] for callers
   Scratch cov_forward, cov_backward, cov_h; // [n][ld] covariance kernel
   Scratch cov_edge, cov_edge_t;             // [S][ld]
-  Scratch cov_node;                         // [n][S] centred node scores
+  Scratch cov_node;                         // [n][ld] centred node scores
   Scratch partial_node, partial_edge;       // constrained marginals
   Scratch ge_node;                          // [n][S] GE score of each node
   std::vector<uint8_t> reachable;           // [2][S]
