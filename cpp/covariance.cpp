@@ -22,22 +22,31 @@ inline double node_score(const AdditiveScore& r, int64_t t, int S, int b) {
 // larger gap means beta overflowed (as in forward_backward).
 constexpr double kMarginalSumTolerance = 1e-8;
 
-// *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta,
-// over padded rows (zeros past S in alpha and beta; node4(b) gives labels
-// b..b+3 of the node scores, zeros past S). These sums, like
-// padded_dot's below, lie on the backward sweep's dependency chain (c_t
-// feeds bR_{t-1}, which feeds the next vector-matrix product): they add a
-// vec4 at a time, then lane by lane in a fixed order, rather than one label
-// after another (S dependent adds per position).
-template <class Node4>
+// Labels b..b+3 of a row of S node scores as a vec4, 0 past S (all 0 for
+// a null row), so that the loops over labels run a vec4 at a time over
+// padded rows. A row's last vec4 is put together in registers: copied to a
+// padded row first, it was read back across stores that could not be
+// forwarded, on the backward sweep's dependency chain.
+__attribute__((always_inline)) inline vec4 node_scores4(const double* row, int S, int b) {
+  if (!row) return splat4(0.0);
+  if (b + 4 <= S) return load4(row + b);
+  return vec4{row[b], b + 1 < S ? row[b + 1] : 0.0, b + 2 < S ? row[b + 2] : 0.0, 0.0};
+}
+
+// *total = Σ_b p(b) and *expected = Σ_b p(b) · node[b], p = alpha ∘ beta
+// (padded rows, zeros past S); node has S entries, or is nullptr (zeros).
+// These sums, like padded_dot's below, lie on the backward sweep's
+// dependency chain (c_t feeds bR_{t-1}, which feeds the next vector-matrix
+// product): they add a vec4 at a time, then lane by lane in a fixed order,
+// rather than one label after another (S dependent adds per position).
 __attribute__((always_inline)) inline void marginal_sums(const double* alpha, const double* beta,
-                                                         Node4&& node4, int ld, double* total,
-                                                         double* expected) {
+                                                         const double* node, int S, int ld,
+                                                         double* total, double* expected) {
   vec4 sum = splat4(0.0), weighted = splat4(0.0);
   for (int b = 0; b < ld; b += 4) {
     const vec4 p = load4(alpha + b) * load4(beta + b);
     sum += p;
-    weighted += p * node4(b);
+    weighted += p * node_scores4(node, S, b);
   }
   *total = lanes_sum(sum);
   *expected = lanes_sum(weighted);
@@ -109,16 +118,6 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   ws.tmp.assign(2 * static_cast<size_t>(ld), 0.0);
   double* v1 = ws.tmp.data();
   double* edge_part = v1 + ld;  // Σ_b edge_t(a,b) F(a,b) g_t(b)
-  // Labels b..b+3 of a position's node scores (rows of S) as a vec4, 0 past
-  // S, so that the loops over labels below run a vec4 at a time over padded
-  // rows. The last vec4 of a row is put together in registers: copied to a
-  // padded row first, it was read back across stores that could not be
-  // forwarded, on the sweep's dependency chain.
-  const auto node4 = [&](const double* row, int b) __attribute__((always_inline)) {
-    if (!row) return splat4(0.0);
-    if (b + 4 <= S) return load4(row + b);
-    return vec4{row[b], b + 1 < S ? row[b + 1] : 0.0, b + 2 < S ? row[b + 2] : 0.0, 0.0};
-  };
 
   // Each position's score is centred on its expectation c_t: Cov[F, r] does
   // not change, but L, R and E[r] shrink from the size of the scores to the
@@ -138,12 +137,12 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double* beta = &ws.beta[t * ld];
     const double* node_t = r.node ? r.node + t * S : nullptr;
     double total, c_t;
-    marginal_sums(alpha, beta, [&](int b) { return node4(node_t, b); }, ld, &total, &c_t);
+    marginal_sums(alpha, beta, node_t, S, ld, &total, &c_t);
     if (!(std::fabs(total - 1.0) <= kMarginalSumTolerance)) return false;
     double* centred_row = &centred[t * ld];
     if (t == 0) {
       for (int b = 0; b < ld; b += 4)
-        store4(centred_row + b, node4(node_t, b) - splat4(c_t));
+        store4(centred_row + b, node_scores4(node_t, S, b) - splat4(c_t));
       offset += c_t;
       break;
     }
@@ -157,8 +156,9 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     const double* bR_t = &bR[t * ld];
     double* beta_prev = &ws.beta[(t - 1) * ld];
     double* bR_prev = &bR[(t - 1) * ld];
-    // Every row below is padded with zeros (psi, beta, g, bR and node4 are
-    // 0 past S), so the padding lanes of ht and bR_prev come out 0.
+    // Every row below is padded with zeros (psi, beta, g, bR and
+    // node_scores4 are 0 past S), so the padding lanes of ht and bR_prev
+    // come out 0.
     if (has_edge) {
       // c_t needs the edge part Gᵀ g_t, and h_t needs c_t; as
       // h_t = h°_t - c_t g_t with h°_t the uncentred h_t, and Fᵀ g_t = beta_{t-1},
@@ -167,13 +167,13 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
       if (!shared_edge) load_edge(t);
       for (int b = 0; b < ld; b += 4)
         store4(ht + b, load4(psi + b) * inv4 *
-                           (load4(bR_t + b) + load4(beta + b) * node4(node_t, b)));
+                           (load4(bR_t + b) + load4(beta + b) * node_scores4(node_t, S, b)));
       vector_pair_matrix_and_product(g, ht, f.factor_t.data(), GT, S, ld, beta_prev, bR_prev,
                                      edge_part);
       c_t += padded_dot(&ws.alpha[(t - 1) * ld], edge_part, ld);
       const vec4 c4 = splat4(c_t);
       for (int b = 0; b < ld; b += 4) {
-        store4(centred_row + b, node4(node_t, b) - c4);
+        store4(centred_row + b, node_scores4(node_t, S, b) - c4);
         store4(ht + b, load4(ht + b) - c4 * load4(g + b));
         const vec4 edge4 = load4(edge_part + b) - c4 * load4(beta_prev + b);
         store4(bR_prev + b, load4(bR_prev + b) + edge4);
@@ -181,7 +181,7 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     } else {
       const vec4 c4 = splat4(c_t);
       for (int b = 0; b < ld; b += 4) {
-        const vec4 centred4 = node4(node_t, b) - c4;
+        const vec4 centred4 = node_scores4(node_t, S, b) - c4;
         store4(centred_row + b, centred4);
         store4(ht + b, load4(psi + b) * inv4 * (load4(bR_t + b) + load4(beta + b) * centred4));
       }

@@ -507,28 +507,20 @@ __attribute__((always_inline)) inline int pinned_label(const uint8_t* allowed, i
                           allowed);
 }
 
-// log Z of a run of one unpinned token t and its marginals into node [S]:
-// a softmax over the allowed labels of its emission, plus the start
-// potentials or the transition from the pinned label before it, plus the
-// end potentials or the transition into the pinned label after it. Half the
-// runs are of one token when half the tokens are pinned at random, and a
-// whole lattice for each of them cost more than the pinned tokens saved.
+// log Z of a run of one unpinned token and its marginals into node [S]: a
+// softmax over its allowed labels of emission + start + end (the run's
+// start and end potentials, either may be nullptr). Half the runs are of
+// one token when half the tokens are pinned at random, and a whole lattice
+// for each of them cost more than the pinned tokens saved.
 SSCRF_SIMD_CLONES
-double single_token_run(const Chain& c, Workspace& ws, int64_t t,
-                        const std::vector<int32_t>& pin, double* node) {
-  const int64_t n = c.n;
-  const int S = c.S, ld = padded_width(S);
-  const double* T = c.transitions;
-  const uint8_t* allowed = c.node_mask + t * S;
+double single_token_run(const double* emission, const uint8_t* allowed, const double* start,
+                        const double* end, int S, Workspace& ws, double* node) {
+  const int ld = padded_width(S);
   ws.tmp.resize(ld);
   double* v = ws.tmp.data();
   double m = kNegInf;
   for (int b = 0; b < S; ++b) {
-    double x = c.emissions[t * S + b];
-    if (t > 0) x += T[pin[t - 1] * S + b];
-    else if (c.start) x += c.start[b];
-    if (t + 1 < n) x += T[b * S + pin[t + 1]];
-    else if (c.end) x += c.end[b];
+    const double x = emission[b] + (start ? start[b] : 0.0) + (end ? end[b] : 0.0);
     v[b] = allowed[b] ? x : kNegInf;
     m = std::max(m, v[b]);
   }
@@ -544,24 +536,24 @@ double single_token_run(const Chain& c, Workspace& ws, int64_t t,
 
 // forward_backward (node marginals and edge sums) for a node mask without an
 // edge mask that pins some tokens to one label each, as partial annotations
-// do. Given y_t = b*, the labels before t and those after it are
-// independent, so the lattice splits at every pinned token: log Z_L (Tsuboi
-// et al. 2008, eq. 3) is the score of the pinned tokens and of the edges
-// between two of them, plus log Z of each run of unpinned tokens, whose own
-// lattice takes T(a*, ·) from the pinned label a* before it as its start
-// potentials and T(·, b*) into the pinned label b* after it as its end
-// potentials. A pinned token's marginal is its one-hot label; an edge into
-// a run from a* has the marginal of the run's first token, an edge out of
-// it that of the run's last. Runs take O(S²) per token, pinned tokens O(S).
-// Tokens are read left to right, each emission row before its node row is
-// written, so `node` may alias the emissions as in forward_backward.
-// ws.pinned holds each token's pinned label (pinned_label) on entry.
+// do; pin[t] is the label token t is pinned to, or -1. Given y_t = b*, the
+// labels before t and those after it are independent, so the lattice
+// splits at every pinned token: log Z_L (Tsuboi et al. 2008, eq. 3) is the
+// score of the pinned tokens and of the edges between two of them, plus
+// log Z of each run of unpinned tokens, whose own lattice takes T(a*, ·)
+// from the pinned label a* before it as its start potentials and T(·, b*)
+// into the pinned label b* after it as its end potentials. A pinned token's
+// marginal is its one-hot label; an edge into a run from a* has the
+// marginal of the run's first token, an edge out of it that of the run's
+// last. Runs take O(S²) per token, pinned tokens O(S). Tokens are read
+// left to right, each emission row before its node row is written, so
+// `node` may alias the emissions as in forward_backward.
 SSCRF_SIMD_CLONES
-double pinned_forward_backward(const Chain& c, Workspace& ws, double* node, double* edge_sum) {
+double pinned_forward_backward(const Chain& c, const std::vector<int32_t>& pin, Workspace& ws,
+                               double* node, double* edge_sum) {
   const int64_t n = c.n;
   const int S = c.S;
   const double* T = c.transitions;
-  const std::vector<int32_t>& pin = ws.pinned;
   double log_z = 0.0;
   for (int64_t t = 0; t < n;) {
     const int32_t b = pin[t];
@@ -581,20 +573,24 @@ double pinned_forward_backward(const Chain& c, Workspace& ws, double* node, doub
     }
     int64_t j = t + 1;
     while (j < n && pin[j] < 0) ++j;
+    // The run [t, j): its start and end potentials
+    const double* start = t == 0 ? c.start : T + pin[t - 1] * S;
+    const double* end = c.end;
+    if (j < n) {
+      ws.run_end.resize(S);
+      for (int a = 0; a < S; ++a) ws.run_end[a] = T[a * S + pin[j]];
+      end = ws.run_end.data();
+    }
     if (j == t + 1) {
-      log_z += single_token_run(c, ws, t, pin, node + t * S);
+      log_z += single_token_run(c.emissions + t * S, c.node_mask + t * S, start, end, S, ws,
+                                node + t * S);
     } else {
       Chain run = c;
       run.n = j - t;
       run.emissions = c.emissions + t * S;
       run.node_mask = c.node_mask + t * S;
-      run.start = t == 0 ? c.start : T + pin[t - 1] * S;
-      run.end = c.end;
-      if (j < n) {
-        ws.run_end.resize(S);
-        for (int a = 0; a < S; ++a) ws.run_end[a] = T[a * S + pin[j]];
-        run.end = ws.run_end.data();
-      }
+      run.start = start;
+      run.end = end;
       log_z += whole_forward_backward(run, ws, node + t * S, nullptr, edge_sum);
     }
     if (edge_sum && t > 0) {
@@ -621,7 +617,7 @@ double forward_backward(const Chain& c, Workspace& ws, double* node, double* edg
       ws.pinned[t] = pinned_label(c.node_mask + t * c.S, c.S);
       any |= ws.pinned[t] >= 0;
     }
-    if (any) return pinned_forward_backward(c, ws, node, edge_sum);
+    if (any) return pinned_forward_backward(c, ws.pinned, ws, node, edge_sum);
   }
   return whole_forward_backward(c, ws, node, edge, edge_sum);
 }
