@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -49,12 +50,15 @@ inline int effective_threads(int requested, int64_t work) {
 // An array of doubles that is allocated but not zeroed, for scratch that
 // every use writes before it reads: a std::vector would be zero-filled by
 // one thread, megabytes per evaluation that the other threads wait for.
+// It starts on a cache line: padded rows in it are whole vec4s within
+// lines (malloc's large blocks start 16 bytes past a page, so that every
+// other vec4 of such a row straddled two lines).
 class UninitializedBuffer {
  public:
   // At least n doubles; the contents are unspecified.
   double* reserve(size_t n) {
     if (n > size_) {
-      data_.reset(new double[n]);
+      data_.reset(static_cast<double*>(::operator new(n * sizeof(double), kAlignment)));
       size_ = n;
     }
     return data_.get();
@@ -62,7 +66,11 @@ class UninitializedBuffer {
   double* data() const { return data_.get(); }
 
  private:
-  std::unique_ptr<double[]> data_;
+  static constexpr std::align_val_t kAlignment{64};
+  struct Free {
+    void operator()(double* p) const noexcept { ::operator delete(p, kAlignment); }
+  };
+  std::unique_ptr<double, Free> data_;
   size_t size_ = 0;
 };
 
