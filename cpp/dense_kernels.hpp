@@ -225,17 +225,21 @@ __attribute__((always_inline)) inline void vector_pair_matrix_tile(
 // out_xm = x·M, out_ym = y·M and (kWithN) out_xn = x·N in one sweep over the
 // rows of M and N (row stride ld): each row of M is loaded once for x and y,
 // and the products' independent accumulator chains overlap where separate
-// products would each wait on their own. Up to 12 lanes at a time give 6-9
-// such chains, enough to keep the multiply-adds busy without splitting the
-// rows even/odd as vector_matrix does: the split doubled the accumulators
-// and so narrowed the tiles to 8 lanes, with more broadcasts per
-// multiply-add (the covariance kernel 2-4% slower at 3-49 labels).
+// products would each wait on their own. Tiles of up to 12 lanes with N (9
+// chains) and 24 without (12 chains; at 12 lanes the 6 chains of 4-cycle
+// multiply-adds left the units idle: GE's gradient 0.97x at S = 22 and 49)
+// keep the multiply-adds busy without splitting the rows even/odd as
+// vector_matrix does: the split doubled the accumulators and so narrowed
+// the tiles, with more broadcasts per multiply-add (the covariance kernel
+// 2-4% slower at 3-49 labels). 24 lanes with N would take 18 accumulators,
+// more than AVX2's 16 registers.
 template <bool kWithN>
 __attribute__((always_inline)) inline void vector_pair_matrix_impl(
     const double* x, const double* y, const double* M, const double* N, int rows, int ld,
     double* out_xm, double* out_ym, double* out_xn) {
-  for (int b0 = 0; b0 < ld; b0 += 12)
-    with_vec_count(std::min(ld - b0, 12) / 4, [&](auto n) __attribute__((always_inline)) {
+  constexpr int kLanes = kWithN ? 12 : 24;
+  for (int b0 = 0; b0 < ld; b0 += kLanes)
+    with_vec_count(std::min(ld - b0, kLanes) / 4, [&](auto n) __attribute__((always_inline)) {
       vector_pair_matrix_tile<kWithN, n>(x, y, M, N, rows, ld, b0, out_xm, out_ym, out_xn);
     });
 }
