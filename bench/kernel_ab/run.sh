@@ -8,10 +8,12 @@
 # into separate namespaces of one binary and alternated on 400 random chains
 # of 5-45 tokens; whole-evaluation timings on a noisy machine cannot see
 # the few-percent changes this can. Where each build lands in the binary
-# matters too: two builds of the same sources read up to 5% apart, the
-# same way each time. So a second binary links the two builds the other
-# way round, and each kernel's B/A is the geometric mean of its two
-# readings (B/A in the first, A/B in the second), which cancels that.
+# may matter too: two builds of the same sources read up to 5% apart, the
+# same way each time, while the buffers' alignment was left to malloc
+# (before 8d0df7c), and 1.00-1.01 since. A second binary links the two
+# builds the other way round, and each kernel's B/A is the geometric mean
+# of its two readings (B/A in the first, A/B in the second), which cancels
+# what remains of that.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
