@@ -36,9 +36,8 @@ LayerWeights::LayerWeights(const Layout& layout, const double* theta_, int64_t n
   const size_t copy_doubles = static_cast<size_t>(n) * ld;
   if (S <= kRowCopyMaxLabels && n_occurrences >= n &&
       copy_doubles * sizeof(double) <= kRowCopyMaxBytes) {
-    // 32-byte aligned: a 4-lane row is one vec4 within one cache line
-    const uintptr_t base = reinterpret_cast<uintptr_t>(row_copy.reserve(copy_doubles + kBlock));
-    copy = reinterpret_cast<double*>((base + 31) & ~static_cast<uintptr_t>(31));
+    // The buffer starts on a cache line: a 4-lane row is one vec4 within one line.
+    copy = row_copy.reserve(copy_doubles);
     attribute_rows = copy;
     row_stride = ld;
   }

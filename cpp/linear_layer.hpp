@@ -97,7 +97,7 @@ struct Layout {
 //   attribute_rows: when not null, attribute a's row (padded_width(S) wide,
 //           lanes past S ignored) starts at attribute_rows + a·row_stride:
 //           theta for a dense layout up to kRowsInPlaceMaxLanes, else
-//           row_copy (32-byte aligned) up to kRowCopyMaxLabels
+//           row_copy (on a cache line) up to kRowCopyMaxLabels
 // n_occurrences: the attribute occurrences of the corpus to be scored.
 struct LayerWeights {
   const double* theta = nullptr;
