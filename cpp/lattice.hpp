@@ -2,16 +2,16 @@
 // and reusable per-thread buffers. The kernels know nothing of features.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "parallel.hpp"
 
 namespace sscrf {
 
@@ -45,33 +45,6 @@ inline void check_scores(const double* v, int64_t size) {
         "scores overflow: an emission score E = X·W is infinite or larger than 1e250 in "
         "magnitude (feature values or weights too large)");
 }
-
-// The allocator of the buffers that the kernels read a vec4 at a time:
-// each starts on a cache line, so that rows of ld doubles (a multiple of 4)
-// are whole vec4s within lines. From malloc (16-byte aligned) half the
-// buffers started mid-vec4, every other vec4 of their rows then straddled
-// two lines, and a vector-matrix product over such a matrix ran 1.3-1.4x
-// slower at 22 and 49 labels.
-constexpr std::size_t kCacheLine = 64;
-template <class T>
-struct CacheLineAligned {
-  using value_type = T;
-  CacheLineAligned() = default;
-  template <class U>
-  CacheLineAligned(const CacheLineAligned<U>&) noexcept {}
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kCacheLine)));
-  }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t(kCacheLine)); }
-  template <class U>
-  bool operator==(const CacheLineAligned<U>&) const noexcept {
-    return true;
-  }
-  template <class U>
-  bool operator!=(const CacheLineAligned<U>&) const noexcept {
-    return false;
-  }
-};
 
 // exp(T - column max) once per evaluation, shared by every sequence. Rows
 // are padded to ld = padded_width(S) columns with zeros.
