@@ -52,17 +52,15 @@ double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
             forward_backward(constrained, ws, p_allowed.data(), nullptr, ws.partial_edge.data());
         // ∂(log Z - log Z_L) = p - p_L, for nodes and for edges; with unit
         // weight the free pass adds its edge sums to dT itself
-        double log_z;
-        if (w == 1.0) {
-          log_z = forward_backward(c, ws, dE, nullptr, dT);
-          for (int64_t i = 0; i < c.n * S; ++i) dE[i] -= p_allowed[i];
+        const bool unit = w == 1.0;
+        if (!unit) ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+        const double log_z =
+            forward_backward(c, ws, dE, nullptr, unit ? dT : ws.edge_scratch.data());
+        for (int64_t i = 0; i < c.n * S; ++i) dE[i] = w * (dE[i] - p_allowed[i]);
+        if (unit)
           for (int i = 0; i < S * S; ++i) dT[i] -= ws.partial_edge[i];
-        } else {
-          ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-          log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
-          for (int64_t i = 0; i < c.n * S; ++i) dE[i] = w * (dE[i] - p_allowed[i]);
+        else
           for (int i = 0; i < S * S; ++i) dT[i] += w * (ws.edge_scratch[i] - ws.partial_edge[i]);
-        }
         return w * (log_z - log_z_allowed);
       });
 }
