@@ -201,7 +201,7 @@ __attribute__((always_inline)) inline void dot_bundle_of_shape(int G, int R, con
 // and restarted at each block boundary: a block's sums are those it would
 // have on its own, while each stream runs unbroken for several blocks
 // (dense CoNLL-2000, 7.4M parameters: units of 8 blocks took 0.80x the time
-// of single blocks in the optimiser's 36 products, same bits).
+// of single blocks in the optimiser's products, same bits).
 SSCRF_SIMD_CLONES
 void dot_products_unit(const std::vector<VectorRef>& vectors, const DotPlan& plan,
                        int64_t begin, int64_t end, double* widened, double* sums,
