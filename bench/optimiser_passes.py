@@ -39,8 +39,9 @@ import _common  # noqa: E402
 DENSE_CONLL2000 = 7_385_356  # parameters of the dense CoNLL-2000 model
 
 
-def passes(P, m, n_threads, seed=0):
-    """name -> (call, bytes moved): the passes of one iteration with a full history."""
+def passes(P, m, seed=0):
+    """name -> (call(n_threads), bytes moved): the passes of one iteration with a
+    full history."""
     from sscrf import _core
 
     rng = np.random.default_rng(seed)
@@ -65,19 +66,22 @@ def passes(P, m, n_threads, seed=0):
     f4, f8 = 4 * P, 8 * P
     return {
         "new pair + products": (
-            lambda: _core.secant_pair(x_old, trial, g, g_old, S[slot], Y[slot], n_threads,
-                                      vectors=vectors, pairs=pairs),
+            lambda n_threads: _core.secant_pair(x_old, trial, g, g_old, S[slot], Y[slot],
+                                                n_threads, vectors=vectors, pairs=pairs),
             4 * f8 + 2 * f4 + 2 * k * f4),
-        "products alone": (lambda: _core.dot_products(vectors, pairs, n_threads),
+        "products alone": (lambda n_threads: _core.dot_products(vectors, pairs, n_threads),
                            (2 * k + 2) * f4 + 2 * f8),
         "secant pair alone": (
-            lambda: _core.secant_pair(x_old, trial, g, g_old, S[slot], Y[slot], n_threads),
+            lambda n_threads: _core.secant_pair(x_old, trial, g, g_old, S[slot], Y[slot],
+                                                n_threads),
             4 * f8 + 2 * f4),
         "direction": (
-            lambda: _core.linear_combination(d, coefficients, basis, g, False, n_threads),
+            lambda n_threads: _core.linear_combination(d, coefficients, basis, g, False,
+                                                       n_threads),
             2 * m * f4 + 2 * f8),
-        "trial point": (lambda: _core.step_along(trial, x_old, 0.5, d, n_threads), 3 * f8),
-        "g·d": (lambda: _core.dot_products([g, d], [[0, 1]], n_threads), 2 * f8),
+        "trial point": (lambda n_threads: _core.step_along(trial, x_old, 0.5, d, n_threads),
+                        3 * f8),
+        "g·d": (lambda n_threads: _core.dot_products([g, d], [[0, 1]], n_threads), 2 * f8),
     }
 
 
@@ -97,15 +101,15 @@ def main(argv=None):
         ap.error("--threads must list counts >= 1")
 
     rows, results = [], []
+    calls = passes(args.parameters, args.memory)
     for n_threads in threads:
-        calls = passes(args.parameters, args.memory, n_threads)
         samples = {name: [] for name in calls}
         for r in range(args.repeats):
             order = list(calls)
             order = order[r % len(order):] + order[:r % len(order)]
             for name in order:
                 t0 = time.perf_counter()
-                calls[name][0]()
+                calls[name][0](n_threads)
                 samples[name].append(time.perf_counter() - t0)
         for name, (_, moved) in calls.items():
             seconds = _common.median(samples[name])
@@ -113,7 +117,6 @@ def main(argv=None):
                             "bytes": moved, "samples": samples[name]})
             rows.append([name, n_threads, f"{seconds * 1e3:.2f}", f"{moved / 1e6:,.0f}",
                          f"{moved / seconds / 1e9:.1f}"])
-        del calls
     print(_common.machine_line())
     print(f"{args.parameters:,} parameters, {args.memory} float32 pairs; medians of "
           f"{args.repeats} rounds")
