@@ -171,6 +171,27 @@ def _ge_setup(features, attributes, y, S, n_constraints):
                            "tokens_with_a_constraint": float(firing.mean())}
 
 
+def alternatives_setup(features, y, S, rng):
+    """Two labelings per sentence for the ``alternatives`` term: the gold one and
+    the gold one with one random token relabeled. Returns (features of the
+    corpus with each sentence twice, their labels, the sentence of each copy)."""
+    import numpy as np
+    import sscrf.partial as partial
+
+    offsets = np.asarray(features.offsets)
+    repeats = np.repeat(np.arange(features.n_sentences), 2)
+    alt = []
+    for s in range(features.n_sentences):
+        seq = y[offsets[s]:offsets[s + 1]]
+        other = seq.copy()
+        if len(other):
+            t = rng.integers(len(other))
+            other[t] = (other[t] + 1 + rng.integers(S - 1)) % S
+        alt += [seq, other]
+    sub, _ = partial.subset_features(features, repeats)
+    return sub, np.concatenate(alt).astype(np.int32), repeats
+
+
 def child_scaling(args):
     import numpy as np
     import sscrf
@@ -231,19 +252,7 @@ def child_scaling(args):
                        f"smoothed empirical targets), KL; a constraint fires at "
                        f"{100 * info['tokens_with_a_constraint']:.0f}% of tokens")
     if "alternatives" in OBJECTIVES and partial is not None:
-        n_sent = features.n_sentences
-        offsets = np.asarray(features.offsets)
-        repeats = np.repeat(np.arange(n_sent), 2)
-        alt = []
-        for s in range(n_sent):
-            seq = y[offsets[s]:offsets[s + 1]]
-            other = seq.copy()
-            if len(other):
-                t = rng.integers(len(other))
-                other[t] = (other[t] + 1 + rng.integers(S - 1)) % S
-            alt += [seq, other]
-        sub, _ = partial.subset_features(features, repeats)
-        alt_labels = np.concatenate(alt).astype(np.int32)
+        sub, alt_labels, repeats = alternatives_setup(features, y, S, rng)
         builders["alternatives"] = lambda th: OBJECTIVES["alternatives"](
             sub, alt_labels, repeats, layout, th)
         notes["alternatives"] = ("2 labelings per sentence (gold, gold with one token "

@@ -68,19 +68,23 @@ class InCore:
         return float(c[0])
 
 
-def load_conll2000(data_dir):
+def load_conll2000(data_dir, with_attributes=False):
     """(features, gold label ids per token, number of labels) of CoNLL-2000 train,
-    with the CRFsuite tutorial attributes."""
+    with the CRFsuite tutorial attributes; then the attribute strings by id
+    where ``with_attributes``."""
     import numpy as np
     from sscrf.features import FeatureExtractor
     from sscrf.io import read_conll
     from supervised_conll2000 import sscrf_tokens
 
     train = read_conll(os.path.join(data_dir, "train.txt"))
-    (features,) = FeatureExtractor(None).fit_transform([sscrf_tokens(s) for s in train.tokens])
+    extractor = FeatureExtractor(None)
+    (features,) = extractor.fit_transform([sscrf_tokens(s) for s in train.tokens])
     labels = sorted({l for s in train.labels for l in s})
     index = {l: i for i, l in enumerate(labels)}
     y = np.array([index[l] for s in train.labels for l in s], dtype=np.int32)
+    if with_attributes:
+        return features, y, len(labels), extractor.attributes_
     return features, y, len(labels)
 
 

@@ -11,6 +11,13 @@ losses (a phase that scales badly) from the machine's (bench/scaling_ceiling.py)
 - ``marginals``: scoring and forward-backward, writing node marginals; the
   likelihood adds to it the residuals and their back-projection ``Xᵀ·∂E``;
 - ``viterbi``: scoring and Viterbi;
+- the two terms whose evaluation is two passes over the corpus, each whole
+  (as the suite times it) and each pass alone: ``ge`` (100 constraints, as
+  the suite's), its expectations pass, and its gradient pass as
+  ``ge_gradient`` runs it alone (scoring again: the term reuses the first
+  pass's scores); ``alternatives`` (two labelings per sentence, as the
+  suite's), its ``log p`` pass and its weighted likelihood pass, both over
+  the corpus of twice the tokens;
 - ``training``: L-BFGS on the dense likelihood with an L2 prior (c2 = 1,
   a fixed number of iterations), seconds per evaluation with and without
   the optimiser's own passes.
@@ -36,10 +43,12 @@ import run  # noqa: E402  (the suite: default thread counts, dense layout)
 from scaling_ceiling import load_conll2000  # noqa: E402
 
 
-def phases(features, y, S):
+def phases(features, y, S, attributes):
     """(layout, the labelled corpus, name -> f(n_threads, theta, gradient): one
     call of that part)."""
+    import numpy as np
     from sscrf import _core
+    from sscrf.objectives import OBJECTIVES
 
     def corpus(chunk_tokens=None, labels=None):
         extra = {} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}
@@ -57,6 +66,40 @@ def phases(features, y, S):
     out["log_probability"] = lambda th, x, g: _core.log_probability_corpus(labelled, layout, x, th)
     out["marginals"] = lambda th, x, g: _core.marginals_corpus(plain, layout, x, th)
     out["viterbi"] = lambda th, x, g: _core.viterbi_corpus(plain, layout, x, th)
+
+    terms = {}  # a term is built for one thread count
+
+    def term(name, th, build):
+        if (name, th) not in terms:
+            terms[(name, th)] = build(th)
+        return terms[(name, th)]
+
+    cmap, targets, _ = run._ge_setup(features, attributes, y, S, 100)
+
+    def ge(th):
+        return term("ge", th, lambda k: OBJECTIVES["ge"](
+            plain, layout, k, constraint_of_attribute=cmap, targets=targets))
+
+    score_weights = np.full((len(targets), S), 1e-3)  # the pass costs the same for any
+    out["ge"] = lambda th, x, g: ge(th).value_and_gradient(x, out=g)
+    out["ge, expectations pass"] = lambda th, x, g: _core.ge_expectations(
+        plain, layout, x, th, ge(th)._firings)
+    out["ge, gradient pass (scoring again)"] = lambda th, x, g: _core.ge_gradient(
+        plain, layout, x, th, ge(th)._firings, score_weights, out=g)
+
+    rng = np.random.default_rng(1)
+    run.partial_mask(y, S, rng)  # draws as the suite does before its alternatives
+    sub, alt_labels, repeats = run.alternatives_setup(features, y, S, rng)
+
+    def alternatives(th):
+        return term("alternatives", th, lambda k: OBJECTIVES["alternatives"](
+            sub, alt_labels, repeats, layout, k))
+
+    out["alternatives"] = lambda th, x, g: alternatives(th).value_and_gradient(x, out=g)
+    out["alternatives, log p pass"] = lambda th, x, g: _core.log_probability_corpus(
+        alternatives(th).corpus, layout, x, th)
+    out["alternatives, likelihood pass"] = lambda th, x, g: _core.likelihood(
+        alternatives(th).corpus, layout, x, th, out=g)
     return layout, labelled, out
 
 
@@ -111,8 +154,8 @@ def main(argv=None):
         threads = [1] + threads
 
     machine = _common.machine_info()
-    features, y, S = load_conll2000(args.data)
-    layout, labelled, parts = phases(features, y, S)
+    features, y, S, attributes = load_conll2000(args.data, with_attributes=True)
+    layout, labelled, parts = phases(features, y, S, attributes)
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     gradient = np.empty_like(theta)
     for f in parts.values():  # warm-up, and page in each part's buffers
