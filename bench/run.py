@@ -173,13 +173,11 @@ def _ge_setup(features, attributes, y, S, n_constraints):
 
 def alternatives_setup(features, y, S, rng):
     """Two labelings per sentence for the ``alternatives`` term: the gold one and
-    the gold one with one random token relabeled. Returns (features of the
-    corpus with each sentence twice, their labels, the sentence of each copy)."""
+    the gold one with one random token relabeled. Returns (their label ids,
+    one after another; the sentence of each labeling)."""
     import numpy as np
-    import sscrf.partial as partial
 
     offsets = np.asarray(features.offsets)
-    repeats = np.repeat(np.arange(features.n_sentences), 2)
     alt = []
     for s in range(features.n_sentences):
         seq = y[offsets[s]:offsets[s + 1]]
@@ -188,8 +186,7 @@ def alternatives_setup(features, y, S, rng):
             t = rng.integers(len(other))
             other[t] = (other[t] + 1 + rng.integers(S - 1)) % S
         alt += [seq, other]
-    sub, _ = partial.subset_features(features, repeats)
-    return sub, np.concatenate(alt).astype(np.int32), repeats
+    return np.concatenate(alt).astype(np.int32), np.repeat(np.arange(features.n_sentences), 2)
 
 
 def child_scaling(args):
@@ -252,11 +249,11 @@ def child_scaling(args):
                        f"smoothed empirical targets), KL; a constraint fires at "
                        f"{100 * info['tokens_with_a_constraint']:.0f}% of tokens")
     if "alternatives" in OBJECTIVES and partial is not None:
-        sub, alt_labels, repeats = alternatives_setup(features, y, S, rng)
+        alt_labels, groups = alternatives_setup(features, y, S, rng)
         builders["alternatives"] = lambda th: OBJECTIVES["alternatives"](
-            sub, alt_labels, repeats, layout, th)
+            features, alt_labels, groups, layout, th)
         notes["alternatives"] = ("2 labelings per sentence (gold, gold with one token "
-                                 "relabeled): twice the tokens; per token of the corpus")
+                                 "relabeled)")
     missing = [name for name in OBJECTIVES if name not in builders]
     setup["prep_s"] = time.perf_counter() - t0
 

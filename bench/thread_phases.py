@@ -11,13 +11,11 @@ losses (a phase that scales badly) from the machine's (bench/scaling_ceiling.py)
 - ``marginals``: scoring and forward-backward, writing node marginals; the
   likelihood adds to it the residuals and their back-projection ``Xᵀ·∂E``;
 - ``viterbi``: scoring and Viterbi;
-- the two terms whose evaluation is two passes over the corpus, each whole
-  (as the suite times it) and each pass alone: ``ge`` (100 constraints, as
-  the suite's), its expectations pass, and its gradient pass as
-  ``ge_gradient`` runs it alone (scoring again: the term reuses the first
-  pass's scores); ``alternatives`` (two labelings per sentence, as the
-  suite's), its ``log p`` pass and its weighted likelihood pass, both over
-  the corpus of twice the tokens;
+- ``ge`` (100 constraints, as the suite's), whose evaluation is two passes
+  over the corpus, whole (as the suite times it) and each pass alone: its
+  expectations pass, and its gradient pass as ``ge_gradient`` runs it
+  alone (scoring again: the term reuses the first pass's scores);
+- ``alternatives`` (two labelings per sentence, as the suite's);
 - ``training``: L-BFGS on the dense likelihood with an L2 prior (c2 = 1,
   a fixed number of iterations), seconds per evaluation with and without
   the optimiser's own passes.
@@ -47,6 +45,7 @@ def phases(features, y, S, attributes):
     """(layout, the labelled corpus, name -> f(n_threads, theta, gradient): one
     call of that part)."""
     import numpy as np
+    import sscrf.partial  # noqa: F401  (registers the "alternatives" term)
     from sscrf import _core
     from sscrf.objectives import OBJECTIVES
 
@@ -89,17 +88,9 @@ def phases(features, y, S, attributes):
 
     rng = np.random.default_rng(1)
     run.partial_mask(y, S, rng)  # draws as the suite does before its alternatives
-    sub, alt_labels, repeats = run.alternatives_setup(features, y, S, rng)
-
-    def alternatives(th):
-        return term("alternatives", th, lambda k: OBJECTIVES["alternatives"](
-            sub, alt_labels, repeats, layout, k))
-
-    out["alternatives"] = lambda th, x, g: alternatives(th).value_and_gradient(x, out=g)
-    out["alternatives, log p pass"] = lambda th, x, g: _core.log_probability_corpus(
-        alternatives(th).corpus, layout, x, th)
-    out["alternatives, likelihood pass"] = lambda th, x, g: _core.likelihood(
-        alternatives(th).corpus, layout, x, th, out=g)
+    alt_labels, groups = run.alternatives_setup(features, y, S, rng)
+    out["alternatives"] = lambda th, x, g: term("alternatives", th, lambda k: OBJECTIVES[
+        "alternatives"](features, alt_labels, groups, layout, k)).value_and_gradient(x, out=g)
     return layout, labelled, out
 
 

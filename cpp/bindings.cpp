@@ -356,6 +356,48 @@ Doubles checked_score_weights(const py::object& o, const ConstraintFirings& firi
   return weights;
 }
 
+// groups [n_alternatives]: the sequence of each alternative, non-decreasing
+// from 0 with every sequence present; labels: the alternatives' labels one
+// after another, each as long as its sequence.
+std::shared_ptr<AlternativeLabelings> checked_alternatives(const Corpus& corpus,
+                                                           const py::object& labels_o,
+                                                           const py::object& groups_o) {
+  auto groups = Array<int64_t>::ensure(groups_o);
+  if (!groups || groups.ndim() != 1) fail("groups must be a 1-D int array");
+  auto labels = Array<int64_t>::ensure(labels_o);
+  if (!labels || labels.ndim() != 1) fail("labels must be a 1-D int array");
+  auto a = std::make_shared<AlternativeLabelings>();
+  a->n_tokens = corpus.n_tokens;
+  a->n_sequences = corpus.n_sequences;
+  a->count.assign(static_cast<size_t>(corpus.n_sequences), 0);
+  a->first.assign(static_cast<size_t>(corpus.n_sequences), 0);
+  const int64_t* g = groups.data();
+  int64_t n_labels = 0;
+  for (py::ssize_t k = 0; k < groups.shape(0); ++k) {
+    const int64_t prev = k ? g[k - 1] : -1;
+    if (k == 0 ? g[k] != 0 : g[k] != prev && g[k] != prev + 1)
+      fail("groups must run 0, 1, 2, ... without gaps (non-decreasing, every sequence "
+           "present), got " + std::to_string(g[k]) + " after " + std::to_string(prev));
+    if (g[k] >= corpus.n_sequences)
+      fail("groups names sequence " + std::to_string(g[k]) + " but the corpus has " +
+           std::to_string(corpus.n_sequences));
+    if (g[k] != prev) a->first[g[k]] = n_labels;
+    ++a->count[g[k]];
+    n_labels += corpus.offsets[g[k] + 1] - corpus.offsets[g[k]];
+  }
+  if (corpus.n_sequences > 0 && (groups.shape(0) == 0 || g[groups.shape(0) - 1] != corpus.n_sequences - 1))
+    fail("groups must give every one of the corpus's " + std::to_string(corpus.n_sequences) +
+         " sequences at least one alternative");
+  if (labels.shape(0) != n_labels)
+    fail("labels must hold " + std::to_string(n_labels) + " label ids (each alternative as long "
+         "as its sequence), got " + std::to_string(labels.shape(0)));
+  for (int64_t i = 0; i < n_labels; ++i)
+    if (labels.data()[i] < 0 || labels.data()[i] > INT32_MAX)
+      fail("label id " + std::to_string(labels.data()[i]) + " out of range");
+  a->labels.assign(labels.data(), labels.data() + n_labels);
+  return a;
+}
+
 void require_labels(const Corpus& corpus, const Layout& layout) {
   if (corpus.labels.empty() && corpus.n_tokens > 0) fail("this corpus has no labels");
   for (int32_t y : corpus.labels)
@@ -714,6 +756,40 @@ PYBIND11_MODULE(_core, m) {
         },
         py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
         py::arg("out") = py::none());
+
+  py::class_<AlternativeLabelings, std::shared_ptr<AlternativeLabelings>>(
+      m, "AlternativeLabelings",
+      "Explicit alternative labelings of each sequence of one corpus (validated).")
+      .def(py::init(&checked_alternatives), py::arg("corpus"), py::arg("labels"),
+           py::arg("groups"))
+      .def_property_readonly("counts", [](const AlternativeLabelings& a) {
+        py::array_t<int64_t> out(a.count.size());
+        std::copy(a.count.begin(), a.count.end(), out.mutable_data());
+        return out;
+      });
+
+  m.def("alternatives_likelihood",
+        [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
+           const AlternativeLabelings& alternatives, py::object out_o) {
+          auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
+          if (alternatives.n_tokens != corpus.n_tokens ||
+              alternatives.n_sequences != corpus.n_sequences)
+            fail("these alternatives were built for another corpus");
+          for (int32_t y : alternatives.labels)
+            if (y >= layout.S)
+              fail("label id " + std::to_string(y) + " out of range for " +
+                   std::to_string(layout.S) + " labels");
+          auto grad = gradient_output(out_o, layout, theta);
+          double* g = grad.data;
+          double loss;
+          {
+            py::gil_scoped_release release;
+            loss = alternatives_objective(corpus, layout, theta.data(), g, n_threads, alternatives);
+          }
+          return py::make_tuple(loss, grad.array);
+        },
+        py::arg("corpus"), py::arg("layout"), py::arg("theta"), py::arg("n_threads"),
+        py::arg("alternatives"), py::arg("out") = py::none());
 
   m.def("viterbi_corpus",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads) {

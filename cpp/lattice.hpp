@@ -135,6 +135,7 @@ struct alignas(64) Workspace {
   Scratch cov_node;                         // [n][ld] centred node scores
   Scratch partial_node, partial_edge;       // constrained marginals
   Scratch ge_node;                          // [n][S] GE score of each node
+  Scratch alternative_weights;              // [K] q_k of a sequence's alternatives
   std::vector<uint8_t> reachable;           // [2][S]
   std::vector<int64_t> allowed;             // [ld] lane mask of labels allowed at a token
   std::vector<int32_t> backpointer;         // [n][S]

@@ -1,5 +1,8 @@
-// The supervised likelihood objective and the corpus decoders.
+// The likelihood objectives (complete, partial and listed alternative
+// labelings) and the corpus decoders.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "objective.hpp"
 
@@ -63,6 +66,55 @@ double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
           for (int i = 0; i < S * S; ++i) dT[i] += w * (ws.edge_scratch[i] - ws.partial_edge[i]);
         return w * (log_z - log_z_allowed);
       });
+}
+
+double alternatives_objective(const Corpus& corpus, const Layout& layout,
+                              const double* theta, double* grad, int n_threads,
+                              const AlternativeLabelings& alternatives) {
+  const int S = layout.S;
+  double loss = evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        const int64_t K = alternatives.count[s];
+        const int32_t* y = &alternatives.labels[alternatives.first[s]];
+        const double w = corpus.weight(s);
+        // q_k from the labelings' scores, read before dE overwrites E.
+        Scratch& q = ws.alternative_weights;
+        q.resize(static_cast<size_t>(K));
+        double top = -std::numeric_limits<double>::infinity();
+        for (int64_t k = 0; k < K; ++k) {
+          q[k] = labeling_score(c, y + k * c.n);
+          top = std::max(top, q[k]);
+        }
+        double total = 0.0;
+        for (int64_t k = 0; k < K; ++k) total += (q[k] = std::exp(q[k] - top));
+        const double log_sum = top + std::log(total);  // log Σ_k exp score(y_k)
+        double log_z;
+        if (w == 1.0) {
+          log_z = forward_backward(c, ws, dE, nullptr, dT);
+        } else {
+          ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+          log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
+          for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
+          for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
+        }
+        // ∂/∂E[t,b] = w (p_t(b) − Σ_k q_k [y_k,t = b]); likewise for T.
+        for (int64_t k = 0; k < K; ++k) {
+          const int32_t* yk = y + k * c.n;
+          const double wq = w * (q[k] / total);
+          for (int64_t t = 0; t < c.n; ++t) {
+            dE[t * S + yk[t]] -= wq;
+            if (t > 0) dT[yk[t - 1] * S + yk[t]] -= wq;
+          }
+        }
+        return w * (log_z - log_sum);
+      });
+  // evaluate_chunked skips empty sequences; each of their K alternatives is
+  // the empty labeling, of probability 1.
+  for (int64_t s = 0; s < corpus.n_sequences; ++s)
+    if (corpus.offsets[s + 1] == corpus.offsets[s] && alternatives.count[s] > 1)
+      loss -= corpus.weight(s) * std::log(static_cast<double>(alternatives.count[s]));
+  return loss;
 }
 
 void decode_viterbi(const Corpus& corpus, const Layout& layout, const double* theta,

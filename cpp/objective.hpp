@@ -239,6 +239,26 @@ void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
 double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
                                     const double* theta, double* grad, int n_threads);
 
+// Explicit alternative labelings of each sequence of a corpus:
+// labels[first[s] + k·n_s + t] is label t of alternative k of sequence s
+// (k < count[s], n_s its length), the sequences' alternatives one after
+// another. Built once per term (validated by the binding).
+struct AlternativeLabelings {
+  int64_t n_tokens = 0, n_sequences = 0;
+  std::vector<int64_t> count;    // [n_sequences], each >= 1
+  std::vector<int64_t> first;    // [n_sequences]
+  std::vector<int32_t> labels;   // [Σ_s count[s] · n_s]
+};
+
+// −Σ_x w_x log Σ_k p(y_k | x) over the alternatives y_k of each sequence x
+// (a list: a labeling given twice counts twice). One forward-backward per
+// sequence: the gradient is w_x (E_p[F] − Σ_k q_k F(y_k)) with
+// q_k = p(y_k | x) / Σ_j p(y_j | x) = softmax_k score(y_k), since Z(x)
+// cancels (Tsuboi et al. 2008, eq. 4, with the allowed set listed).
+double alternatives_objective(const Corpus& corpus, const Layout& layout,
+                              const double* theta, double* grad, int n_threads,
+                              const AlternativeLabelings& alternatives);
+
 // Where the constraints of generalized expectation fire in a corpus, found
 // once per term (the corpus and the constraints are fixed while training):
 // constraint[token_ptr[t] .. token_ptr[t+1]) are the constraints whose

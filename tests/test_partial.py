@@ -372,6 +372,76 @@ def test_pinned_tokens_split_the_constrained_lattice_exactly(scale):
     np.testing.assert_allclose(g, bg, rtol=1e-9, atol=1e-9)
 
 
+def test_alternatives_term_sums_listed_labelings_by_enumeration():
+    """The term on its own: weights, a labeling listed twice, one alternative,
+    an empty sentence, against −Σ_x w_x log Σ_k p(y_k | x) enumerated, its
+    gradient against finite differences of that reference, and the same bits
+    at 1 and 3 threads."""
+    rng = np.random.default_rng(11)
+    lengths = [3, 0, 4, 2, 1]
+    data = random_data(rng, lengths)
+    row_ptr, label_ids = dense_layout(data["A"], 3)
+    layout = _core.Layout(row_ptr, label_ids, 3)
+    theta = rng.normal(0, 1, size=layout.n_parameters)
+    alternatives = [[[0, 1, 2], [2, 0, 1], [0, 1, 2]],   # listed twice: counts twice
+                    [[], []],                             # empty: log 2 of probability 1 each
+                    [[1, 1, 0, 2]],                       # one alternative: the likelihood
+                    [[0, 0], [1, 2], [2, 1], [0, 2]],
+                    [[2], [0]]]
+    weights = np.array([0.7, 1.3, 1.0, 2.5, 0.0])
+    groups = [s for s, alts in enumerate(alternatives) for _ in alts]
+    labels = np.array([l for alts in alternatives for y in alts for l in y], dtype=np.int32)
+
+    def reference(th):
+        W, T, start, end = unpack(th, row_ptr, label_ids, data["A"], 3)
+        E_all = data["X"] @ W
+        total = []
+        for s, alts in enumerate(alternatives):
+            a, b = data["offsets"][s], data["offsets"][s + 1]
+            if b == a:
+                total.append(-weights[s] * math.log(len(alts)))
+                continue
+            E = E_all[a:b]
+            log_z = logsumexp(chain_scores(E, T, start, end, all_labelings(b - a, 3)))
+            listed = logsumexp(chain_scores(E, T, start, end, np.array(alts)))
+            total.append(weights[s] * (log_z - listed))
+        return math.fsum(total)
+
+    values = {}
+    for k in (1, 3):
+        term = OBJECTIVES["alternatives"](data["features"], labels, groups, layout, k,
+                                          sentence_weights=weights)
+        values[k] = term.value_and_gradient(theta)
+    v, g = values[1]
+    assert v == pytest.approx(reference(theta), rel=1e-12)
+    np.testing.assert_allclose(g, central_differences(reference, theta), rtol=1e-6, atol=1e-7)
+    assert values[3][0] == v and np.array_equal(values[3][1], g)
+
+
+def test_alternatives_term_rejects_labelings_that_do_not_fit_the_corpus():
+    rng = np.random.default_rng(12)
+    data = random_data(rng, [2, 3])
+    row_ptr, label_ids = dense_layout(data["A"], 3)
+    layout = _core.Layout(row_ptr, label_ids, 3)
+    theta = np.zeros(layout.n_parameters)
+    make = OBJECTIVES["alternatives"]
+    ok = np.array([0, 1, 2, 2, 0], dtype=np.int32)
+    for labels, groups, message in [
+            (ok, [0, 2], "without gaps"),
+            (ok, [1, 1], "without gaps"),
+            (ok, [0], "every one of the corpus's 2 sequences"),
+            (ok, [0, 1, 2], "names sequence 2"),
+            (ok[:4], [0, 1], "must hold 5 label ids"),
+            (np.array([0, -1, 2, 2, 0]), [0, 1], "out of range")]:
+        with pytest.raises(ValueError, match=message):
+            make(data["features"], labels, groups, layout, 1)
+    term = make(data["features"], np.array([0, 1, 3, 2, 0]), [0, 1], layout, 1)
+    with pytest.raises(ValueError, match="label id 3 out of range for 3 labels"):
+        term.value_and_gradient(theta)
+    with pytest.raises(ValueError, match="weights"):
+        make(data["features"], ok, [0, 1], layout, 1, sentence_weights=[1.0, -1.0])
+
+
 def test_alternatives_equal_minus_log_summed_probability_and_sets_differ():
     rng, data, row_ptr, label_ids, layout, theta, _ = setup_partial(3, lengths=(3, 4))
     f = data["features"]

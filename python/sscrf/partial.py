@@ -409,52 +409,36 @@ class AlternativesLikelihood(Term):
     """``−Σ_x w_x log Σ_{y ∈ A_x} p(y | x)`` over explicit lists of alternative labelings.
 
     For alternatives that node and edge masks cannot represent exactly
-    (see the module docstring). The corpus holds every alternative as its own
-    labeled sequence; ``groups[k]`` is the sentence of sequence ``k``
-    (non-decreasing, from 0) and ``sentence_weights`` the sentences' weights.
-    The gradient is ``Σ_x w_x (E_p[F] − Σ_k q_k F(y_k))`` with
-    ``q_k = p(y_k | x) / Σ_j p(y_j | x)``: the likelihood gradient of the
-    alternatives weighted by ``w_x q_k``, which sum to ``w_x``.
+    (see the module docstring). The corpus holds each sentence once;
+    ``groups[k]`` is the sentence of alternative ``k`` (0, 1, 2, ... in
+    order, each sentence at least once) and ``labels`` the alternatives'
+    label ids one after another, each as long as its sentence. A labeling
+    listed twice counts twice. ``sentence_weights`` are the sentences'
+    weights ``w_x``.
+
+    Since ``p(y_k | x) = exp(score(y_k)) / Z(x)``, the value per sentence is
+    ``w_x (log Z(x) − log Σ_k exp score(y_k))`` and the gradient
+    ``w_x (E_p[F] − Σ_k q_k F(y_k))`` with ``q_k = softmax_k score(y_k)``:
+    one forward-backward per sentence, however many alternatives it has.
 
     Parameters
     ----------
     features : sscrf.features.Features
-        The alternatives' rows (one sequence per alternative).
-    labels : ndarray (n_tokens,) int32
-    groups : ndarray (n_sequences,) int
+        The sentences' rows, one sequence per sentence.
+    labels : ndarray (Σ_k n_{groups[k]},) int
+    groups : ndarray (n_alternatives,) int
     sentence_weights : ndarray (n_sentences,) or None
     """
 
     def __init__(self, features, labels, groups, layout, n_threads, weight=1.0,
                  sentence_weights=None):
-        super().__init__(compile_corpus(features, labels=labels), layout, n_threads, weight)
-        self.labels = np.ascontiguousarray(labels, dtype=np.int32)
-        self.groups = np.asarray(groups, dtype=np.int64)
-        n_groups = int(self.groups.max()) + 1 if len(self.groups) else 0
-        self.sentence_weights = (np.ones(n_groups) if sentence_weights is None
-                                 else np.asarray(sentence_weights, dtype=np.float64))
-        starts = np.flatnonzero(np.r_[True, self.groups[1:] != self.groups[:-1]])
-        self._starts = starts
+        super().__init__(compile_corpus(features, weights=sentence_weights), layout,
+                         n_threads, weight)
+        self.alternatives = _core.AlternativeLabelings(self.corpus, labels, groups)
 
     def _evaluate(self, theta, out):
-        if len(self.groups) == 0:
-            if out is None:
-                return 0.0, np.zeros(self.layout.n_parameters)
-            out.fill(0.0)
-            return 0.0, out
-        lp = _core.log_probability_corpus(self.corpus, self.layout, theta, self.n_threads)
-        top = np.maximum.reduceat(lp, self._starts)
-        shifted = np.exp(lp - top[self.groups])
-        sums = np.add.reduceat(shifted, self._starts)
-        log_sum = top + np.log(sums)                      # log Σ_k p(y_k | x), per sentence
-        q = shifted / sums[self.groups]
-        w = self.sentence_weights
-        value = -float(np.dot(w, log_sum))
-        # The likelihood gradient with sequence weights w_x q_k; log p above
-        # does not read the weights, so the term's one corpus carries them.
-        self.corpus.set_weights(w[self.groups] * q)
-        _, grad = _core.likelihood(self.corpus, self.layout, theta, self.n_threads, out=out)
-        return value, grad
+        return _core.alternatives_likelihood(self.corpus, self.layout, theta, self.n_threads,
+                                             self.alternatives, out=out)
 
 
 def labeled_terms(features, y, label_index, weights, layout, n_threads, token_labels=None):
@@ -513,9 +497,8 @@ def labeled_terms(features, y, label_index, weights, layout, n_threads, token_la
         corpus = compile_corpus(sub, weights=sub_weights(ids), mask=node, edge_mask=edge)
         others.append(OBJECTIVES["partial_likelihood"](corpus, layout, n_threads))
     if inexact:
-        repeats = [s for s in inexact for _ in range(len(masks[s].alternatives))]
         groups = [g for g, s in enumerate(inexact) for _ in range(len(masks[s].alternatives))]
-        sub, _ = subset_features(features, repeats)
+        sub, _ = subset_features(features, inexact)
         labels = np.concatenate([row for s in inexact for row in masks[s].alternatives])
         sw = None if w is None else w[inexact]
         others.append(OBJECTIVES["alternatives"](sub, labels.astype(np.int32), groups, layout,
