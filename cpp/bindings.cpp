@@ -607,10 +607,7 @@ PYBIND11_MODULE(_core, m) {
             return n;
           },
           "Work items of the gradient's back-projection Xᵀ·∂E, over all chunks.")
-      .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); })
-      .def("set_weights", &assign_weights, py::arg("weights"),
-           "Replaces the sequence weights (n_sequences,), or None for all 1, without "
-           "rebuilding the corpus.");
+      .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); });
 
   py::class_<AttributeIndex, std::shared_ptr<AttributeIndex>>(
       m, "AttributeIndex", "Attribute string -> id: the vocabulary of feature-dict extraction.")

@@ -708,23 +708,13 @@ def test_reused_gradient_buffer_gives_the_same_results_and_out_is_checked():
                          out=np.empty(layout.n_parameters, dtype=np.float32))
 
 
-def test_set_weights_equals_a_corpus_built_with_them():
+def test_corpus_refuses_bad_sequence_weights():
     data, row_ptr, label_ids, weights, layout, theta = setup(5, "observed", True)
-    plain = corpus_of(data)
-    before = _core.likelihood(plain, layout, theta, 1)
-    plain.set_weights(weights)
-    after = _core.likelihood(plain, layout, theta, 2)
-    built = _core.likelihood(corpus_of(data, weights), layout, theta, 1)
-    assert after[0] == built[0] and np.array_equal(after[1], built[1])
-    plain.set_weights(None)
-    again = _core.likelihood(plain, layout, theta, 1)
-    assert again[0] == before[0] and np.array_equal(again[1], before[1])
-    n = plain.n_sequences
+    n = len(data["offsets"]) - 1
     for bad, message in ((-np.ones(n), "non-negative"), (np.ones(n + 1), "shape"),
                          (np.full(n, np.nan), "NaN")):
         with pytest.raises(ValueError, match=message):
-            plain.set_weights(bad)
-    assert _core.likelihood(plain, layout, theta, 1)[0] == before[0]  # refused: unchanged
+            corpus_of(data, bad)
 
 
 def every_width_layout(rng, A, S):

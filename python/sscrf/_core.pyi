@@ -19,7 +19,6 @@ class Corpus:
                  n_attributes: int, labels: Optional[Array] = None,
                  weights: Optional[Array] = None, mask: Optional[Array] = None,
                  edge_mask: Optional[Array] = None, chunk_tokens: int = 32768) -> None: ...
-    def set_weights(self, weights: Optional[Array]) -> None: ...
 
 class AttributeIndex:
     nbytes: int
