@@ -8,6 +8,24 @@
 
 namespace sscrf {
 
+namespace {
+
+// Forward-backward writing w·p_t(b) into node [n][S] (which may alias the
+// emissions) and adding w·Σ_t of the edge marginals into edge_sum [S][S];
+// returns log Z.
+double weighted_marginals(const Chain& c, Workspace& ws, double w, double* node,
+                          double* edge_sum) {
+  if (w == 1.0) return forward_backward(c, ws, node, nullptr, edge_sum);
+  const int S = c.S;
+  ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+  const double log_z = forward_backward(c, ws, node, nullptr, ws.edge_scratch.data());
+  for (int i = 0; i < S * S; ++i) edge_sum[i] += w * ws.edge_scratch[i];
+  for (int64_t i = 0; i < c.n * S; ++i) node[i] *= w;
+  return log_z;
+}
+
+}  // namespace
+
 double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
                             double* grad, int n_threads) {
   const int S = layout.S;
@@ -19,15 +37,7 @@ double likelihood_objective(const Corpus& corpus, const Layout& layout, const do
         const int32_t* y = &corpus.labels[corpus.offsets[s]];
         const double w = corpus.weight(s);
         const double score = labeling_score(c, y);  // before dE overwrites E
-        double log_z;
-        if (w == 1.0) {
-          log_z = forward_backward(c, ws, dE, nullptr, dT);
-        } else {
-          ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-          log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
-          for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
-          for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
-        }
+        const double log_z = weighted_marginals(c, ws, w, dE, dT);
         for (int64_t t = 0; t < c.n; ++t) {
           dE[t * S + y[t]] -= w;
           if (t > 0) dT[y[t - 1] * S + y[t]] -= w;
@@ -89,15 +99,7 @@ double alternatives_objective(const Corpus& corpus, const Layout& layout,
         double total = 0.0;
         for (int64_t k = 0; k < K; ++k) total += (q[k] = std::exp(q[k] - top));
         const double log_sum = top + std::log(total);  // log Σ_k exp score(y_k)
-        double log_z;
-        if (w == 1.0) {
-          log_z = forward_backward(c, ws, dE, nullptr, dT);
-        } else {
-          ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-          log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
-          for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
-          for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
-        }
+        const double log_z = weighted_marginals(c, ws, w, dE, dT);
         // ∂/∂E[t,b] = w (p_t(b) − Σ_k q_k [y_k,t = b]); likewise for T.
         for (int64_t k = 0; k < K; ++k) {
           const int32_t* yk = y + k * c.n;
