@@ -385,15 +385,19 @@ std::shared_ptr<AlternativeLabelings> checked_alternatives(const Corpus& corpus,
     ++a->count[g[k]];
     n_labels += corpus.offsets[g[k] + 1] - corpus.offsets[g[k]];
   }
-  if (corpus.n_sequences > 0 && (groups.shape(0) == 0 || g[groups.shape(0) - 1] != corpus.n_sequences - 1))
+  const py::ssize_t n_alternatives = groups.shape(0);
+  if (corpus.n_sequences > 0 &&
+      (n_alternatives == 0 || g[n_alternatives - 1] != corpus.n_sequences - 1))
     fail("groups must give every one of the corpus's " + std::to_string(corpus.n_sequences) +
          " sequences at least one alternative");
   if (labels.shape(0) != n_labels)
     fail("labels must hold " + std::to_string(n_labels) + " label ids (each alternative as long "
          "as its sequence), got " + std::to_string(labels.shape(0)));
-  for (int64_t i = 0; i < n_labels; ++i)
-    if (labels.data()[i] < 0 || labels.data()[i] > INT32_MAX)
-      fail("label id " + std::to_string(labels.data()[i]) + " out of range");
+  for (int64_t i = 0; i < n_labels; ++i) {
+    const int64_t y = labels.data()[i];
+    if (y < 0 || y > INT32_MAX) fail("label id " + std::to_string(y) + " out of range");
+    a->largest_label = std::max(a->largest_label, static_cast<int32_t>(y));
+  }
   a->labels.assign(labels.data(), labels.data() + n_labels);
   return a;
 }
@@ -772,10 +776,9 @@ PYBIND11_MODULE(_core, m) {
           if (alternatives.n_tokens != corpus.n_tokens ||
               alternatives.n_sequences != corpus.n_sequences)
             fail("these alternatives were built for another corpus");
-          for (int32_t y : alternatives.labels)
-            if (y >= layout.S)
-              fail("label id " + std::to_string(y) + " out of range for " +
-                   std::to_string(layout.S) + " labels");
+          if (alternatives.largest_label >= layout.S)
+            fail("label id " + std::to_string(alternatives.largest_label) + " out of range for " +
+                 std::to_string(layout.S) + " labels");
           auto grad = gradient_output(out_o, layout, theta);
           double* g = grad.data;
           double loss;

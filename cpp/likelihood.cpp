@@ -10,39 +10,55 @@ namespace sscrf {
 
 namespace {
 
-// Forward-backward writing w·p_t(b) into node [n][S] (which may alias the
-// emissions) and adding w·Σ_t of the edge marginals into edge_sum [S][S];
-// returns log Z.
-double weighted_marginals(const Chain& c, Workspace& ws, double w, double* node,
-                          double* edge_sum) {
-  if (w == 1.0) return forward_backward(c, ws, node, nullptr, edge_sum);
+// One sequence's −w log Σ_k p(y_k | x) over its K listed labelings
+// y [K][n] (K = 1: the likelihood, −w log p(y | x)), and its gradient:
+// dE = w (p_t(b) − Σ_k q_k [y_k,t = b]), written over the emissions, and
+// likewise with edge marginals and transition counts added into dT, where
+// q_k = p(y_k | x) / Σ_j p(y_j | x) = softmax_k score(y_k), since Z(x)
+// cancels (Tsuboi et al. 2008, eq. 4, with the allowed set listed).
+double listed_labelings_loss(const Chain& c, Workspace& ws, double w, const int32_t* y,
+                             int64_t K, double* dE, double* dT) {
   const int S = c.S;
-  ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-  const double log_z = forward_backward(c, ws, node, nullptr, ws.edge_scratch.data());
-  for (int i = 0; i < S * S; ++i) edge_sum[i] += w * ws.edge_scratch[i];
-  for (int64_t i = 0; i < c.n * S; ++i) node[i] *= w;
-  return log_z;
+  // q_k from the labelings' scores, read before dE overwrites E
+  Scratch& q = ws.alternative_weights;
+  q.resize(static_cast<size_t>(K));
+  double top = -std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < K; ++k) {
+    q[k] = labeling_score(c, y + k * c.n);
+    top = std::max(top, q[k]);
+  }
+  double total = 0.0;
+  for (int64_t k = 0; k < K; ++k) total += (q[k] = std::exp(q[k] - top));
+  const double log_sum = top + std::log(total);  // log Σ_k exp score(y_k); score(y) at K = 1
+  double log_z;
+  if (w == 1.0) {
+    log_z = forward_backward(c, ws, dE, nullptr, dT);
+  } else {
+    ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
+    log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
+    for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
+    for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const int32_t* yk = y + k * c.n;
+    const double wq = w * (q[k] / total);
+    for (int64_t t = 0; t < c.n; ++t) {
+      dE[t * S + yk[t]] -= wq;
+      if (t > 0) dT[yk[t - 1] * S + yk[t]] -= wq;
+    }
+  }
+  return w * (log_z - log_sum);
 }
 
 }  // namespace
 
 double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
                             double* grad, int n_threads) {
-  const int S = layout.S;
   return evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
-        // ∂(log Z - score(y))/∂E[t,b] = p_t(b) - [y_t = b]; likewise for T
-        // with edge marginals and transition counts.
-        const int32_t* y = &corpus.labels[corpus.offsets[s]];
-        const double w = corpus.weight(s);
-        const double score = labeling_score(c, y);  // before dE overwrites E
-        const double log_z = weighted_marginals(c, ws, w, dE, dT);
-        for (int64_t t = 0; t < c.n; ++t) {
-          dE[t * S + y[t]] -= w;
-          if (t > 0) dT[y[t - 1] * S + y[t]] -= w;
-        }
-        return w * (log_z - score);
+        return listed_labelings_loss(c, ws, corpus.weight(s), &corpus.labels[corpus.offsets[s]],
+                                     1, dE, dT);
       });
 }
 
@@ -81,35 +97,12 @@ double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
 double alternatives_objective(const Corpus& corpus, const Layout& layout,
                               const double* theta, double* grad, int n_threads,
                               const AlternativeLabelings& alternatives) {
-  const int S = layout.S;
   double loss = evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
-        const int64_t K = alternatives.count[s];
-        const int32_t* y = &alternatives.labels[alternatives.first[s]];
-        const double w = corpus.weight(s);
-        // q_k from the labelings' scores, read before dE overwrites E.
-        Scratch& q = ws.alternative_weights;
-        q.resize(static_cast<size_t>(K));
-        double top = -std::numeric_limits<double>::infinity();
-        for (int64_t k = 0; k < K; ++k) {
-          q[k] = labeling_score(c, y + k * c.n);
-          top = std::max(top, q[k]);
-        }
-        double total = 0.0;
-        for (int64_t k = 0; k < K; ++k) total += (q[k] = std::exp(q[k] - top));
-        const double log_sum = top + std::log(total);  // log Σ_k exp score(y_k)
-        const double log_z = weighted_marginals(c, ws, w, dE, dT);
-        // ∂/∂E[t,b] = w (p_t(b) − Σ_k q_k [y_k,t = b]); likewise for T.
-        for (int64_t k = 0; k < K; ++k) {
-          const int32_t* yk = y + k * c.n;
-          const double wq = w * (q[k] / total);
-          for (int64_t t = 0; t < c.n; ++t) {
-            dE[t * S + yk[t]] -= wq;
-            if (t > 0) dT[yk[t - 1] * S + yk[t]] -= wq;
-          }
-        }
-        return w * (log_z - log_sum);
+        return listed_labelings_loss(c, ws, corpus.weight(s),
+                                     &alternatives.labels[alternatives.first[s]],
+                                     alternatives.count[s], dE, dT);
       });
   // evaluate_chunked skips empty sequences; each of their K alternatives is
   // the empty labeling, of probability 1.

@@ -248,6 +248,7 @@ struct AlternativeLabelings {
   std::vector<int64_t> count;    // [n_sequences], each >= 1
   std::vector<int64_t> first;    // [n_sequences]
   std::vector<int32_t> labels;   // [Σ_s count[s] · n_s]
+  int32_t largest_label = -1;    // checked against a layout's labels at each call
 };
 
 // −Σ_x w_x log Σ_k p(y_k | x) over the alternatives y_k of each sequence x
