@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attribute_index.hpp"
+#include "block_cache.hpp"
 #include "corpus.hpp"
 #include "covariance.hpp"
 #include "dense_kernels.hpp"
@@ -507,6 +508,11 @@ PYBIND11_MODULE(_core, m) {
     d["kernels"] = kernel_target();
     return d;
   });
+
+  m.def("release_scratch", [] { return release_cached_blocks(); },
+        "Free the large scratch blocks kept between evaluations; returns their bytes.");
+  m.def("cached_scratch_bytes", [] { return cached_block_bytes(); },
+        "Bytes of scratch blocks kept for the next evaluation.");
 
   m.def("log_partition",
         [](py::object E, py::object T, py::object start, py::object end, py::object mask,

@@ -3,12 +3,16 @@
 // cache-line-aligned buffers that threads fill.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
+
+#include "block_cache.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -62,10 +66,18 @@ struct CacheLineAligned {
   CacheLineAligned() = default;
   template <class U>
   CacheLineAligned(const CacheLineAligned<U>&) noexcept {}
+  // Large blocks come from and go back to the block cache (block_cache.hpp).
   T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_alloc();
+    if (n * sizeof(T) >= kCachedBlockBytes) return static_cast<T*>(allocate_block(n * sizeof(T)));
     return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kCacheLine)));
   }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t(kCacheLine)); }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n * sizeof(T) >= kCachedBlockBytes)
+      free_block(p);
+    else
+      ::operator delete(p, std::align_val_t(kCacheLine));
+  }
   template <class U>
   bool operator==(const CacheLineAligned<U>&) const noexcept {
     return true;
@@ -79,22 +91,30 @@ struct CacheLineAligned {
 // An array of doubles that is allocated but not zeroed, for scratch that
 // every use writes before it reads: a std::vector would be zero-filled by
 // one thread, megabytes per evaluation that the other threads wait for.
-// It starts on a cache line, as CacheLineAligned's buffers do.
+// It starts on a cache line, and comes from the block cache, so that the
+// next evaluation finds it again (block_cache.hpp).
 class UninitializedBuffer {
  public:
-  // At least n doubles; the contents are unspecified.
+  // At least n doubles; the contents are unspecified (NaN in a
+  // SSCRF_POISON_SCRATCH build, at every call, so that the tests catch a
+  // read of what no use wrote, this call's or an earlier evaluation's).
   double* reserve(size_t n) {
     if (n > size_) {
-      data_.reset(CacheLineAligned<double>().allocate(n));
+      if (n > std::numeric_limits<size_t>::max() / sizeof(double)) throw std::bad_alloc();
+      data_.reset();
+      data_.reset(static_cast<double*>(allocate_block(n * sizeof(double))));
       size_ = n;
     }
+#ifdef SSCRF_POISON_SCRATCH
+    std::fill(data_.get(), data_.get() + n, std::numeric_limits<double>::quiet_NaN());
+#endif
     return data_.get();
   }
   double* data() const { return data_.get(); }
 
  private:
   struct Free {
-    void operator()(double* p) const noexcept { CacheLineAligned<double>().deallocate(p, 0); }
+    void operator()(double* p) const noexcept { free_block(p); }
   };
   std::unique_ptr<double, Free> data_;
   size_t size_ = 0;

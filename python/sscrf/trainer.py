@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _core
 from .errors import SscrfError
 
 
@@ -87,6 +88,18 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
     -------
     TrainResult
     """
+    try:
+        return _minimize(objective, theta0, max_iterations=max_iterations, epsilon=epsilon,
+                         period=period, delta=delta, memory=memory, callback=callback,
+                         verbose=verbose, c1=c1, use_scipy=use_scipy, n_threads=n_threads)
+    finally:
+        # The kernels keep their large scratch from one evaluation to the
+        # next (cpp/block_cache.hpp); training is over, so it goes back.
+        _core.release_scratch()
+
+
+def _minimize(objective, theta0, *, max_iterations, epsilon, period, delta, memory, callback,
+              verbose, c1, use_scipy, n_threads):
     best = {"loss": math.inf, "theta": np.array(theta0, dtype=np.float64), "grad_norm": math.nan}
     history = []
     counts = {"evaluations": 0}

@@ -1,0 +1,70 @@
+"""Large scratch blocks are kept from one evaluation to the next
+(cpp/block_cache.hpp): reusing them must not change a result, and training
+gives them back when it ends."""
+
+import numpy as np
+import pytest
+
+import sscrf
+from sscrf import _core
+from sscrf.objectives import OBJECTIVES
+from test_objectives import big_corpus, dense_layout
+
+
+def sparse_layout(rng, A, S):
+    keep = rng.random((A, S)) < 0.4
+    keep[::5] = False  # empty rows
+    row_ptr = np.zeros(A + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum(keep.sum(axis=1))
+    return row_ptr, np.nonzero(keep)[1].astype(np.int32)
+
+
+def corpus_of(big, labeled=True):
+    return _core.Corpus(big["indptr"], big["indices"], big["values"], big["offsets"], big["A"],
+                        big["labels"] if labeled else None, big["weights"], None)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_reused_scratch_gives_the_same_bits(kind):
+    # S = 7: a chunk's residual rows (32k tokens x 7) and, for the sparse
+    # layout, the copy of the weight rows (3000 x 8 lanes) are large
+    # enough to be cached.
+    A, S = 3000, 7
+    first, other = big_corpus(seed=4, n_tokens=50_000, A=A, S=S), big_corpus(seed=5, A=A, S=S)
+    rng = np.random.default_rng(6)
+    row_ptr, label_ids = dense_layout(A, S) if kind == "dense" else sparse_layout(rng, A, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+    other_theta = rng.normal(0.0, 2.0, size=layout.n_parameters)
+    corpus = corpus_of(first)
+
+    _core.release_scratch()
+    assert _core.cached_scratch_bytes() == 0
+    loss, grad = _core.likelihood(corpus, layout, theta, 2)
+    assert _core.cached_scratch_bytes() > 0
+    # Other corpora, weights and kernels fill the cached blocks with other numbers.
+    _core.likelihood(corpus_of(other), layout, other_theta, 1)
+    OBJECTIVES["entropy"](corpus_of(other, labeled=False), layout, 2).value_and_gradient(
+        other_theta)
+    for n_threads in (2, 1):
+        again, again_grad = _core.likelihood(corpus, layout, theta, n_threads)
+        assert again == loss, n_threads
+        assert np.array_equal(again_grad, grad), n_threads
+
+    held = _core.cached_scratch_bytes()
+    assert _core.release_scratch() == held > 0
+    assert _core.cached_scratch_bytes() == 0
+    after, after_grad = _core.likelihood(corpus, layout, theta, 2)
+    assert after == loss and np.array_equal(after_grad, grad)
+
+
+def test_training_gives_its_scratch_back():
+    rng = np.random.default_rng(7)
+    X = [[{f"w={rng.integers(500)}": 1.0, f"s={rng.integers(50)}": 1.0} for _ in range(20)]
+         for _ in range(300)]
+    y = [[f"L{rng.integers(4)}" for _ in range(20)] for _ in range(300)]
+    held = []
+    model = sscrf.CRF(max_iterations=3, verbose=False, n_threads=2)
+    model.fit(X, y, callback=lambda *args: held.append(_core.cached_scratch_bytes()))
+    assert held and max(held) > 0  # 6000 tokens x 4 labels: cached while training
+    assert _core.cached_scratch_bytes() == 0
