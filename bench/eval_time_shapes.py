@@ -1,0 +1,128 @@
+#!/usr/bin/env python
+"""Time per loss-and-gradient evaluation against CRFsuite on corpora of other shapes.
+
+The real corpora (``eval_time_conll2000.py``, ``eval_time_corpora.py``) have
+3 to 49 labels, 7 to 20 attributes per token and sentences of tens of
+tokens. Users bring others: binary or BIES segmentation, named-entity
+models with rich templates (tens of attributes per token), tag sets of
+hundreds, whole documents as one sequence. Each shape changes which part of
+an evaluation dominates (the lattice's O(S²) per token, scoring and
+back-projection, the buffers' sizes), so this script generates one
+synthetic corpus per shape and repeats ``eval_time_corpora``'s measurement
+on it:
+
+==========  ======  ============  ==============================  ===================
+shape       labels  attributes    sentences                       what it stresses
+==========  ======  ============  ==============================  ===================
+binary      2       10            3,000 of 10-39 tokens           per-token overhead
+bies        4       10            3,000 of 10-39 tokens           the 4-label path
+wide        9       60            2,000 of 10-39 tokens           scoring, back-projection
+many        150     8             1,500 of 10-29 tokens           the S² lattice, S-wide rows
+long        10      8             60 of 2,000 tokens              long lattices, few sequences
+==========  ======  ============  ==============================  ===================
+
+Labels follow a random Markov chain (Dirichlet(0.3) rows); half of each
+token's attributes are drawn around its label, half are noise (Zipf ids).
+Both tools get the same feature dicts; CRFsuite trains ``--iterations``
+L-BFGS iterations with c2 = 1 and all transitions, and its time per
+evaluation is its training time over its evaluations; sscrf's is the median
+of 5 direct calls of the ``likelihood`` term at the weights it reaches
+after the same iterations (see ``eval_time_corpora.py``).
+
+    python bench/eval_time_shapes.py [--shapes binary,bies,wide,many,long]
+        [--iterations 5] [--repeats 3] [--threads 1,2] [--out bench/results]
+
+Writes ``eval_time_shapes.md`` and ``.json`` under ``--out``.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common  # noqa: E402
+import eval_time_corpora  # noqa: E402  (measure, table)
+
+# name: (labels, attributes per token, sentences, length range or fixed length)
+SHAPES = {
+    "binary": (2, 10, 3000, (10, 40)),
+    "bies": (4, 10, 3000, (10, 40)),
+    "wide": (9, 60, 2000, (10, 40)),
+    "many": (150, 8, 1500, (10, 30)),
+    "long": (10, 8, 60, 2000),
+}
+VOCABULARY = 20000  # distinct values per attribute slot
+SETTINGS = ("Synthetic corpora, the same feature dicts to both tools, c2 = 1; CRFsuite with "
+            "observed pairs; ratios of medians of alternating repetitions (below 1: sscrf is "
+            "faster).")
+
+
+def synthetic_corpus(S, n_attributes, n_sentences, length, seed=0):
+    """Feature dicts and label strings of a corpus of the given shape (see the docstring)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    chain = rng.dirichlet(np.full(S, 0.3), size=S)
+    X, y = [], []
+    for _ in range(n_sentences):
+        n = length if isinstance(length, int) else int(rng.integers(*length))
+        labels = [int(rng.integers(S))]
+        for _ in range(n - 1):
+            labels.append(int(rng.choice(S, p=chain[labels[-1]])))
+        ids = rng.zipf(1.3, size=(n, n_attributes)) % VOCABULARY
+        ids[:, ::2] = (ids[:, ::2] * 7 + np.asarray(labels)[:, None] * 1009) % VOCABULARY
+        X.append([{f"a{k}={v}": 1.0 for k, v in enumerate(row)} for row in ids.tolist()])
+        y.append([f"L{label}" for label in labels])
+    return X, y
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default=",".join(SHAPES),
+                        help="comma-separated, of " + ", ".join(SHAPES))
+    parser.add_argument("--feature-sets", default="observed")
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", default="1,2",
+                        help="sscrf thread counts, comma-separated (default 1,2)")
+    parser.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
+    args = parser.parse_args(argv)
+    shapes = args.shapes.split(",")
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        parser.error(f"--shapes: unknown {unknown}; choose from {', '.join(SHAPES)}")
+    args.feature_sets = args.feature_sets.split(",")
+    if not set(args.feature_sets) <= {"observed", "dense"}:
+        parser.error("--feature-sets: observed and/or dense")
+    try:
+        thread_counts = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        thread_counts = []
+    if not thread_counts or min(thread_counts) < 1:
+        parser.error(f"--threads: comma-separated positive integers, not {args.threads!r}")
+    if args.iterations < 1 or args.repeats < 1:
+        parser.error("--iterations and --repeats must be at least 1")
+
+    machine = _common.machine_line()
+    rows = []
+    for name in shapes:
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: generating", file=sys.stderr, flush=True)
+        X, y = synthetic_corpus(*SHAPES[name])
+        rows.append(eval_time_corpora.measure(name, X, y, args, thread_counts))
+    text = "\n".join([
+        "# Time per loss-and-gradient evaluation against CRFsuite, synthetic shapes", "",
+        machine, "", SETTINGS,
+        "", eval_time_corpora.table(rows)]) + "\n"
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "eval_time_shapes.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "eval_time_shapes.json"), "w") as f:
+        json.dump({"machine": machine, "args": vars(args), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
