@@ -68,3 +68,32 @@ def test_training_gives_its_scratch_back():
     model.fit(X, y, callback=lambda *args: held.append(_core.cached_scratch_bytes()))
     assert held and max(held) > 0  # 6000 tokens x 4 labels: cached while training
     assert _core.cached_scratch_bytes() == 0
+
+
+def test_concurrent_evaluations_share_the_cache_safely():
+    # Calls release the GIL: two Python threads take and give back blocks at
+    # the same time, each must still get its own result.
+    import threading
+
+    A, S = 3000, 7
+    rng = np.random.default_rng(8)
+    layout = _core.Layout(*dense_layout(A, S), S)
+    jobs = []
+    for seed in (9, 10):
+        corpus = corpus_of(big_corpus(seed=seed, n_tokens=40_000, A=A, S=S))
+        theta = rng.normal(0.0, 0.5, size=layout.n_parameters)
+        jobs.append((corpus, theta, _core.likelihood(corpus, layout, theta, 1)))
+    failures = []
+
+    def work(corpus, theta, expected):
+        for _ in range(6):
+            loss, grad = _core.likelihood(corpus, layout, theta, 2)
+            if loss != expected[0] or not np.array_equal(grad, expected[1]):
+                failures.append(loss)
+
+    threads = [threading.Thread(target=work, args=job) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
