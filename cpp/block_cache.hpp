@@ -3,12 +3,13 @@
 // An evaluation allocates the same large scratch every time (a chunk's
 // residual rows, the padded weight rows, the lattice buffers of long
 // sequences) and frees it at the end. Returned to the system, each block
-// comes back as fresh pages: the kernel zeroes every page on its first
+// comes back as fresh pages whenever malloc maps it anew (glibc does for
+// every block over 32 MiB): the kernel zeroes every page on its first
 // touch, and unmapping it in a multi-threaded process interrupts every core
-// that runs one of its threads to flush its TLB (an exit to the hypervisor
-// per core on a virtual machine). On a 2-core KVM guest a CoNLL-2000
-// likelihood call at 2 threads took 1.2-1.3x as long so, and with 60
-// attributes per token and 9 labels a call at 1 thread 1.4x as long.
+// that runs one of its threads to flush its TLB. On a 2-core KVM guest an
+// observed likelihood call with 60 attributes per token and 9 labels (a
+// 35 MB copy of the weight rows) took 1.5x as long so, one with 150 labels
+// (39 MB of residual rows) 1.2x (README, "Other shapes").
 // So freed blocks of at least kCachedBlockBytes wait here, in one
 // process-wide list (a block freed by one thread serves the next call on
 // any thread), up to kMaxCachedBytes; release_cached_blocks() hands them
