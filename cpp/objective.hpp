@@ -68,6 +68,9 @@ inline void zero_rows_no_chunk_writes(const Corpus& corpus, const Layout& layout
   }
 }
 
+// The most bytes of group sums a chunk holds at once (see evaluate_chunked).
+constexpr size_t kGroupSumsBytes = size_t{16} << 20;
+
 // Evaluates Σ_seq kernel(seq) and its gradient with respect to theta
 // (layout of Layout), writing the gradient into grad [n_parameters].
 //
@@ -82,7 +85,9 @@ inline void zero_rows_no_chunk_writes(const Corpus& corpus, const Layout& layout
 // (the start and end weights enter the score as E[0] and E[n-1] do).
 // Second, the group sums are reduced in group order, a slice of entries per
 // work item, while the other items back-project the rows by attribute
-// (the two write disjoint parts of the gradient). Every sum runs in an
+// (the two write disjoint parts of the gradient). With many labels the
+// groups run in waves, each wave's sums reduced before the next starts, so
+// that the sums held at once stay under kGroupSumsBytes. Every sum runs in an
 // order fixed by the corpus, so the result has the same bits for any
 // thread count. With `active` [n_sequences], sequences whose flag is 0 are
 // known to contribute nothing (loss 0, gradient 0) and are not scored. With
@@ -110,6 +115,15 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const int64_t width = 1 + SS + 2 * static_cast<int64_t>(S);
   constexpr int64_t kSliceEntries = 64;  // entries of the group sums per reduction item
   const int64_t n_slices = (width + kSliceEntries - 1) / kSliceEntries;
+  // Groups run in waves whose sums take at most kGroupSumsBytes (but at
+  // least 8 groups per thread): a chunk's few hundred groups hold S² sums
+  // each, 186 MB per chunk at 300 labels where the whole of CRFsuite's
+  // training took 141 MB. Each entry of the chunk's sums is added up group
+  // after group from 0 whatever the waves, so their number, and with it the
+  // thread count, does not change a bit.
+  const int64_t wave_groups = std::max<int64_t>(
+      8 * static_cast<int64_t>(n_threads),
+      static_cast<int64_t>(kGroupSumsBytes / sizeof(double)) / width);
   std::vector<double> chunk_sums(width);
   UninitializedBuffer residual, group_sums;
   ExceptionCarrier errors;
@@ -121,59 +135,79 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
     // the pad is zeroed, the rows are all written below.
     double* const rows = residual.reserve(n_rows + padded_width(S) - S);
     std::fill(rows + n_rows, rows + n_rows + padded_width(S) - S, 0.0);
-    double* const sums_of = group_sums.reserve(n_groups * width);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
-    for (int64_t g = 0; g < n_groups; ++g) {
-      errors.run([&] {
-        Workspace& ws = workspaces[thread_id()];
-        double* sums = sums_of + g * width;
-        std::fill(sums, sums + width, 0.0);
-        double* sum_start = sums + 1 + SS;
-        double* sum_end = sum_start + S;
-        for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
-          const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
-          if (te == tb) continue;
-          double* E = rows + (tb - ch.tok_begin) * S;
-          if (active && !active[s]) {
-            std::fill(E, E + (te - tb) * S, 0.0);
+    const int64_t wave = std::max<int64_t>(1, std::min(n_groups, wave_groups));
+    const int64_t n_waves = std::max<int64_t>(1, (n_groups + wave - 1) / wave);
+    double* const sums_of = group_sums.reserve(wave * width);
+    std::fill(chunk_sums.begin(), chunk_sums.end(), 0.0);
+    // Adds the sums of groups [g0, g1) (stored from sums_of) to the slice's
+    // entries of chunk_sums, in group order.
+    const auto reduce_slice = [&](int64_t item, int64_t g0, int64_t g1) {
+      // The groups are the outer loop so that the slice's entries are read
+      // as one run per group (entry by entry, a group's sums were a stride
+      // of width apart).
+      const int64_t e0 = item * kSliceEntries, e1 = std::min(width, e0 + kSliceEntries);
+      double total[kSliceEntries];
+      std::copy(chunk_sums.data() + e0, chunk_sums.data() + e1, total);
+      for (int64_t g = g0; g < g1; ++g) {
+        const double* group = sums_of + (g - g0) * width;
+        for (int64_t e = e0; e < e1; ++e) total[e - e0] += group[e];
+      }
+      std::copy(total, total + (e1 - e0), chunk_sums.data() + e0);
+    };
+    for (int64_t w = 0; w < n_waves; ++w) {
+      const int64_t g0 = w * wave, g1 = std::min(n_groups, g0 + wave);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, g1 - g0))
+      for (int64_t g = g0; g < g1; ++g) {
+        errors.run([&] {
+          Workspace& ws = workspaces[thread_id()];
+          double* sums = sums_of + (g - g0) * width;
+          std::fill(sums, sums + width, 0.0);
+          double* sum_start = sums + 1 + SS;
+          double* sum_end = sum_start + S;
+          for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
+            const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
+            if (te == tb) continue;
+            double* E = rows + (tb - ch.tok_begin) * S;
+            if (active && !active[s]) {
+              std::fill(E, E + (te - tb) * S, 0.0);
+              continue;
+            }
+            Chain c;
+            if (emissions) {
+              std::copy(emissions + tb * S, emissions + te * S, E);
+              c = chain_over(layout, theta, factors, te - tb, E);
+            } else {
+              c = scored_chain(corpus, layout, weights, factors, tb, te, E);
+            }
+            sums[0] += kernel(s, c, ws, E, sums + 1);
+            const double* last = E + (te - tb - 1) * S;
+            for (int b = 0; b < S; ++b) {
+              sum_start[b] += E[b];
+              sum_end[b] += last[b];
+            }
+          }
+        });
+      }
+      errors.rethrow();
+      if (w + 1 == n_waves) {
+        // The last wave's sums are reduced while the other items
+        // back-project the rows by attribute (the two write disjoint parts
+        // of the gradient).
+        const int64_t n_blocks = static_cast<int64_t>(ch.slot_blocks.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices + n_blocks))
+        for (int64_t item = 0; item < n_slices + n_blocks; ++item) {
+          if (item < n_slices) {
+            reduce_slice(item, g0, g1);
             continue;
           }
-          Chain c;
-          if (emissions) {
-            std::copy(emissions + tb * S, emissions + te * S, E);
-            c = chain_over(layout, theta, factors, te - tb, E);
-          } else {
-            c = scored_chain(corpus, layout, weights, factors, tb, te, E);
-          }
-          sums[0] += kernel(s, c, ws, E, sums + 1);
-          const double* last = E + (te - tb - 1) * S;
-          for (int b = 0; b < S; ++b) {
-            sum_start[b] += E[b];
-            sum_end[b] += last[b];
-          }
+          const int64_t j = item - n_slices;
+          for (int64_t i = ch.slot_blocks[j]; i < ch.slot_blocks[j + 1]; ++i)
+            back_project_attribute(corpus, ch, static_cast<size_t>(i), layout, rows, grad);
         }
-      });
-    }
-    errors.rethrow();
-    const int64_t n_blocks = static_cast<int64_t>(ch.slot_blocks.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices + n_blocks))
-    for (int64_t item = 0; item < n_slices + n_blocks; ++item) {
-      if (item < n_slices) {
-        // Each entry sums its groups in group order; the groups are the outer
-        // loop so that the slice's entries are read as one run per group
-        // (entry by entry, a group's sums were a stride of width apart).
-        const int64_t e0 = item * kSliceEntries, e1 = std::min(width, e0 + kSliceEntries);
-        double total[kSliceEntries] = {};
-        for (int64_t g = 0; g < n_groups; ++g) {
-          const double* group = sums_of + g * width;
-          for (int64_t e = e0; e < e1; ++e) total[e - e0] += group[e];
-        }
-        std::copy(total, total + (e1 - e0), chunk_sums.data() + e0);
-        continue;
+      } else {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices))
+        for (int64_t item = 0; item < n_slices; ++item) reduce_slice(item, g0, g1);
       }
-      const int64_t j = item - n_slices;
-      for (int64_t i = ch.slot_blocks[j]; i < ch.slot_blocks[j + 1]; ++i)
-        back_project_attribute(corpus, ch, static_cast<size_t>(i), layout, rows, grad);
     }
     loss += chunk_sums[0];
     for (int64_t i = 0; i < SS; ++i) grad_T[i] += chunk_sums[1 + i];

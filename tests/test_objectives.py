@@ -382,6 +382,29 @@ def test_likelihood_bit_identical_across_thread_counts(kind):
         assert np.array_equal(grad, base_grad), n_threads
 
 
+def test_group_sums_reduced_in_waves_match_one_wave():
+    # With 128 labels a group's sums (loss, S x S transitions, start, end)
+    # take 130 KB, so the 256 groups of a 32k-token chunk run in waves of
+    # at most 16 MiB of sums (cpp/objective.hpp): 3 waves at 1 thread, 2 at
+    # 16. Chunks of 8k tokens hold 64 groups, one wave, for the reference.
+    A, S = 50, 128
+    big = big_corpus(seed=11, n_tokens=33_000, A=A, S=S)
+    arrays = (big["indptr"], big["indices"], big["values"], big["offsets"], A, big["labels"],
+              big["weights"], None)
+    waves = _core.Corpus(*arrays)
+    one_wave = _core.Corpus(*arrays, chunk_tokens=8192)
+    assert waves.n_chunks == 2 and one_wave.n_chunks == 5
+    layout = _core.Layout(*dense_layout(A, S), S)
+    theta = np.random.default_rng(12).normal(0.0, 0.5, size=layout.n_parameters)
+    ref_loss, ref_grad = _core.likelihood(one_wave, layout, theta, 2)
+    loss, grad = _core.likelihood(waves, layout, theta, 1)
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-9 * np.abs(ref_grad).max())
+    for n_threads in (2, 16):
+        other_loss, other_grad = _core.likelihood(waves, layout, theta, n_threads)
+        assert other_loss == loss and np.array_equal(other_grad, grad), n_threads
+
+
 # ---------------------------------------------------------------------------
 # Bad input at the C++ boundary
 # ---------------------------------------------------------------------------
