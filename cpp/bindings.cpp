@@ -77,6 +77,18 @@ void require_indptr(const int64_t* ip, int64_t n_rows, int64_t nnz) {
 int checked_threads(int n_threads) {
   if (n_threads < 1 || n_threads > 1024)
     fail("n_threads must be an integer in [1, 1024], got " + std::to_string(n_threads));
+  static bool warned = false;
+  if (n_threads > 1 && forked_after_threads() && !warned) {
+    warned = true;
+    if (PyErr_WarnEx(PyExc_RuntimeWarning,
+                     "sscrf runs on one thread in this process: it was forked after its "
+                     "parent ran sscrf on several threads, and OpenMP cannot start threads "
+                     "in such a child (results are the same; for threads in worker "
+                     "processes, use multiprocessing's 'spawn' or 'forkserver' start "
+                     "method)",
+                     1) < 0)
+      throw py::error_already_set();
+  }
   return n_threads;
 }
 

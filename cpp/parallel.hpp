@@ -36,8 +36,18 @@ inline int max_threads() {
 #endif
 }
 
+// GNU OpenMP cannot start threads in a process forked after the parent ran
+// a parallel region on several threads: the child's first such region
+// waits forever for a pool that was not copied (a multiprocessing worker,
+// started by fork, that predicts with the model its parent trained). So
+// the process notes when it first starts threads, and a child forked after
+// that runs every region on one thread (parallel.cpp).
+void note_threads_started() noexcept;
+bool forked_after_threads() noexcept;
+
 // Threads actually started for `work` independent items: the request, but
-// no more than the items and no more than 8 per processor. More threads
+// no more than the items and no more than 8 per processor, and one in a
+// process forked after its parent started threads (above). More threads
 // than cores is allowed; thousands of idle threads only fail to start.
 // Results never depend on this number.
 inline int effective_threads(int requested, int64_t work) {
@@ -49,7 +59,10 @@ inline int effective_threads(int requested, int64_t work) {
   int64_t n = requested;
   if (n > work) n = work;
   if (n > cap) n = cap;
-  return n < 1 ? 1 : static_cast<int>(n);
+  if (n <= 1) return 1;
+  if (forked_after_threads()) return 1;
+  note_threads_started();
+  return static_cast<int>(n);
 }
 
 // The allocator of the buffers that the kernels read a vec4 at a time:

@@ -47,7 +47,11 @@ class CRF:
         ``period`` iterations below ``delta``.
     n_threads : int or None
         Threads for training and decoding; None uses every core. More threads
-        than cores is allowed; results do not depend on the count.
+        than cores is allowed; results do not depend on the count. In a
+        process forked after sscrf ran threads (a multiprocessing worker
+        under the ``fork`` start method) OpenMP cannot start threads, so
+        sscrf runs on one thread there and warns once; use ``spawn`` or
+        ``forkserver`` for threads in workers.
     feature_set : {"auto", "observed", "dense"}
         ``observed`` keeps the attribute-label pairs seen in labeled data
         (CRFsuite's default); ``dense`` keeps every pair; ``auto`` is
