@@ -3,6 +3,10 @@
 #include <mutex>
 #include <new>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
+
 namespace sscrf {
 
 namespace {
@@ -21,11 +25,30 @@ struct Cache {
   std::size_t n = 0, bytes = 0;
 };
 
+Cache* make_cache();
+
 // Never destroyed: buffers may still be freed while static objects are torn
 // down at exit.
 Cache& cache() {
-  static Cache* c = new Cache;
+  static Cache* c = make_cache();
   return *c;
+}
+
+#if defined(__unix__) || defined(__APPLE__)
+// A process forked while another of its threads held the lock (a Python
+// thread evaluating with the GIL released) would inherit it locked, and its
+// first evaluation would wait forever. The forking thread takes the lock
+// across fork(), as malloc does with its own.
+void lock_before_fork() { cache().mutex.lock(); }
+void unlock_after_fork() { cache().mutex.unlock(); }
+#endif
+
+Cache* make_cache() {
+  Cache* c = new Cache;
+#if defined(__unix__) || defined(__APPLE__)
+  pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
+#endif
+  return c;
 }
 
 std::size_t& size_of(char* base) { return *reinterpret_cast<std::size_t*>(base); }
