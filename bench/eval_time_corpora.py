@@ -131,22 +131,23 @@ def present_corpora(data_dir):
             if os.path.exists(os.path.join(data_dir, path))]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=DATA, help="folder of the corpora (default %(default)s)")
-    parser.add_argument("--corpora", default=",".join(CORPORA),
-                        help="comma-separated, of " + ", ".join(CORPORA))
-    parser.add_argument("--feature-sets", default="observed,dense")
-    parser.add_argument("--iterations", type=int, default=10)
+def add_measure_arguments(parser, feature_sets, iterations):
+    """The options of :func:`measure` (shared with eval_time_shapes.py)."""
+    parser.add_argument("--feature-sets", default=feature_sets)
+    parser.add_argument("--iterations", type=int, default=iterations)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2",
                         help="sscrf thread counts, comma-separated (default 1,2)")
     parser.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
-    args = parser.parse_args(argv)
-    corpora = args.corpora.split(",")
-    unknown = [c for c in corpora if c not in CORPORA]
+
+
+def check_measure_arguments(parser, args, names, known, option):
+    """Validates the options of add_measure_arguments and ``option`` (a comma-separated
+    choice of ``known``); returns (the chosen names, the thread counts)."""
+    chosen = names.split(",")
+    unknown = [c for c in chosen if c not in known]
     if unknown:
-        parser.error(f"--corpora: unknown {unknown}; choose from {', '.join(CORPORA)}")
+        parser.error(f"{option}: unknown {unknown}; choose from {', '.join(known)}")
     args.feature_sets = args.feature_sets.split(",")
     if not set(args.feature_sets) <= {"observed", "dense"}:
         parser.error("--feature-sets: observed and/or dense")
@@ -158,6 +159,18 @@ def main(argv=None):
         parser.error(f"--threads: comma-separated positive integers, not {args.threads!r}")
     if args.iterations < 1 or args.repeats < 1:
         parser.error("--iterations and --repeats must be at least 1")
+    return chosen, thread_counts
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=DATA, help="folder of the corpora (default %(default)s)")
+    parser.add_argument("--corpora", default=",".join(CORPORA),
+                        help="comma-separated, of " + ", ".join(CORPORA))
+    add_measure_arguments(parser, "observed,dense", 10)
+    args = parser.parse_args(argv)
+    corpora, thread_counts = check_measure_arguments(parser, args, args.corpora, CORPORA,
+                                                     "--corpora")
 
     machine = _common.machine_line()
     rows = []
@@ -165,12 +178,16 @@ def main(argv=None):
         _log(f"{name}: reading and extracting features")
         X, y = read_corpus(name, args.data)
         rows.append(measure(name, X, y, args, thread_counts))
-    text = report(rows, machine)
+    write_report(args, machine, rows, "eval_time_corpora", report(rows, machine))
+
+
+def write_report(args, machine, rows, stem, text):
+    """Prints ``text`` and writes it to OUT/stem.md, the rows to OUT/stem.json."""
     print(text)
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "eval_time_corpora.md"), "w") as f:
+    with open(os.path.join(args.out, f"{stem}.md"), "w") as f:
         f.write(text)
-    with open(os.path.join(args.out, "eval_time_corpora.json"), "w") as f:
+    with open(os.path.join(args.out, f"{stem}.json"), "w") as f:
         json.dump({"machine": machine, "args": vars(args), "rows": rows}, f, indent=1)
 
 

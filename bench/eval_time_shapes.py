@@ -36,7 +36,6 @@ Writes ``eval_time_shapes.md`` and ``.json`` under ``--out``.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -44,7 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402
-import eval_time_corpora  # noqa: E402  (measure, table)
+import eval_time_corpora  # noqa: E402  (measure, table, the options)
 
 # name: (labels, attributes per token, sentences, length range or fixed length)
 SHAPES = {
@@ -83,28 +82,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES),
                         help="comma-separated, of " + ", ".join(SHAPES))
-    parser.add_argument("--feature-sets", default="observed")
-    parser.add_argument("--iterations", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", default="1,2",
-                        help="sscrf thread counts, comma-separated (default 1,2)")
-    parser.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
+    eval_time_corpora.add_measure_arguments(parser, "observed", 5)
     args = parser.parse_args(argv)
-    shapes = args.shapes.split(",")
-    unknown = [s for s in shapes if s not in SHAPES]
-    if unknown:
-        parser.error(f"--shapes: unknown {unknown}; choose from {', '.join(SHAPES)}")
-    args.feature_sets = args.feature_sets.split(",")
-    if not set(args.feature_sets) <= {"observed", "dense"}:
-        parser.error("--feature-sets: observed and/or dense")
-    try:
-        thread_counts = [int(t) for t in args.threads.split(",")]
-    except ValueError:
-        thread_counts = []
-    if not thread_counts or min(thread_counts) < 1:
-        parser.error(f"--threads: comma-separated positive integers, not {args.threads!r}")
-    if args.iterations < 1 or args.repeats < 1:
-        parser.error("--iterations and --repeats must be at least 1")
+    shapes, thread_counts = eval_time_corpora.check_measure_arguments(
+        parser, args, args.shapes, SHAPES, "--shapes")
 
     machine = _common.machine_line()
     rows = []
@@ -116,12 +97,7 @@ def main(argv=None):
         "# Time per loss-and-gradient evaluation against CRFsuite, synthetic shapes", "",
         machine, "", SETTINGS,
         "", eval_time_corpora.table(rows)]) + "\n"
-    print(text)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "eval_time_shapes.md"), "w") as f:
-        f.write(text)
-    with open(os.path.join(args.out, "eval_time_shapes.json"), "w") as f:
-        json.dump({"machine": machine, "args": vars(args), "rows": rows}, f, indent=1)
+    eval_time_corpora.write_report(args, machine, rows, "eval_time_shapes", text)
 
 
 if __name__ == "__main__":
