@@ -521,6 +521,14 @@ PYBIND11_MODULE(_core, m) {
     return d;
   });
 
+  m.def("chunk_tokens_for",
+        [](int64_t n_labels) {
+          if (n_labels < 1) fail("n_labels must be >= 1, got " + std::to_string(n_labels));
+          return chunk_tokens_for_labels(n_labels);
+        },
+        py::arg("n_labels"),
+        "Token budget of a chunk in corpora for a model of n_labels labels (Corpus's "
+        "chunk_tokens).");
   m.def("release_scratch", [] { return release_cached_blocks(); },
         "Free the large scratch blocks kept between evaluations; returns their bytes.");
   m.def("cached_scratch_bytes", [] { return cached_block_bytes(); },

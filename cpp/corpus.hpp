@@ -40,6 +40,17 @@ struct Chunk {
 // threads share their cores with other work, small enough that a chunk's
 // residual rows stay in the last-level cache.
 constexpr int64_t kChunkTokens = 32768;
+// With many labels a chunk's residual rows (tokens x S doubles) outgrow any
+// cache and become an evaluation's largest scratch (78 MB at 300 labels,
+// where the whole of CRFsuite's training took 141 MB): corpora for a model
+// of S labels take chunks of at most kChunkResidualDoubles / S tokens (the
+// same 32k up to 128 labels), at least kMinChunkTokens.
+constexpr int64_t kChunkResidualDoubles = int64_t{1} << 22;
+constexpr int64_t kMinChunkTokens = 1024;
+inline int64_t chunk_tokens_for_labels(int64_t S) {
+  const int64_t n = kChunkResidualDoubles / (S < 1 ? 1 : S);
+  return n > kChunkTokens ? kChunkTokens : n < kMinChunkTokens ? kMinChunkTokens : n;
+}
 // Work groups of about kGroupTokens tokens: a chunk has a few hundred, so
 // that the last groups to finish keep few of 16 threads waiting (256 tokens
 // left about 7% of the scoring phase idle at 16 threads on CoNLL-2000).

@@ -97,3 +97,28 @@ def test_concurrent_evaluations_share_the_cache_safely():
     for t in threads:
         t.join()
     assert not failures
+
+
+def test_training_corpora_take_smaller_chunks_past_128_labels():
+    # A chunk's residual rows are tokens x labels doubles: with 300 labels
+    # the training corpora take chunks of 2**22 / 300 tokens, not 32k.
+    from sscrf import partial
+    from sscrf.features import FeatureExtractor
+
+    assert _core.chunk_tokens_for(22) == _core.chunk_tokens_for(128) == 32768
+    assert _core.chunk_tokens_for(300) == 2**22 // 300
+    with pytest.raises(ValueError, match="n_labels"):
+        _core.chunk_tokens_for(0)
+    rng = np.random.default_rng(16)
+    S = 300
+    X = [[{f"w={rng.integers(100)}": 1.0} for _ in range(50)] for _ in range(600)]
+    ids = rng.integers(S, size=(600, 50))
+    y = [[f"L{v}" for v in row] for row in ids.tolist()]
+    (features,) = FeatureExtractor(None).fit_transform(X)
+    row_ptr, label_ids = dense_layout(features.n_attributes, S)
+    layout = _core.Layout(row_ptr, label_ids, S)
+    labels = {f"L{i}": i for i in range(S)}
+    token_labels = ids.ravel().astype(np.int32)
+    (term,), _ = partial.labeled_terms(features, y, labels, None, layout, 1, token_labels)
+    budget = _core.chunk_tokens_for(S)
+    assert term.corpus.n_chunks == -(-features.n_tokens // budget) > 1

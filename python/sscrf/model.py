@@ -253,7 +253,8 @@ class CRF:
             supervised, partial_terms = _partial.labeled_terms(
                 features[0], y, label_index, weights, layout, n_threads, token_labels)
         terms = list(supervised) + partial_terms
-        unlabeled_corpus = _compile(features[1]) if use_entropy or use_ge else None
+        unlabeled_corpus = (_compile(features[1], n_labels=layout.n_labels)
+                            if use_entropy or use_ge else None)
         if use_entropy:
             terms.append(OBJECTIVES["entropy"](unlabeled_corpus, layout, n_threads,
                                                weight=self.entropy_weight,
@@ -839,9 +840,12 @@ def _encode_labels(y, label_index, unknown="error"):
     return out
 
 
-def _compile(features, labels=None, weights=None, mask=None):
+def _compile(features, labels=None, weights=None, mask=None, n_labels=None):
+    """A corpus of ``features``; with ``n_labels``, chunked for training a model of that
+    many labels (smaller chunks past 128 labels, see cpp/corpus.hpp)."""
+    chunk = {} if n_labels is None else {"chunk_tokens": _core.chunk_tokens_for(n_labels)}
     return _core.Corpus(features.indptr, features.indices, features.values, features.offsets,
-                        features.n_attributes, labels, weights, mask)
+                        features.n_attributes, labels, weights, mask, **chunk)
 
 
 def _layout_keys(row_ptr, label_ids, S):

@@ -398,10 +398,13 @@ def subset_features(features, sentences):
     return sub, tokens
 
 
-def compile_corpus(features, labels=None, weights=None, mask=None, edge_mask=None):
-    """A :class:`sscrf._core.Corpus` of ``features`` with optional labels, weights and masks."""
+def compile_corpus(features, labels=None, weights=None, mask=None, edge_mask=None,
+                   n_labels=None):
+    """A :class:`sscrf._core.Corpus` of ``features`` with optional labels, weights and masks;
+    with ``n_labels``, chunked for training a model of that many labels."""
+    chunk = {} if n_labels is None else {"chunk_tokens": _core.chunk_tokens_for(n_labels)}
     return _core.Corpus(features.indptr, features.indices, features.values, features.offsets,
-                        features.n_attributes, labels, weights, mask, edge_mask)
+                        features.n_attributes, labels, weights, mask, edge_mask, **chunk)
 
 
 @register("alternatives")
@@ -432,8 +435,8 @@ class AlternativesLikelihood(Term):
 
     def __init__(self, features, labels, groups, layout, n_threads, weight=1.0,
                  sentence_weights=None):
-        super().__init__(compile_corpus(features, weights=sentence_weights), layout,
-                         n_threads, weight)
+        super().__init__(compile_corpus(features, weights=sentence_weights,
+                                        n_labels=layout.n_labels), layout, n_threads, weight)
         self.alternatives = _core.AlternativeLabelings(self.corpus, labels, groups)
 
     def _evaluate(self, theta, out):
@@ -462,7 +465,8 @@ def labeled_terms(features, y, label_index, weights, layout, n_threads, token_la
         from .model import _encode_labels
 
         labels = _encode_labels(y, label_index) if token_labels is None else token_labels
-        return [OBJECTIVES["likelihood"](compile_corpus(features, labels=labels, weights=weights),
+        return [OBJECTIVES["likelihood"](compile_corpus(features, labels=labels, weights=weights,
+                                                        n_labels=layout.n_labels),
                                          layout, n_threads)], []
     masks = [sentence_masks(seq, label_index, f"sentence {s}") for s, seq in enumerate(y)]
     complete, node_only, with_edges, inexact = [], [], [], []
@@ -487,14 +491,16 @@ def labeled_terms(features, y, label_index, weights, layout, n_threads, token_la
         sub, _ = subset_features(features, complete)
         labels = np.concatenate([masks[s].singleton_ids() for s in complete])
         supervised.append(OBJECTIVES["likelihood"](
-            compile_corpus(sub, labels=labels, weights=sub_weights(complete)), layout, n_threads))
+            compile_corpus(sub, labels=labels, weights=sub_weights(complete),
+                           n_labels=layout.n_labels), layout, n_threads))
     for ids, edges in ((node_only, False), (with_edges, True)):
         if not ids:
             continue
         sub, _ = subset_features(features, ids)
         node = np.concatenate([masks[s].node for s in ids])
         edge = np.concatenate([masks[s].edge for s in ids]) if edges else None
-        corpus = compile_corpus(sub, weights=sub_weights(ids), mask=node, edge_mask=edge)
+        corpus = compile_corpus(sub, weights=sub_weights(ids), mask=node, edge_mask=edge,
+                                n_labels=layout.n_labels)
         others.append(OBJECTIVES["partial_likelihood"](corpus, layout, n_threads))
     if inexact:
         groups = [g for g, s in enumerate(inexact) for _ in range(len(masks[s].alternatives))]
