@@ -29,8 +29,11 @@ evaluation is its training time over its evaluations; sscrf's is the median
 of 5 direct calls of the ``likelihood`` term at the weights it reaches
 after the same iterations (see ``eval_time_corpora.py``).
 
-    python bench/eval_time_shapes.py [--shapes binary,bies,wide,many,long]
+    python bench/eval_time_shapes.py [--shapes binary,bies,wide,many,long] [--terms]
         [--iterations 5] [--repeats 3] [--threads 1,2] [--out bench/results]
+
+``--terms`` also times the entropy, partial and alternatives terms against the
+likelihood (item 3 of the suite, on these shapes).
 
 Writes ``eval_time_shapes.md`` and ``.json`` under ``--out``.
 """
@@ -78,10 +81,55 @@ def synthetic_corpus(S, n_attributes, n_sentences, length, seed=0):
     return X, y
 
 
+def term_costs(X, y, repeats):
+    """Median seconds per call of the likelihood, entropy, partial and alternatives terms
+    at 1 thread on (X, y), calls interleaved, with the scaling item's setup (dense
+    layout, random weights; bench/run.py)."""
+    import statistics
+
+    import numpy as np
+
+    import run
+    import sscrf.partial  # noqa: F401  (registers "alternatives")
+    from sscrf.features import FeatureExtractor
+    from sscrf.objectives import OBJECTIVES
+
+    (features,) = FeatureExtractor(None).fit_transform(X)
+    labels = sorted({label for s in y for label in s})
+    index = {label: i for i, label in enumerate(labels)}
+    gold = np.array([index[label] for s in y for label in s], dtype=np.int32)
+    S = len(labels)
+    layout = run._dense_layout(features.n_attributes, S)
+    theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
+    rng = np.random.default_rng(1)
+    mask, _ = run.partial_mask(gold, S, rng)
+    alternatives, groups = run.alternatives_setup(features, gold, S, rng)
+    terms = {
+        "likelihood": OBJECTIVES["likelihood"](run._corpus(features, labels=gold), layout, 1),
+        "entropy": OBJECTIVES["entropy"](run._corpus(features), layout, 1, method="fast"),
+        "partial_likelihood": OBJECTIVES["partial_likelihood"](
+            run._corpus(features, mask=mask), layout, 1),
+        "alternatives": OBJECTIVES["alternatives"](features, alternatives, groups, layout, 1),
+    }
+    out = np.empty_like(theta)
+    seconds = {name: [] for name in terms}
+    for term in terms.values():  # warm-up
+        term.value_and_gradient(theta, out=out)
+    for _ in range(max(repeats, 3)):
+        for name, term in terms.items():
+            started = time.perf_counter()
+            term.value_and_gradient(theta, out=out)
+            seconds[name].append(time.perf_counter() - started)
+    return {name: statistics.median(v) for name, v in seconds.items()}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES),
                         help="comma-separated, of " + ", ".join(SHAPES))
+    parser.add_argument("--terms", action="store_true",
+                        help="also time the entropy, partial and alternatives terms against "
+                             "the likelihood per token (1 thread, dense layout)")
     eval_time_corpora.add_measure_arguments(parser, "observed", 5)
     args = parser.parse_args(argv)
     shapes, thread_counts = eval_time_corpora.check_measure_arguments(
@@ -93,10 +141,19 @@ def main(argv=None):
         print(f"[{time.strftime('%H:%M:%S')}] {name}: generating", file=sys.stderr, flush=True)
         X, y = synthetic_corpus(*SHAPES[name])
         rows.append(eval_time_corpora.measure(name, X, y, args, thread_counts))
-    text = "\n".join([
-        "# Time per loss-and-gradient evaluation against CRFsuite, synthetic shapes", "",
-        machine, "", SETTINGS,
-        "", eval_time_corpora.table(rows)]) + "\n"
+        if args.terms:
+            rows[-1]["term_seconds"] = term_costs(X, y, args.repeats)
+    lines = ["# Time per loss-and-gradient evaluation against CRFsuite, synthetic shapes", "",
+             machine, "", SETTINGS, "", eval_time_corpora.table(rows)]
+    if args.terms:
+        names = list(rows[0]["term_seconds"])
+        cells = [[r["corpus"], str(r["labels"])] + [
+            f"{r['term_seconds'][n] * 1e3:.1f} ms ({r['term_seconds'][n] / r['term_seconds']['likelihood']:.2f}x)"
+            for n in names] for r in rows]
+        lines += ["", "Each term per call at 1 thread, dense layout, random weights (the suite's "
+                  "scaling setup), medians of interleaved calls; in brackets against the "
+                  "likelihood:", "", _common.markdown_table(["corpus", "labels"] + names, cells)]
+    text = "\n".join(lines) + "\n"
     eval_time_corpora.write_report(args, machine, rows, "eval_time_shapes", text)
 
 
