@@ -843,9 +843,7 @@ def _encode_labels(y, label_index, unknown="error"):
 def _compile(features, labels=None, weights=None, mask=None, n_labels=None):
     """A corpus of ``features``; with ``n_labels``, chunked for training a model of that
     many labels (smaller chunks past 128 labels, see cpp/corpus.hpp)."""
-    chunk = {} if n_labels is None else {"chunk_tokens": _core.chunk_tokens_for(n_labels)}
-    return _core.Corpus(features.indptr, features.indices, features.values, features.offsets,
-                        features.n_attributes, labels, weights, mask, **chunk)
+    return _partial.compile_corpus(features, labels, weights, mask, n_labels=n_labels)
 
 
 def _layout_keys(row_ptr, label_ids, S):
