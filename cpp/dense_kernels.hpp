@@ -333,8 +333,8 @@ __attribute__((always_inline)) inline void exp_shifted_tile(double* row, double 
     // 2^k from the bits of `shifted`: (bits + 1023) << 52 keeps (k + 1023) << 52;
     // 0 where the argument is below the floor (p is finite and positive, so
     // p · 0 is the +0 that lane is meant to get)
-    const ivec4 bits = (reinterpret_cast<const ivec4&>(shifted) + 1023) << 52;
-    scale[j] = tiny ? splat4(0.0) : reinterpret_cast<const vec4&>(bits);
+    const ivec4 bits = ((ivec4)shifted + 1023) << 52;  // vector casts reinterpret the bits
+    scale[j] = tiny ? splat4(0.0) : (vec4)bits;
     p[j] = load4(coef[0]);
   }
   for (int i = 1; i < 13; ++i)
