@@ -29,11 +29,12 @@ evaluation is its training time over its evaluations; sscrf's is the median
 of 5 direct calls of the ``likelihood`` term at the weights it reaches
 after the same iterations (see ``eval_time_corpora.py``).
 
-    python bench/eval_time_shapes.py [--shapes binary,bies,wide,many,long] [--terms]
+    python bench/eval_time_shapes.py [--shapes binary,bies,wide,many,long] [--terms] [--tagging]
         [--iterations 5] [--repeats 3] [--threads 1,2] [--out bench/results]
 
 ``--terms`` also times the entropy, partial and alternatives terms against the
-likelihood (item 3 of the suite, on these shapes).
+likelihood (item 3 of the suite, on these shapes); ``--tagging`` compares
+Viterbi tagging throughput with CRFsuite's (item 4).
 
 Writes ``eval_time_shapes.md`` and ``.json`` under ``--out``.
 """
@@ -123,6 +124,43 @@ def term_costs(X, y, repeats):
     return {name: statistics.median(v) for name, v in seconds.items()}
 
 
+def tagging_rates(X, y, repeats, sentences=500):
+    """Viterbi tokens per second of sscrf (1 thread, from feature dicts) and CRFsuite's
+    Tagger.tag on the first ``sentences`` sentences, both models trained 10 iterations;
+    medians over alternating rounds."""
+    import statistics
+    import tempfile
+
+    import pycrfsuite
+
+    import sscrf
+
+    model = sscrf.CRF(max_iterations=10, verbose=False, n_threads=1).fit(X, y)
+    trainer = pycrfsuite.Trainer(verbose=False)
+    for x, labels in zip(X, y):
+        trainer.append(x, labels)
+    trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": 10,
+                        "feature.possible_transitions": True})
+    sample = X[:sentences]
+    n_tokens = sum(map(len, sample))
+    ours, theirs = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer.train(os.path.join(tmp, "m"))
+        tagger = pycrfsuite.Tagger()
+        tagger.open(os.path.join(tmp, "m"))
+        for _ in range(max(repeats, 3)):
+            started = time.perf_counter()
+            model.predict(sample)
+            ours.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            for x in sample:
+                tagger.tag(x)
+            theirs.append(time.perf_counter() - started)
+        tagger.close()
+    return {"sscrf": n_tokens / statistics.median(ours),
+            "crfsuite": n_tokens / statistics.median(theirs)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default=",".join(SHAPES),
@@ -130,6 +168,8 @@ def main(argv=None):
     parser.add_argument("--terms", action="store_true",
                         help="also time the entropy, partial and alternatives terms against "
                              "the likelihood per token (1 thread, dense layout)")
+    parser.add_argument("--tagging", action="store_true",
+                        help="also compare Viterbi tagging throughput with CRFsuite's")
     eval_time_corpora.add_measure_arguments(parser, "observed", 5)
     args = parser.parse_args(argv)
     shapes, thread_counts = eval_time_corpora.check_measure_arguments(
@@ -143,6 +183,8 @@ def main(argv=None):
         rows.append(eval_time_corpora.measure(name, X, y, args, thread_counts))
         if args.terms:
             rows[-1]["term_seconds"] = term_costs(X, y, args.repeats)
+        if args.tagging:
+            rows[-1]["tagging_tokens_per_s"] = tagging_rates(X, y, args.repeats)
     lines = ["# Time per loss-and-gradient evaluation against CRFsuite, synthetic shapes", "",
              machine, "", SETTINGS, "", eval_time_corpora.table(rows)]
     if args.terms:
@@ -153,6 +195,15 @@ def main(argv=None):
         lines += ["", "Each term per call at 1 thread, dense layout, random weights (the suite's "
                   "scaling setup), medians of interleaved calls; in brackets against the "
                   "likelihood:", "", _common.markdown_table(["corpus", "labels"] + names, cells)]
+    if args.tagging:
+        cells = [[r["corpus"], str(r["labels"]), f"{r['tagging_tokens_per_s']['sscrf']:,.0f}",
+                  f"{r['tagging_tokens_per_s']['crfsuite']:,.0f}",
+                  f"{r['tagging_tokens_per_s']['sscrf'] / r['tagging_tokens_per_s']['crfsuite']:.2f}x"]
+                 for r in rows]
+        lines += ["", "Viterbi tagging of 500 sentences from feature dicts, 1 thread, models "
+                  "trained 10 iterations (tokens per second, medians of alternating rounds):", "",
+                  _common.markdown_table(["corpus", "labels", "sscrf predict",
+                                          "CRFsuite Tagger.tag", "speed-up"], cells)]
     text = "\n".join(lines) + "\n"
     eval_time_corpora.write_report(args, machine, rows, "eval_time_shapes", text)
 
