@@ -1,6 +1,7 @@
-"""Large scratch blocks are kept from one evaluation to the next
+"""Scratch memory. Large blocks are kept from one evaluation to the next
 (cpp/block_cache.hpp): reusing them must not change a result, and training
-gives them back when it ends."""
+gives them back when it ends. Corpora for models of many labels take
+smaller chunks, so that a chunk's residual rows stay bounded."""
 
 import numpy as np
 import pytest
