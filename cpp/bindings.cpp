@@ -29,6 +29,14 @@ using Bools = Array<bool>;
 
 [[noreturn]] void fail(const std::string& msg) { throw py::value_error(msg); }
 
+// A new 1-D array of Out holding v's elements.
+template <class Out, class In>
+py::array_t<Out> array_of(const std::vector<In>& v) {
+  py::array_t<Out> out(static_cast<py::ssize_t>(v.size()));
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
 std::string shape_of(const py::array& a) {
   std::string s = "(";
   for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
@@ -578,9 +586,7 @@ PYBIND11_MODULE(_core, m) {
             py::gil_scoped_release release;
             return viterbi(c.chain, ws, path.data());
           });
-          py::array_t<int64_t> out(static_cast<py::ssize_t>(path.size()));
-          for (size_t i = 0; i < path.size(); ++i) out.mutable_data()[i] = path[i];
-          return py::make_tuple(out, score);
+          return py::make_tuple(array_of<int64_t>(path), score);
         },
         py::arg("emissions"), py::arg("transitions"), py::arg("start") = py::none(),
         py::arg("end") = py::none(), py::arg("mask") = py::none(),
@@ -789,11 +795,8 @@ PYBIND11_MODULE(_core, m) {
       "Explicit alternative labelings of each sequence of one corpus (validated).")
       .def(py::init(&checked_alternatives), py::arg("corpus"), py::arg("labels"),
            py::arg("groups"))
-      .def_property_readonly("counts", [](const AlternativeLabelings& a) {
-        py::array_t<int64_t> out(a.count.size());
-        std::copy(a.count.begin(), a.count.end(), out.mutable_data());
-        return out;
-      });
+      .def_property_readonly("counts",
+                             [](const AlternativeLabelings& a) { return array_of<int64_t>(a.count); });
 
   m.def("alternatives_likelihood",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
@@ -1020,11 +1023,8 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("corpus"), py::arg("constraint_of_attribute"), py::arg("n_constraints"))
       .def_readonly("n_constraints", &ConstraintFirings::n_constraints)
-      .def_property_readonly("counts", [](const ConstraintFirings& f) {
-        py::array_t<double> out(f.counts.size());
-        std::copy(f.counts.begin(), f.counts.end(), out.mutable_data());
-        return out;
-      });
+      .def_property_readonly("counts",
+                             [](const ConstraintFirings& f) { return array_of<double>(f.counts); });
 
   m.def("ge_expectations",
         [](const Corpus& corpus, const Layout& layout, py::object theta_o, int n_threads,
