@@ -449,6 +449,7 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
   factor_t.assign(static_cast<size_t>(S) * ld, 0.0);
   scored.assign(static_cast<size_t>(S) * ld, 0.0);
   scored_t.assign(static_cast<size_t>(S) * ld, 0.0);
+  log_padded.assign(static_cast<size_t>(S) * ld, 0.0);
   for (int a = 0; a < S; ++a)
     for (int b = 0; b < S; ++b) col_max[b] = std::max(col_max[b], transitions[a * S + b]);
   col_max.resize(ld, 0.0);  // read a vec4 at a time
@@ -459,6 +460,7 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
       factor_t[b * ld + a] = v;
       scored[a * ld + b] = transitions[a * S + b] * v;
       scored_t[b * ld + a] = scored[a * ld + b];
+      log_padded[a * ld + b] = transitions[a * S + b];
     }
 }
 

@@ -56,6 +56,7 @@ inline void check_scores(const double* v, int64_t size) {
 struct TransitionFactors {
   int S = 0, ld = 0;
   std::vector<double, CacheLineAligned<double>> factor, factor_t, col_max, scored, scored_t;
+  std::vector<double, CacheLineAligned<double>> log_padded;  // [S][ld] the log transitions, zero pad
   TransitionFactors() = default;
   TransitionFactors(const double* transitions, int S);
 };
@@ -141,6 +142,7 @@ struct alignas(64) Workspace {
   std::vector<int32_t> backpointer;         // [n][S]
   std::vector<int32_t> pinned;              // [n] the one label a node mask allows, or -1
   Scratch run_end;                          // [S] end potentials of a run of unpinned tokens
+  Scratch viterbi_transitions;              // [S][ld] padded transitions, for chains without factors
   TransitionFactors own_factors;
 };
 

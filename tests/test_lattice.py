@@ -194,6 +194,66 @@ def test_viterbi_ties_go_to_lowest_allowed_label(data):
     assert score == 0.0
 
 
+def _reverse_first(labeling):
+    return labeling[::-1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_viterbi_over_wide_label_sets_matches_brute_force(data):
+    # The kernel keeps each label's best score in vector lanes, 4 to a vector
+    # and 24 to a tile: label counts around those widths, on chains short
+    # enough to enumerate. Integer scores make exact ties; the path is then
+    # the best labeling that is smallest from the last token back (the last
+    # token's lowest best label, then each token's lowest best predecessor).
+    S = data.draw(st.sampled_from([5, 7, 8, 23, 24, 25, 30]))
+    n = data.draw(st.integers(1, 3))
+    elements = st.integers(-2, 2).map(float)
+    E = data.draw(hnp.arrays(np.float64, (n, S), elements=elements))
+    T = data.draw(hnp.arrays(np.float64, (S, S), elements=elements))
+    args = dict(emissions=E, transitions=T, start=None, end=None, mask=None, edge_mask=None)
+    if data.draw(st.booleans()):
+        args["start"] = data.draw(hnp.arrays(np.float64, (S,), elements=elements))
+        args["end"] = data.draw(hnp.arrays(np.float64, (S,), elements=elements))
+    if data.draw(st.booleans()):
+        mask = data.draw(hnp.arrays(np.bool_, (n, S), elements=st.booleans()))
+        mask[np.arange(n), data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, S - 1)))] = True
+        args["mask"] = mask
+    bf = reference_of(args)
+    path, score = lattice.viterbi(**args)
+    assert score == bf.best_score
+    assert tuple(int(v) for v in path) == min(bf.best, key=_reverse_first)
+
+
+@pytest.mark.parametrize("S", [6, 25, 31])
+def test_corpus_viterbi_matches_one_chain_viterbi(S):
+    # The corpus decoder reads the transitions once per call, the one-chain
+    # decoder per chain: the same paths and scores, over random weights and
+    # over all-zero weights (every labeling ties).
+    from sscrf import _core
+
+    rng = np.random.default_rng(S)
+    lengths = [1, 2, 5, 17, 40]
+    n_tokens = sum(lengths)
+    # token t fires attribute t alone: its emission row is its weight row
+    indptr = np.arange(n_tokens + 1, dtype=np.int64)
+    indices = np.arange(n_tokens, dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    corpus = _core.Corpus(indptr, indices, np.ones(n_tokens), offsets, n_tokens)
+    layout = _core.Layout(np.arange(n_tokens + 1, dtype=np.int64) * S,
+                          np.tile(np.arange(S, dtype=np.int32), n_tokens), S)
+    for theta in (rng.normal(0.0, 2.0, layout.n_parameters), np.zeros(layout.n_parameters)):
+        E = theta[:n_tokens * S].reshape(n_tokens, S)
+        T = theta[n_tokens * S:n_tokens * S + S * S].reshape(S, S)
+        start = theta[n_tokens * S + S * S:n_tokens * S + S * S + S]
+        end = theta[n_tokens * S + S * S + S:]
+        paths, scores = _core.viterbi_corpus(corpus, layout, theta, 1)
+        for s, (b, e) in enumerate(zip(offsets[:-1], offsets[1:])):
+            path, score = lattice.viterbi(E[b:e], T, start, end)
+            np.testing.assert_array_equal(paths[b:e], path)
+            assert scores[s] == score
+
+
 def test_viterbi_empty_sequence():
     for start_end in [dict(), dict(start=np.ones(3), end=np.ones(3))]:
         path, score = lattice.viterbi(np.zeros((0, 3)), np.zeros((3, 3)), **start_end)
