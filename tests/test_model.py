@@ -217,6 +217,10 @@ def test_sequence_log_probability_of_viterbi_path(model):
     for s, value in zip(sentences, got):  # the most probable labeling
         bf, _ = brute_force_of(model, s)
         assert value == pytest.approx(bf.best_score - bf.log_z, rel=1e-9, abs=1e-12)
+    # the same numbers as scoring predict()'s labels (an empty sentence: log 1)
+    np.testing.assert_array_equal(got, model.sequence_log_probability(sentences, predicted))
+    both = model.sequence_log_probability([[], sentences[0]])
+    assert both[0] == 0.0 and both[1] == got[0]
 
 
 def test_probabilities_of_all_labelings_sum_to_one(model):

@@ -482,7 +482,14 @@ class CRF:
         """
         self._check_fitted()
         if y is None:
-            y = self.predict(X)
+            # the Viterbi labels as ids, on the features extracted once (as
+            # predict() finds them; active learning's least_confidence)
+            features = self.extractor_.transform(_check_sentences(X, "X"))
+            labels, _ = _core.viterbi_corpus(_compile(features), self._layout(), self.coef_,
+                                             self._threads())
+            corpus = _compile(features, labels=labels)
+            return _core.log_probability_corpus(corpus, self._layout(), self.coef_,
+                                                self._threads())
         X, y = _check_labeled(X, y, allow_empty_sentences=True)
         label_index = {label: i for i, label in enumerate(self.classes_)}
         features = self.extractor_.transform(X)
