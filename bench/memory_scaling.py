@@ -161,9 +161,9 @@ def phases(out, X, y, peak):
         distinct += len(np.unique(features.indices[k0:k1]))
         start = stop
     out["cpp_chunk_index_bytes"] = 12 * nnz + 12 * distinct
+    out["n_chunks"] = corpus.n_chunks  # builds the chunk index, as fit's first evaluation does
     out["peak_after_corpus"] = peak()
     out["rss_after_corpus"] = _rss_now()
-    out["n_chunks"] = corpus.n_chunks
     del features
     gc.collect()
     out["rss_without_numpy_csr"] = _rss_now()

@@ -296,10 +296,6 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
     const uint8_t* ep = reinterpret_cast<const uint8_t*>(em.data());
     c->edge_mask.assign(ep, ep + em.size());
   }
-  {
-    py::gil_scoped_release release;
-    c->build_chunks();
-  }
   return c;
 }
 
@@ -634,12 +630,12 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("n_tokens", &Corpus::n_tokens)
       .def_readonly("n_sequences", &Corpus::n_sequences)
       .def_readonly("n_attributes", &Corpus::n_attributes)
-      .def_property_readonly("n_chunks", [](const Corpus& c) { return c.chunks.size(); })
+      .def_property_readonly("n_chunks", [](const Corpus& c) { return c.chunks().size(); })
       .def_property_readonly(
           "n_back_projection_blocks",
           [](const Corpus& c) {
             size_t n = 0;
-            for (const Chunk& ch : c.chunks) n += ch.slot_blocks.size() - 1;
+            for (const Chunk& ch : c.chunks()) n += ch.slot_blocks.size() - 1;
             return n;
           },
           "Work items of the gradient's back-projection Xᵀ·∂E, over all chunks.")

@@ -5,8 +5,8 @@
 
 namespace sscrf {
 
-void Corpus::build_chunks() {
-  chunks.clear();
+void Corpus::build_chunks() const {
+  chunks_.clear();
   std::vector<int64_t> position(n_attributes, -1);  // attribute -> slot, reset per chunk
   std::vector<uint8_t> seen(n_attributes, 0);         // in an earlier chunk
   int64_t seq = 0;
@@ -74,11 +74,11 @@ void Corpus::build_chunks() {
         work = 0;
       }
     }
-    chunks.push_back(std::move(ch));
+    chunks_.push_back(std::move(ch));
   }
-  absent_attributes.clear();
+  absent_attributes_.clear();
   for (int32_t a = 0; a < n_attributes; ++a)
-    if (!seen[a]) absent_attributes.push_back(a);
+    if (!seen[a]) absent_attributes_.push_back(a);
 }
 
 }  // namespace sscrf

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 namespace sscrf {
@@ -80,10 +81,6 @@ struct Corpus {
   // [n_tokens][mask_labels][mask_labels] allowed transitions into each token
   // (y_{t-1}, y_t), or empty; the row of a sequence's first token is unused.
   std::vector<uint8_t> edge_mask;
-  std::vector<Chunk> chunks;
-  // Attributes below n_attributes that occur in no token (their gradient
-  // rows are zeroed before the chunks, no chunk writes them).
-  std::vector<int32_t> absent_attributes;
   int64_t chunk_tokens = kChunkTokens;  // token budget of a chunk, >= 1
 
   double weight(int64_t seq) const { return weights.empty() ? 1.0 : weights[seq]; }
@@ -96,9 +93,26 @@ struct Corpus {
                ? nullptr
                : &edge_mask[(first_token + 1) * static_cast<int64_t>(mask_labels) * mask_labels];
   }
-  // Splits into chunks and builds their attribute indices; call once the
-  // arrays above are filled and validated.
-  void build_chunks();
+  // The chunks with their attribute indices, and the attributes below
+  // n_attributes that occur in no token (their gradient rows are zeroed
+  // before the chunks, no chunk writes them). What the objectives need and
+  // the decoders do not (building them costs about as much as a Viterbi
+  // pass), so they are built on first use, once, by whichever thread asks
+  // first; the arrays above must be filled and validated by then.
+  const std::vector<Chunk>& chunks() const {
+    std::call_once(chunks_built_, [this] { build_chunks(); });
+    return chunks_;
+  }
+  const std::vector<int32_t>& absent_attributes() const {
+    chunks();
+    return absent_attributes_;
+  }
+
+ private:
+  void build_chunks() const;
+  mutable std::once_flag chunks_built_;
+  mutable std::vector<Chunk> chunks_;
+  mutable std::vector<int32_t> absent_attributes_;
 };
 
 }  // namespace sscrf

@@ -57,7 +57,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   // Rows of active sequences only are written, and only they are read.
   UninitializedBuffer marginal_rows;
   ExceptionCarrier errors;
-  for (const Chunk& ch : corpus.chunks) {
+  for (const Chunk& ch : corpus.chunks()) {
     double* const marginals = marginal_rows.reserve(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))

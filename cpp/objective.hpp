@@ -47,7 +47,8 @@ inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
 // CoNLL-2000 evaluation).
 inline void zero_rows_no_chunk_writes(const Corpus& corpus, const Layout& layout, double* grad,
                                       int n_threads) {
-  const int64_t n_absent = static_cast<int64_t>(corpus.absent_attributes.size());
+  const std::vector<int32_t>& absent = corpus.absent_attributes();
+  const int64_t n_absent = static_cast<int64_t>(absent.size());
   const int64_t tail = layout.row_ptr[std::min(corpus.n_attributes, layout.n_attributes)];
   const int64_t n_tail = layout.n_parameters() - tail;
   constexpr int64_t kBlock = 1 << 14;
@@ -58,7 +59,7 @@ inline void zero_rows_no_chunk_writes(const Corpus& corpus, const Layout& layout
     if (j < n_absent_blocks) {
       const int64_t end = std::min(n_absent, (j + 1) * kBlock);
       for (int64_t i = j * kBlock; i < end; ++i) {
-        const int32_t a = corpus.absent_attributes[i];
+        const int32_t a = absent[i];
         std::fill(grad + layout.row_ptr[a], grad + layout.row_ptr[a + 1], 0.0);
       }
     } else {
@@ -128,7 +129,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   UninitializedBuffer residual, group_sums;
   ExceptionCarrier errors;
   double loss = 0.0;
-  for (const Chunk& ch : corpus.chunks) {
+  for (const Chunk& ch : corpus.chunks()) {
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
     const int64_t n_rows = (ch.tok_end - ch.tok_begin) * S;
     // back_project_attribute reads padded rows whole, past the last row:

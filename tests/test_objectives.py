@@ -382,6 +382,49 @@ def test_likelihood_bit_identical_across_thread_counts(kind):
         assert np.array_equal(grad, base_grad), n_threads
 
 
+def test_chunk_index_built_once_by_whichever_call_comes_first():
+    # The chunks and their attribute index are built on a corpus's first
+    # evaluation (decoders never need them): Python threads that evaluate a
+    # fresh corpus at once must all get the result of a corpus built ahead.
+    import threading
+
+    big = big_corpus(seed=5)
+    A, S = big["A"], big["S"]
+    layout = _core.Layout(*dense_layout(A, S), S)
+    theta = np.random.default_rng(6).normal(0.0, 0.5, size=layout.n_parameters)
+
+    def fresh():
+        return _core.Corpus(big["indptr"], big["indices"], big["values"], big["offsets"], A,
+                            big["labels"], None, None)
+
+    ahead = fresh()
+    assert ahead.n_chunks > 1  # built here, by the property
+    expected = _core.likelihood(ahead, layout, theta, 1)
+    for _ in range(3):
+        corpus = fresh()
+        results = [None] * 4
+
+        def work(i, corpus=corpus):
+            results[i] = _core.likelihood(corpus, layout, theta, 1 + i % 2)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for loss, grad in results:
+            assert loss == expected[0] and np.array_equal(grad, expected[1])
+        assert corpus.n_chunks == ahead.n_chunks
+    # decoding a fresh corpus gives the same paths, index or not
+    plain = lambda: _core.Corpus(big["indptr"], big["indices"], big["values"],  # noqa: E731
+                                 big["offsets"], A, None, None, None)
+    indexed = plain()
+    assert indexed.n_chunks == ahead.n_chunks
+    for a, b in zip(_core.viterbi_corpus(plain(), layout, theta, 2),
+                    _core.viterbi_corpus(indexed, layout, theta, 2)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_group_sums_reduced_in_waves_match_one_wave():
     # With 128 labels a group's sums (loss, S x S transitions, start, end)
     # take 130 KB, so the 256 groups of a 32k-token chunk run in waves of
