@@ -17,18 +17,6 @@ namespace sscrf {
 
 namespace {
 
-// Σ_i q_i (-log q_i + extra_i) for q = softmax(w); terms with q_i = 0 vanish.
-inline double conditional_entropy(const double* w, const double* extra, int S) {
-  const double norm = log_sum_exp(w, S);
-  double h = 0.0;
-  for (int i = 0; i < S; ++i) {
-    const double log_q = w[i] - norm;
-    const double q = std::exp(log_q);
-    if (q > 0.0) h += q * (-log_q + (extra ? extra[i] : 0.0));
-  }
-  return h;
-}
-
 // -Σ_b p_b log p_b of a distribution over S labels, with the most probable
 // label's p_b taken as 1 minus the others' sum: rounding leaves a p of 1 - ε
 // a few units of eps off, and its term (about ε) would be rounding noise
@@ -73,6 +61,23 @@ __attribute__((always_inline)) inline double softmax_entropy(double* w, int S, i
     }
   }
   return std::log1p(rest) + spread / (1.0 + rest);
+}
+
+// softmax_entropy of w [S] (copied into the padded row `row` [ld]); writes
+// Σ_i q_i extra_i to *mean.
+__attribute__((always_inline)) inline double softmax_entropy_of(const double* w, int S, int ld,
+                                                                double* row, const double* extra,
+                                                                double* mean) {
+  std::copy(w, w + S, row);
+  std::fill(row + S, row + ld, -std::numeric_limits<double>::infinity());
+  const double h = softmax_entropy(row, S, ld);
+  double total = 0.0, weighted = 0.0;  // row holds exp(w_i - max w) now
+  for (int i = 0; i < S; ++i) {
+    total += row[i];
+    weighted += row[i] * extra[i];
+  }
+  *mean = total > 0.0 ? weighted / total : 0.0;
+  return h;
 }
 
 // Token entropies H(Y_t), transition entropies H(Y_t | Y_{t-1}) and their
@@ -200,15 +205,16 @@ double entropy_lattices(const Chain& c, Workspace& ws, double* node_entropy,
   Scratch& hb = ws.cov_backward;
   ha.assign(static_cast<size_t>(n) * S, 0.0);
   hb.assign(static_cast<size_t>(n) * S, 0.0);
-  ws.tmp.resize(S);
+  const int ld = padded_width(S);
+  ws.tmp.resize(S + static_cast<size_t>(ld));
   double* w = ws.tmp.data();
+  double* row = w + S;
 
+  // Entropies from the log-space conditionals, each with its largest
+  // probability's term taken from the others' (marginal_entropy,
+  // softmax_entropy), so nearly certain distributions keep their digits.
   for (int64_t t = 0; t < n; ++t) {
-    double h = 0.0;
-    for (int b = 0; b < S; ++b) {
-      const double q = p[t * S + b];
-      if (q > 0.0) h -= q * std::log(q);
-    }
+    const double h = marginal_entropy(&p[t * S], S);
     if (node_entropy) node_entropy[t] = h;
   }
   // Hα_t(b) = Σ_a q(a|b) (-log q(a|b) + Hα_{t-1}(a)), q(a|b) = p(y_{t-1}=a | y_t=b)
@@ -216,7 +222,9 @@ double entropy_lattices(const Chain& c, Workspace& ws, double* node_entropy,
     const double* la = &ws.log_alpha[(t - 1) * S];
     for (int b = 0; b < S; ++b) {
       for (int a = 0; a < S; ++a) w[a] = la[a] + T[a * S + b];
-      ha[t * S + b] = conditional_entropy(w, &ha[(t - 1) * S], S);
+      double inherited;
+      const double h = softmax_entropy_of(w, S, ld, row, &ha[(t - 1) * S], &inherited);
+      ha[t * S + b] = h + inherited;
     }
   }
   // Hβ_t(a) = Σ_b q(b|a) (-log q(b|a) + Hβ_{t+1}(b)), q(b|a) = p(y_{t+1}=b | y_t=a);
@@ -227,16 +235,16 @@ double entropy_lattices(const Chain& c, Workspace& ws, double* node_entropy,
     double cond = 0.0;
     for (int a = 0; a < S; ++a) {
       for (int b = 0; b < S; ++b) w[b] = T[a * S + b] + np[(t + 1) * S + b] + lb[b];
-      hb[t * S + a] = conditional_entropy(w, &hb[(t + 1) * S], S);
-      cond += p[t * S + a] * conditional_entropy(w, nullptr, S);
+      double inherited;
+      const double h = softmax_entropy_of(w, S, ld, row, &hb[(t + 1) * S], &inherited);
+      hb[t * S + a] = h + inherited;
+      cond += p[t * S + a] * h;
     }
     if (transition_entropy) transition_entropy[t + 1] = cond;
   }
-  double total = 0.0;
-  for (int b = 0; b < S; ++b) {
-    const double q = p[(n - 1) * S + b];
-    if (q > 0.0) total += q * (-std::log(q) + ha[(n - 1) * S + b]);
-  }
+  // H = H(Y_{n-1}) + Σ_b p_{n-1}(b) Hα_{n-1}(b)
+  double total = marginal_entropy(&p[(n - 1) * S], S);
+  for (int b = 0; b < S; ++b) total += p[(n - 1) * S + b] * ha[(n - 1) * S + b];
   if (h_alpha) std::copy(ha.begin(), ha.end(), h_alpha);
   if (h_beta) std::copy(hb.begin(), hb.end(), h_beta);
   return total;
