@@ -39,7 +39,8 @@ __attribute__((always_inline)) inline void max_plus_tile(const double* prev, con
     store4(best + b0 + 4 * j, top[j]);
     store4(label_of + 4 * j, arg[j]);
   }
-  for (int k = 0; k < 4 * kVecs && b0 + k < S; ++k) from[b0 + k] = static_cast<int32_t>(label_of[k]);
+  for (int k = 0; k < 4 * kVecs && b0 + k < S; ++k)
+    from[b0 + k] = static_cast<int32_t>(label_of[k]);
 }
 
 }  // namespace
