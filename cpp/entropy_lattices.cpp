@@ -110,9 +110,6 @@ bool scaled_entropies(const Chain& c, Workspace& ws, double* node_entropy,
   if (!scaled_forward(c, f, ws) || !scaled_backward(c, f, ws)) return false;
   const int ld = f.ld;
   const double* np = ws.node_potential.data();
-  double largest_transition = 0.0;
-  for (int i = 0; i < S * S; ++i)
-    largest_transition = std::max(largest_transition, std::fabs(c.transitions[i]));
   ws.tmp.assign(6 * static_cast<size_t>(ld), 0.0);
   double* log_beta_prev = ws.tmp.data();  // log beta_{t-1}, 0 where beta is 0
   double* log_beta = log_beta_prev + ld;
@@ -161,7 +158,7 @@ bool scaled_entropies(const Chain& c, Workspace& ws, double* node_entropy,
         if (term > 0.0) conditional += alpha_prev[a] * term;
       }
       const double bound = 4.0 * S * std::numeric_limits<double>::epsilon() *
-                           (largest_log_beta_prev + largest_transition + largest_u);
+                           (largest_log_beta_prev + f.largest_magnitude + largest_u);
       if (!(conditional > kTrustedMargin * bound)) {
         conditional = 0.0;
         for (int a = 0; a < S; ++a) {

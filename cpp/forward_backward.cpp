@@ -461,6 +461,7 @@ TransitionFactors::TransitionFactors(const double* transitions, int S_)
       scored[a * ld + b] = transitions[a * S + b] * v;
       scored_t[b * ld + a] = scored[a * ld + b];
       log_padded[a * ld + b] = transitions[a * S + b];
+      largest_magnitude = std::max(largest_magnitude, std::fabs(transitions[a * S + b]));
     }
 }
 

@@ -57,6 +57,7 @@ struct TransitionFactors {
   int S = 0, ld = 0;
   std::vector<double, CacheLineAligned<double>> factor, factor_t, col_max, scored, scored_t;
   std::vector<double, CacheLineAligned<double>> log_padded;  // [S][ld] the log transitions, zero pad
+  double largest_magnitude = 0.0;  // max |T[a][b]|
   TransitionFactors() = default;
   TransitionFactors(const double* transitions, int S);
 };

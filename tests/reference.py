@@ -269,6 +269,27 @@ def node_marginal_at(E, T, t, start=None, end=None):
     return np.exp(x - _logsumexp(x, axis=0))
 
 
+def corpus_of_emissions(chains, T, start, end):
+    """A compiled corpus whose sentences have the given emission rows (a list
+    of (n_s, S) arrays) under the transitions T and start/end weights: token t
+    fires attribute t alone, so its emission row is its weight row.
+
+    Returns ``(corpus, layout, theta, offsets)`` for the ``_core`` decoders.
+    """
+    from sscrf import _core
+
+    E = np.concatenate(chains)
+    n_tokens, S = E.shape
+    offsets = np.concatenate([[0], np.cumsum([len(c) for c in chains])]).astype(np.int64)
+    corpus = _core.Corpus(np.arange(n_tokens + 1, dtype=np.int64),
+                          np.arange(n_tokens, dtype=np.int32), np.ones(n_tokens), offsets,
+                          n_tokens)
+    layout = _core.Layout(np.arange(n_tokens + 1, dtype=np.int64) * S,
+                          np.tile(np.arange(S, dtype=np.int32), n_tokens), S)
+    theta = np.concatenate([E.ravel(), np.ravel(T), start, end])
+    return corpus, layout, theta, offsets
+
+
 def random_corpus(rng, n_sentences, max_len, A, S, max_attrs=3):
     """CSR arrays of a random labeled corpus plus its dense design matrix.
 

@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sscrf
-from reference import all_labelings, brute_force, random_chain, random_corpus
+from reference import (all_labelings, brute_force, corpus_of_emissions, random_chain,
+                       random_corpus)
 from sscrf import _core, lattice
 from sscrf.objectives import OBJECTIVES
 
@@ -658,18 +659,9 @@ def test_peaked_chain_against_high_precision(seed):
 
 def corpus_entropies(chains, T, start, end, n_threads=1):
     """``_core.entropy_corpus`` over sentences with the given emission rows
-    (token t fires attribute t alone, so its emission row is its weight row):
-    (sequence entropies, token entropies per sentence, transition entropies
-    per sentence)."""
-    E = np.concatenate(chains)
-    n_tokens, S = E.shape
-    offsets = np.concatenate([[0], np.cumsum([len(c) for c in chains])]).astype(np.int64)
-    corpus = _core.Corpus(np.arange(n_tokens + 1, dtype=np.int64),
-                          np.arange(n_tokens, dtype=np.int32), np.ones(n_tokens), offsets,
-                          n_tokens)
-    layout = _core.Layout(np.arange(n_tokens + 1, dtype=np.int64) * S,
-                          np.tile(np.arange(S, dtype=np.int32), n_tokens), S)
-    theta = np.concatenate([E.ravel(), T.ravel(), start, end])
+    (``reference.corpus_of_emissions``): (sequence entropies, token entropies
+    per sentence, transition entropies per sentence)."""
+    corpus, layout, theta, offsets = corpus_of_emissions(chains, T, start, end)
     seq, token, transition = _core.entropy_corpus(corpus, layout, theta, n_threads)
     cut = list(zip(offsets[:-1], offsets[1:]))
     return seq, [token[b:e] for b, e in cut], [transition[b:e] for b, e in cut]

@@ -17,6 +17,7 @@ import sscrf.lattice as lattice
 from reference import (
     all_labelings,
     brute_force,
+    corpus_of_emissions,
     labeling_allowed,
     labeling_score,
     log_forward,
@@ -235,19 +236,12 @@ def test_corpus_viterbi_matches_one_chain_viterbi(S):
 
     rng = np.random.default_rng(S)
     lengths = [1, 2, 5, 17, 40]
-    n_tokens = sum(lengths)
-    # token t fires attribute t alone: its emission row is its weight row
-    indptr = np.arange(n_tokens + 1, dtype=np.int64)
-    indices = np.arange(n_tokens, dtype=np.int32)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    corpus = _core.Corpus(indptr, indices, np.ones(n_tokens), offsets, n_tokens)
-    layout = _core.Layout(np.arange(n_tokens + 1, dtype=np.int64) * S,
-                          np.tile(np.arange(S, dtype=np.int32), n_tokens), S)
-    for theta in (rng.normal(0.0, 2.0, layout.n_parameters), np.zeros(layout.n_parameters)):
-        E = theta[:n_tokens * S].reshape(n_tokens, S)
-        T = theta[n_tokens * S:n_tokens * S + S * S].reshape(S, S)
-        start = theta[n_tokens * S + S * S:n_tokens * S + S * S + S]
-        end = theta[n_tokens * S + S * S + S:]
+    for scale in (2.0, 0.0):
+        chains = [rng.normal(0.0, 1.0, (n, S)) * scale for n in lengths]
+        T = rng.normal(0.0, 1.0, (S, S)) * scale
+        start, end = rng.normal(0.0, 1.0, S) * scale, rng.normal(0.0, 1.0, S) * scale
+        corpus, layout, theta, offsets = corpus_of_emissions(chains, T, start, end)
+        E = np.concatenate(chains)
         paths, scores = _core.viterbi_corpus(corpus, layout, theta, 1)
         for s, (b, e) in enumerate(zip(offsets[:-1], offsets[1:])):
             path, score = lattice.viterbi(E[b:e], T, start, end)
