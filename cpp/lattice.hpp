@@ -135,6 +135,8 @@ struct alignas(64) Workspace {
   Scratch cov_forward, cov_backward, cov_h; // [n][ld] covariance kernel
   Scratch cov_edge, cov_edge_t;             // [S][ld]
   Scratch cov_node;                         // [n][ld] centred node scores
+  Scratch cov_edge_forward;                 // [n-1][ld] alpha_{t-1} · G, t >= 1
+  Scratch cov_edge_backward;                // [n-1][ld] G g_t, t >= 1
   Scratch partial_node, partial_edge;       // constrained marginals
   Scratch ge_node;                          // [n][S] GE score of each node
   Scratch alternative_weights;              // [K] q_k of a sequence's alternatives

@@ -38,7 +38,10 @@ link_pair() {
     local build=$2
     [ "$slot" = b ] && build=$3
     local src="$work/$build/cpp"
-    for f in "$here/wrap.cpp" "$src/covariance.cpp" "$src/forward_backward.cpp"; do
+    local files=("$here/wrap.cpp" "$src/covariance.cpp" "$src/forward_backward.cpp")
+    # the lattice buffers' allocator, from 8889cee on
+    [ -f "$src/block_cache.cpp" ] && files+=("$src/block_cache.cpp")
+    for f in "${files[@]}"; do
       local o="$work/$out-$slot-$(basename "$f" .cpp).o"
       g++ $flags -I"$src" -Dsscrf="kernel_ab_ns_$slot" -DKERNEL_AB_ENTRY="kernel_ab_$slot" \
         -c "$f" -o "$o"
