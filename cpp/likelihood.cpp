@@ -136,7 +136,9 @@ void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
   for_each_sequence(corpus, layout, theta, n_threads, false,
                     [&](int64_t s, const Chain& c, Workspace& ws) {
                       const int32_t* y = &corpus.labels[corpus.offsets[s]];
-                      out[s] = labeling_score(c, y) - log_partition(c, ws);
+                      // log p <= 0; for a near-certain labeling, the rounding of two
+                      // sums of n terms can put its score a few ulps above log Z
+                      out[s] = std::min(0.0, labeling_score(c, y) - log_partition(c, ws));
                     });
 }
 

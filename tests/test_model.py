@@ -10,6 +10,8 @@ the column tokens and templates) without the library's extractor.
 import itertools
 import math
 import os
+import random
+import warnings
 
 import numpy as np
 import pytest
@@ -208,6 +210,27 @@ def test_sequence_log_probability_matches_brute_force(model):
     assert np.all(got <= 0)
 
 
+def test_log_probabilities_are_never_positive():
+    # A long sentence under large weights: the Viterbi labeling has p ≈ 1,
+    # and its score and log Z, each a sum of 1000 terms, round apart (the
+    # score landed a few ulps above log Z before they were clamped)
+    # (whether it does depends on the rounding: this set-up gave +3e-9 on
+    # x86-64 with GCC 12; the assertions hold wherever it is run)
+    rng = random.Random(0)
+
+    def sentence(n):
+        labels = [rng.randrange(5) for _ in range(n)]
+        return [{"w": f"w{l}", "v": rng.random()} for l in labels], [f"L{l}" for l in labels]
+
+    X, y = zip(*[sentence(20) for _ in range(100)])
+    m = CRF(c2=0.0, max_iterations=200, verbose=False).fit(list(X), list(y))
+    m.coef_ = m.coef_ * 50
+    long, _ = sentence(1000)
+    assert m.sequence_log_probability([long])[0] <= 0.0
+    assert m.sequence_log_probability([long], m.predict([long]))[0] <= 0.0
+    assert m.predict_nbest([long], 2)[0][0][1] <= 0.0
+
+
 def test_sequence_log_probability_of_viterbi_path(model):
     sentences = held_out_sentences()
     got = model.sequence_log_probability(sentences)
@@ -394,10 +417,51 @@ def test_not_fitted():
 @pytest.mark.parametrize("params, message", [
     (dict(c2=-1.0), "c2"), (dict(c2=float("nan")), "c2"), (dict(max_iterations=-1),
                                                             "max_iterations"),
+    (dict(c1=True), "c1"), (dict(entropy_weight=True), "entropy_weight"),
+    (dict(max_iterations=True), "max_iterations"), (dict(period=1.5), "period"),
+    (dict(period=0), "period"), (dict(epsilon=-1e-3), "epsilon"), (dict(delta="0"), "delta"),
+    (dict(min_freq=0), "min_freq"),
 ])
 def test_bad_hyperparameters(data, params, message):
     with pytest.raises(SscrfError, match=message):
         fit(*data, **params)
+
+
+def test_numpy_scalar_hyperparameters_train_and_save(data, tmp_path):
+    # numpy scalars are numbers like any other, and the model file holds them
+    # as plain JSON numbers (a checkpoint saves in the middle of fit)
+    m = fit(*data, c2=np.float32(0.5), max_iterations=np.int64(6), period=np.int32(3),
+            n_threads=np.int64(1))
+    path = tmp_path / "np.model"
+    m.fit(*data, checkpoint=path, checkpoint_every=2)
+    loaded = CRF.load(path)
+    assert loaded.get_params()["max_iterations"] == 6
+    assert type(loaded.get_params()["max_iterations"]) is int
+    assert loaded.get_params()["c2"] == 0.5
+
+
+def test_labels_setting_survives_save_and_refit(data, tmp_path):
+    X, y = data
+    labels = ["VERB", "NOUN", "DET", "UNSEEN"]
+    m = fit(X, y, labels=np.array(labels), max_iterations=5)
+    assert "labels=array(" in repr(m)  # an array is never the default None
+    assert m.classes_ == labels
+    m.save(tmp_path / "l.model")
+    loaded = CRF.load(tmp_path / "l.model")
+    assert loaded.get_params()["labels"] == labels
+    # a clone from the loaded settings keeps the label that y never shows
+    assert type(loaded)(**loaded.get_params()).fit(X, y).classes_ == labels
+
+
+def test_load_refuses_bad_settings(model, tmp_path):
+    path = tmp_path / "m.model"
+    model.save(path)
+    meta, arrays = sscrf.serialization.load(path)
+    for name, value in [("c2", -1.0), ("feature_set", "sparse"), ("period", 0)]:
+        bad = dict(meta, params=dict(meta["params"], **{name: value}))
+        sscrf.serialization.save(path, bad, arrays)
+        with pytest.raises(SscrfError, match=f"invalid model file: {name}"):
+            CRF.load(path)
 
 
 # ---------------------------------------------------------------------------
@@ -782,6 +846,54 @@ def test_keyboard_interrupt_keeps_a_usable_model(data):
     nll = -math.fsum(brute_log_p(m, s, labels) for s, labels in zip(X, y))
     assert m.training_["loss"] == pytest.approx(nll + 0.01 * float(m.coef_ @ m.coef_), rel=1e-10)
     assert m.training_["loss"] <= min(m.training_["history"]) + 1e-12
+
+
+def test_stopping_in_the_warm_start_ends_the_fit(data):
+    # Ctrl-C or the callback during the supervised first stage of a
+    # semi-supervised fit stops training: the second stage does not run
+    X, y = data
+    for stop in ("interrupt", "callback"):
+        calls = []
+
+        def callback(iteration, loss, theta):
+            calls.append(iteration)
+            if iteration == 2 and stop == "interrupt":
+                raise KeyboardInterrupt
+            return iteration == 2
+
+        m = CRF(c2=0.01, max_iterations=20, entropy_weight=0.5, verbose=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "interrupted"
+            m.fit(X[:10], y[:10], X_unlabeled=X[10:20], callback=callback)
+        assert calls == [1, 2], stop
+        reason = "interrupted" if stop == "interrupt" else "stopped by callback"
+        assert m.training_["stop_reason"] == reason
+        assert m.training_["stages"]["supervised"]["stop_reason"] == reason
+        assert m.training_["iterations"] == 2
+
+
+def test_callback_iterations_count_on_across_the_stages(data):
+    X, y = data
+    calls = []
+    m = CRF(c2=0.01, max_iterations=4, entropy_weight=0.5, verbose=False, epsilon=0.0,
+            delta=0.0)
+    m.fit(X[:10], y[:10], X_unlabeled=X[10:20],
+          callback=lambda k, loss, theta: calls.append(k) and False)
+    first = m.training_["stages"]["supervised"]["iterations"]
+    assert calls == list(range(1, first + m.training_["iterations"] + 1))
+
+
+def test_sklearn_crfsuite_introspection_names(model):
+    x = held_out_sentences()[0]
+    assert model.predict_marginals_single(x) == model.predict_marginals([x])[0]
+    assert model.attributes_ == model.extractor_.attributes_
+    assert model.attributes_ is not model.extractor_.attributes_  # a copy
+    assert {a for a, _ in model.state_features_} <= set(model.attributes_)
+
+
+def test_default_templates_need_a_column():
+    with pytest.raises(SscrfError, match="sentence 0, token 0: templates='default' needs"):
+        CRF(templates="default", verbose=False).fit([[[], []]], [["A", "B"]])
 
 
 def test_callback_returning_true_stops(data):

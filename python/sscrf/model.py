@@ -8,6 +8,7 @@ core reads directly.
 
 import copy
 import inspect
+import numbers
 import os
 import sys
 import warnings
@@ -25,6 +26,7 @@ from .trainer import minimize
 FEATURE_SETS = ("auto", "observed", "dense")
 MAX_THREADS = 1024  # more threads than cores is fine; far more exhausts the OS
 _MODEL_KIND = "sscrf.CRF"
+_STOPPED = ("interrupted", "stopped by callback")  # stop reasons that end a fit
 
 
 class CRF:
@@ -140,7 +142,8 @@ class CRF:
     def __repr__(self):
         defaults = {p.name: p.default for p in inspect.signature(CRF.__init__).parameters.values()
                     if p.name != "self"}
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items() if v != defaults[k]]
+        changed = [f"{k}={v!r}" for k, v in self.get_params().items()
+                   if not _same_value(v, defaults[k])]
         return f"CRF({', '.join(changed)})"
 
     # -- training -----------------------------------------------------------
@@ -175,7 +178,10 @@ class CRF:
             starts from the supervised optimum, as Jiao et al. do.
         callback : callable or None
             ``callback(iteration, loss, theta)`` after each L-BFGS iteration;
-            returning True stops training.
+            returning True stops training. In a fit of two stages (the
+            supervised warm start, then the semi-supervised objective) the
+            iterations count on from the first stage into the second, and
+            ``loss`` is the current stage's objective.
         sample_weight : array-like (len(X),) or None
             Per-sentence weights of the labeled terms (scikit-learn
             semantics: a weight of 2 counts a sentence twice).
@@ -183,7 +189,9 @@ class CRF:
             Save the model to this path (atomically) every
             ``checkpoint_every`` iterations; resume an interrupted run with
             ``fit(..., init=checkpoint)``. Ctrl-C during fit keeps the best
-            parameters so far on the model, with a warning.
+            parameters so far on the model, with a warning (during the
+            supervised warm start: its parameters, and the second stage does
+            not run).
         constraints : dict or None
             Labeled features for the generalized-expectation term
             (``ge_weight > 0``, needs ``X_unlabeled``): ``{attribute:
@@ -278,6 +286,7 @@ class CRF:
                        period=self.period, delta=self.delta, callback=callback,
                        verbose=self.verbose, c1=self.c1, n_threads=n_threads)
         stages = {}
+        result = None
         if len(terms) > len(supervised) and supervised and init is None:
             # Non-concave objective: start from the supervised optimum.
             if self.verbose:
@@ -286,10 +295,16 @@ class CRF:
                             theta0, **options)
             stages["supervised"] = _training_record(warm)
             theta0 = warm.theta
-            if self.verbose:
-                print("stage 2/2: with unlabeled data", file=sys.stderr)
-        result = minimize(Objective(terms, self.c2, n_threads, reuse_gradient=True), theta0,
-                          **options)
+            if warm.stop_reason in _STOPPED:
+                result = warm  # Ctrl-C or the callback ended training: no second stage
+            else:
+                if self.verbose:
+                    print("stage 2/2: with unlabeled data", file=sys.stderr)
+                if callback is not None:  # iterations count on across the stages
+                    options["callback"] = _shifted_callback(callback, warm.n_iterations)
+        if result is None:
+            result = minimize(Objective(terms, self.c2, n_threads, reuse_gradient=True), theta0,
+                              **options)
         self.coef_ = result.theta
         self.training_ = _training_record(result)
         if stages:
@@ -312,24 +327,20 @@ class CRF:
         return save_then_call
 
     def _check_hyperparameters(self):
-        if not (isinstance(self.entropy_weight, (int, float)) and np.isfinite(self.entropy_weight)
-                and self.entropy_weight >= 0):
-            raise SscrfError(f"entropy_weight must be a finite number ≥ 0, not {self.entropy_weight!r}")
+        for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight"):
+            value = getattr(self, name)
+            if not (_is_number(value) and np.isfinite(value) and value >= 0):
+                raise SscrfError(f"{name} must be a finite number ≥ 0, not {value!r}")
+        for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
+            value = getattr(self, name)
+            if not (_is_integer(value) and value >= least):
+                raise SscrfError(f"{name} must be an integer ≥ {least}, not {value!r}")
         if self.entropy_method not in ("fast", "jiao"):
             raise SscrfError(f"entropy_method must be 'fast' or 'jiao', not {self.entropy_method!r}")
-        if not (isinstance(self.ge_weight, (int, float)) and not isinstance(self.ge_weight, bool)
-                and np.isfinite(self.ge_weight) and self.ge_weight >= 0):
-            raise SscrfError(f"ge_weight must be a finite number ≥ 0, not {self.ge_weight!r}")
         if self.ge_penalty not in ("kl", "l2"):
             raise SscrfError(f"ge_penalty must be 'kl' or 'l2', not {self.ge_penalty!r}")
         if self.feature_set not in FEATURE_SETS:
             raise SscrfError(f"feature_set must be one of {FEATURE_SETS}, not {self.feature_set!r}")
-        if not (isinstance(self.c1, (int, float)) and np.isfinite(self.c1) and self.c1 >= 0):
-            raise SscrfError(f"c1 must be a finite number ≥ 0, not {self.c1!r}")
-        if not (isinstance(self.c2, (int, float)) and np.isfinite(self.c2) and self.c2 >= 0):
-            raise SscrfError(f"c2 must be a finite number ≥ 0, not {self.c2!r}")
-        if not (isinstance(self.max_iterations, (int, np.integer)) and self.max_iterations >= 0):
-            raise SscrfError(f"max_iterations must be an integer ≥ 0, not {self.max_iterations!r}")
         self._threads()
 
     def _threads(self):
@@ -466,6 +477,10 @@ class CRF:
             out.append([dict(zip(classes, row)) for row in rows])
         return out
 
+    def predict_marginals_single(self, x):
+        """Per token of one sentence, a dict label → marginal probability."""
+        return self.predict_marginals([x])[0]
+
     def predict_marginals_array(self, X):
         """Node marginals as arrays: a list of (n_s, S) ndarrays, columns in ``classes_`` order."""
         self._check_fitted()
@@ -568,6 +583,17 @@ class CRF:
     # -- introspection (sklearn-crfsuite names) -------------------------------
 
     @property
+    def attributes_(self):
+        """The attribute names of the model's vocabulary, in id order.
+
+        A feature dict's string value ``{"word": "the"}`` is the attribute
+        ``word=the`` (python-crfsuite writes ``word:the``); a number or True
+        is the attribute named by its key.
+        """
+        self._check_fitted()
+        return list(self.extractor_.attributes_)
+
+    @property
     def state_features_(self):
         """dict (attribute, label) → weight, non-zero weights only."""
         self._check_fitted()
@@ -624,8 +650,8 @@ class CRF:
     def save(self, path):
         """Write the model to ``path`` (JSON header + arrays, atomic, no pickle)."""
         self._check_fitted()
-        params = {k: v for k, v in self.get_params().items()
-                  if k not in ("templates", "labels")}
+        # templates are restored from the extractor; numpy scalars as Python ones
+        params = {k: _plain(v) for k, v in self.get_params().items() if k != "templates"}
         meta = {
             "kind": _MODEL_KIND,
             "labels": list(self.classes_),
@@ -657,6 +683,10 @@ class CRF:
                 raise SscrfError("bad label list")
             params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
             model = cls(**params)
+            model._check_hyperparameters()
+            if model.labels is not None and not (isinstance(model.labels, list)
+                                                 and set(model.labels) <= set(labels)):
+                raise SscrfError("the labels= setting names labels the model does not have")
             model.extractor_ = FeatureExtractor.from_state(meta["features"])
             model.templates = (None if model.extractor_.templates is None
                                else list(model.extractor_.templates.lines))
@@ -721,6 +751,40 @@ def _check_sentences(X, name):
     if isinstance(X, (str, bytes, dict)) or not hasattr(X, "__len__"):
         raise SscrfError(f"{name} must be a list of sentences, not {type(X).__name__}")
     return list(X)
+
+
+def _shifted_callback(callback, offset):
+    """``callback`` with iteration numbers that go on from ``offset``."""
+    return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)
+
+
+def _is_number(value):
+    """A real number (numpy's included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_integer(value):
+    """An integer (numpy's included), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _same_value(value, default):
+    """Whether a hyperparameter is at its default (an array never is)."""
+    if value is default:
+        return True
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # an array compared elementwise
+        return False
+
+
+def _plain(value):
+    """A hyperparameter as JSON can hold it: numpy scalars and arrays as Python values."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _saved_training_record(record):
@@ -821,8 +885,12 @@ def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, 
 
 
 def _n_columns(X):
-    for sentence in X:
-        for token in sentence:
+    """Columns of the first token (1 without tokens), for templates="default"."""
+    for s, sentence in enumerate(X):
+        for t, token in enumerate(sentence):
+            if isinstance(token, (list, tuple)) and len(token) == 0:
+                raise SscrfError(f"sentence {s}, token {t}: templates='default' needs tokens "
+                                 "of at least one column, not an empty list")
             return len(token)
     return 1
 

@@ -75,6 +75,7 @@ def nbest_from_model(model, X, k):
         Es = E[offsets[s]:offsets[s + 1]]
         paths, scores = lattice.nbest(Es, T, k, start, end)
         log_z = lattice.log_partition(Es, T, start, end)
-        out.append([([classes[i] for i in path], float(score - log_z))
+        # log p <= 0 (rounding can put a near-certain labeling's score above log Z)
+        out.append([([classes[i] for i in path], min(0.0, float(score - log_z)))
                     for path, score in zip(paths.tolist(), scores.tolist())])
     return out

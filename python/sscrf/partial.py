@@ -595,7 +595,7 @@ def constrained_nbest(model, X, k, allowed):
             m = sentence_masks(allowed[s], label_index, f"allowed[{s}]")
             mask, edge = m.node, (None if m.edge is None else m.edge[1:])
         paths, scores = lattice.nbest(Es, T, k, start, end, mask, edge)
-        out.append([([classes[i] for i in path], float(score - log_z))
+        out.append([([classes[i] for i in path], min(0.0, float(score - log_z)))
                     for path, score in zip(paths.tolist(), scores.tolist())])
     return out
 
