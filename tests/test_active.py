@@ -238,6 +238,15 @@ def test_quota_sampling_with_m_equal_to_pool_takes_everything():
 # The n-gram model of the inputs, against hand counts
 # ---------------------------------------------------------------------------
 
+def test_ngram_model_names_feature_dicts_as_the_problem():
+    X = [[{"word": "the"}, {"word": "dog"}]]
+    for call in (lambda lm: lm.fit(X), lambda lm: lm.fit(["ab"]).log_probs(X)):
+        with pytest.raises(SscrfError, match=r"sentence 0, token 0: .*not feature dicts"):
+            call(NgramModel(n=2))
+    words = [[token["word"] for token in sentence] for sentence in X]
+    assert NgramModel(n=2).fit(words).log_probs(words).shape == (1,)
+
+
 def test_ngram_bigram_probabilities_match_hand_counts():
     # Corpus "ab", "abb", "b" with start/end symbols: predicted tokens
     # a b </s> | a b b </s> | b </s>  → N = 9, c(a)=2 c(b)=4 c(</s>)=3, V = 3 types.
@@ -397,10 +406,12 @@ def test_loop_never_reoffers_taught_sentences(pool_data, strategy):
     assert taught == set(range(len(X)))
 
 
-def test_span_loop_labels_fresh_tokens_and_retires_full_sentences(pool_data):
+@pytest.mark.parametrize("partial", ["native", "fragments"])
+def test_span_loop_labels_fresh_tokens_and_retires_full_sentences(pool_data, partial):
     X, y, _, _ = pool_data
     learner = ActiveLearner(tiny_crf(max_iterations=15), X, "most_uncertain_span",
-                            X_labeled=X[:2], y_labeled=y[:2], width=2)
+                            X_labeled=X[:2], y_labeled=y[:2], width=2, partial=partial)
+    assert ActiveLearner(tiny_crf(), X, "random").partial == "native"  # the default
     oracle = gold_oracle(y)
     labeled = [np.zeros(len(x), bool) for x in X]
     for _ in range(12):
@@ -416,10 +427,13 @@ def test_span_loop_labels_fresh_tokens_and_retires_full_sentences(pool_data):
         assert learner.n_sentences_ == 2 + sum(m.all() for m in labeled)
         assert learner.n_partial_ == sum(m.any() and not m.all() for m in labeled)
     assert learner.n_sentences_ > 2  # some sentences got covered and were retired whole
-    # interim training data: whole sentences as they are, partial ones as their labeled runs
     X_train, y_train = learner.training_data()
-    assert sum(len(ys) for ys in y_train) == learner.n_tokens_
-    assert all(l is not None for ys in y_train for l in ys)
+    assert sum(l is not None for ys in y_train for l in ys) == learner.n_tokens_
+    if partial == "fragments":  # partial sentences as their labeled runs
+        assert sum(len(ys) for ys in y_train) == learner.n_tokens_
+    else:  # partial sentences whole, None where unknown
+        assert len(X_train) == learner.n_sentences_ + learner.n_partial_
+        assert all(len(xs) == len(ys) for xs, ys in zip(X_train, y_train))
 
 
 def test_partial_answers_fragments_and_native():

@@ -236,6 +236,17 @@ def reference_predictions(data):
     return CRF.load(data["model"]).predict(data["X_test"])
 
 
+def test_partial_file_without_any_label_needs_labels_option(capsys, tmp_path):
+    path = tmp_path / "unknown.txt"
+    path.write_text("a X *\nb Y *\n\nc Z *\n")
+    code, _, err = run(capsys, "train", path, "-m", tmp_path / "m.model", "--partial",
+                       "--quiet")
+    assert_error(code, err, "no token has a label", "--labels")
+    code, _, err = run(capsys, "train", path, "-m", tmp_path / "m.model", "--partial",
+                       "--quiet", "--labels", "A,B", "--max-iterations", "2")
+    assert code == 0, err
+
+
 def test_tag_with_gold_column(capsys, data, tmp_path):
     out_path = tmp_path / "tagged.txt"
     code, out, err = run(capsys, "tag", "-m", data["model"], data["test"], "-o", out_path)

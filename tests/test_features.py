@@ -272,9 +272,16 @@ def test_bad_dict_tokens(token, message):
 def test_overflowing_dict_values_are_rejected():
     with pytest.raises(SscrfError, match=r"sentence 0, token 0: feature a: integer value too"):
         FeatureExtractor().fit([[{"a": 10**400}]])
-    token = {"a": 1e308, "x": {"y": 1e308}, "x:y": 1e308}
+    token = {"x": {"y": 1e308}, "x:y": 1e308}
     with pytest.raises(SscrfError, match=r"corpus 1, sentence 1, token 0: summing the values"):
         FeatureExtractor().fit([[{"a": 1.0}]], [[], [token]])
+    # finite, but beyond what the lattice sums take (the core's 1e250)
+    with pytest.raises(SscrfError, match=r"sentence 0, token 1: .* is 1e\+308, above 1e\+250"):
+        FeatureExtractor().fit([[{"a": 1.0}, {"a": 1e308}]])
+    token = {"x": {"y": 6e249}, "x:y": 6e249, "b": -1e250}
+    with pytest.raises(SscrfError, match=r"token 0: .*repeats in the token\) is 1.2e\+250"):
+        FeatureExtractor().fit_transform([[token]])
+    FeatureExtractor().fit_transform([[{"x": 1e250, "y": -1e250}]])  # at the limit: accepted
 
 
 def test_dict_token_with_templates_is_rejected():

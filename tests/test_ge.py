@@ -586,6 +586,13 @@ def test_file_repeated_attribute_and_bad_utf8(tmp_path):
         C.read_constraints(path)
 
 
+def test_constraint_text_with_a_byte_order_mark():
+    # as read_constraints drops it from a file, parse_constraints from a str
+    text = "w=the DET:0.9 NOUN:0.1\nw=dog NOUN:1\n"
+    assert C.parse_constraints("\ufeff" + text) == C.parse_constraints(text)
+    assert list(C.parse_constraints("\ufeff" + text)) == ["w=the", "w=dog"]
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list("ab:X.01 \t\n\r\\#e-+s") + ["é", "\x00", "\u2028"]),
                max_size=60))

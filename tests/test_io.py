@@ -83,6 +83,18 @@ def test_crlf_line_endings(tmp_path):
     assert corpus.lines == [1, 4]
 
 
+def test_byte_order_mark_is_not_text(tmp_path):
+    # Windows editors start UTF-8 files with U+FEFF; it is not part of the first token
+    path = tmp_path / "bom.txt"
+    path.write_bytes("\ufeffa X O\nb Y B-NP\n".encode("utf-8"))
+    assert read_conll(path).tokens == [[["a", "X"], ["b", "Y"]]]
+    with open(path, encoding="utf-8") as f:
+        assert read_conll(f).tokens == [[["a", "X"], ["b", "Y"]]]
+    # elsewhere it is an ordinary character
+    path.write_bytes("a X O\n\ufeffb Y O\n".encode("utf-8"))
+    assert read_conll(path).tokens == [[["a", "X"], ["\ufeffb", "Y"]]]
+
+
 def test_crlf_from_stream_opened_without_newline_translation(tmp_path):
     path = write_text(tmp_path, "a X O\r\n\r\nb Y O\r\n")
     with open(path, encoding="utf-8", newline="") as f:

@@ -24,22 +24,21 @@ What is here, and where it comes from:
   runs it against gold labels and records a learning curve.
 
 Span answers (partial labels). A sentence whose labels are known only on a
-span cannot yet be trained on as a whole: that needs the marginalised
-likelihood of partial annotations (objective ``partial_likelihood``, work in
-progress). Until ``CRF.fit`` accepts ``None`` labels, :class:`ActiveLearner`
-(``partial="fragments"``, the default) trains on each maximal run of labeled
-tokens as a short sentence of its own. This is an approximation: the run's
-tokens keep their feature dicts (so window features computed from the full
-sentence survive), but the transitions into and out of the run, the start and
-end weights at its edges and, with templates, the context attributes near its
-edges are those of a short sentence, not of the real one. ``partial="native"``
-passes the sentence with ``None`` outside the labeled tokens to ``fit``
-unchanged, for when partial training lands; only :func:`_partial_examples`
-differs between the two.
+span trains, by default (``partial="native"``), as itself with ``None``
+labels outside the span: ``CRF.fit`` marginalises the unknown tokens (the
+``partial_likelihood`` objective, Tsuboi et al. 2008). ``partial="fragments"``
+instead trains on each maximal run of labeled tokens as a short sentence of
+its own, an approximation kept for comparison (``bench/active_conll2000.py``):
+the run's tokens keep their feature dicts (so window features computed from
+the full sentence survive), but the transitions into and out of the run, the
+start and end weights at its edges and, with templates, the context
+attributes near its edges are those of a short sentence, not of the real
+one. Only :func:`_partial_examples` differs between the two.
 """
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from numbers import Integral
 
 import numpy as np
@@ -449,7 +448,16 @@ class NgramModel:
 def _token_sequences(sequences):
     if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
         raise SscrfError("expected a list of token sequences")
-    return list(sequences)
+    sequences = list(sequences)
+    for s, seq in enumerate(sequences):
+        for t, token in enumerate(seq if isinstance(seq, (list, tuple)) else ()):
+            if isinstance(token, Mapping):
+                raise SscrfError(
+                    f"sentence {s}, token {t}: NgramModel models input symbols (words, or "
+                    "columns such as [word, POS]), not feature dicts; give it the words, "
+                    "e.g. [[token['word'] for token in sentence] for sentence in X]")
+            break  # a sentence's first token says what its tokens are
+    return sequences
 
 
 # -- weighted likelihood (Sokolovska eq. 2 / 17) ---------------------------------------
@@ -503,9 +511,9 @@ def sokolovska_weights(X, log_q):
 def _partial_examples(sentence, labels, partial):
     """Training examples from a partially labeled sentence (labels: None where unknown).
 
-    ``"fragments"`` (interim): each maximal run of labeled tokens becomes a
-    short labeled sentence. ``"native"``: the sentence itself with its None
-    labels, for a ``fit`` that trains on partial annotations.
+    ``"native"``: the sentence itself with its None labels (``fit``
+    marginalises them). ``"fragments"``: each maximal run of labeled tokens
+    becomes a short labeled sentence.
     """
     if partial == "native":
         return [(sentence, list(labels))]
@@ -539,7 +547,7 @@ class ActiveLearner:
     log_q : array-like (len(pool),) or None
         log q(x) of the pool, for ``quota_sampling``.
     random_state : None, int or numpy.random.Generator
-    partial : {"fragments", "native"}
+    partial : {"native", "fragments"}
         How span (partial) answers train: see the module docstring.
     max_candidates : int or None
         Score at most this many candidates per query, a fresh uniform random
@@ -568,13 +576,13 @@ class ActiveLearner:
     """
 
     def __init__(self, model, pool, strategy="least_confidence", X_labeled=None,
-                 y_labeled=None, log_q=None, random_state=None, partial="fragments",
+                 y_labeled=None, log_q=None, random_state=None, partial="native",
                  max_candidates=None, **strategy_options):
         if strategy not in SELECTORS:
             raise SscrfError(f"unknown strategy {strategy!r}; known: "
                              f"{', '.join(sorted(SELECTORS))}")
-        if partial not in ("fragments", "native"):
-            raise SscrfError(f"partial must be 'fragments' or 'native', not {partial!r}")
+        if partial not in ("native", "fragments"):
+            raise SscrfError(f"partial must be 'native' or 'fragments', not {partial!r}")
         if isinstance(pool, (str, bytes, dict)) or not hasattr(pool, "__len__"):
             raise SscrfError(f"pool must be a list of sentences, not {type(pool).__name__}")
         if (X_labeled is None) != (y_labeled is None):

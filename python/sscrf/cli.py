@@ -398,6 +398,10 @@ def _cmd_train(args):
                              f"{args.train} has {n_columns} token column(s)")
     elif args.entropy_weight > 0:
         raise SscrfError("--entropy-weight needs --unlabeled FILE")
+    if (args.labels is None and constraints is None
+            and not any(label is not None for seq in corpus.labels for label in seq)):
+        raise SscrfError(f"{args.train}: no token has a label; give the label set with "
+                         "--labels A,B,...")
     model = CRF(c2=args.c2, max_iterations=args.max_iterations, n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
                 min_freq=args.min_freq, entropy_weight=args.entropy_weight,

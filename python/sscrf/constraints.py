@@ -514,6 +514,8 @@ def parse_constraints(text, labels=None, source="<constraints>"):
     """
     known = None if labels is None else set(labels)
     out, first_line = {}, {}
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark, as read_constraints drops
     for lineno, line in enumerate(text.split("\n"), 1):
         line = line.rstrip("\r")
         _parse_line(line, lineno, source, known, out, first_line)

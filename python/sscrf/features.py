@@ -543,6 +543,10 @@ def _flatten_other(key, value, names, values):
 
 _COLUMN_TOKEN_TYPES = {list, tuple}
 
+# The core refuses larger values (kMaxScore in cpp/lattice.hpp); refused here
+# first, where the sentence and token can be named.
+MAX_FEATURE_VALUE = 1e250
+
 
 class FeatureExtractor:
     """Turns sentences into interned attribute matrices.
@@ -837,14 +841,15 @@ class FeatureExtractor:
                 tokens, grow, slow, [] if new_strings is None else new_strings)
             if values is None:
                 values = _ones(len(indices))
-            elif not np.isfinite(values).all():
-                i = int(np.searchsorted(indptr, np.flatnonzero(~np.isfinite(values))[0],
-                                        side="right")) - 1
+            elif not (np.abs(values) <= MAX_FEATURE_VALUE).all():
+                k = int(np.flatnonzero(~(np.abs(values) <= MAX_FEATURE_VALUE))[0])
+                i = int(np.searchsorted(indptr, k, side="right")) - 1
                 s = int(np.searchsorted(offsets, i, side="right")) - 1
-                raise SscrfError(
-                    f"{prefix}sentence {s}, token {i - int(offsets[s])}: summing the values of "
-                    "a repeated attribute overflowed to infinity"
-                )
+                why = (f"a feature's value (summed over its repeats in the token) is "
+                       f"{float(values[k]):g}, above {MAX_FEATURE_VALUE:g}, where the lattice "
+                       "sums would overflow" if np.isfinite(values[k]) else
+                       "summing the values of a repeated attribute overflowed to infinity")
+                raise SscrfError(f"{prefix}sentence {s}, token {i - int(offsets[s])}: {why}")
             return Features(indptr, indices, values, offsets, len(index)), None
 
         columns, shortest = self._columns(tokens, lengths, prefix)
@@ -972,7 +977,7 @@ class FeatureExtractor:
                 if isinstance(token, (list, tuple)):
                     why = (
                         "a token given as a list of columns needs templates "
-                        "(FeatureExtractor(templates=...))"
+                        "(CRF(templates='default') or FeatureExtractor(templates=...))"
                     )
                 else:
                     why = f"a token must be a feature dict, not {type(token).__name__}"

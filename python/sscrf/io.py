@@ -102,6 +102,8 @@ class _Source:
                                          f"{self.encoding}: {exc.reason}") from None
                 if not isinstance(line, str):
                     raise SscrfError(f"{self.name}: open the file in text mode, not binary")
+                if lineno == 1 and line.startswith("\ufeff"):
+                    line = line[1:]  # a byte-order mark (Windows editors write one) is no text
                 # Streams opened with newline="" keep "\r\n".
                 yield lineno, line.rstrip("\r\n")
         except UnicodeDecodeError as exc:
