@@ -503,6 +503,8 @@ GradientOutput gradient_output(const py::object& out_o, const Layout& layout,
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "sscrf compiled core (private): lattice kernels and chunked objectives";
+  // the largest |value| of a score, feature value or weight the kernels take
+  m.attr("MAX_SCORE") = kMaxScore;
 
   m.def("build_info", [] {
     py::dict d;

@@ -10,7 +10,8 @@ from sscrf import _core
 def _stub_names():
     stub = pathlib.Path(sscrf.__file__).with_name("_core.pyi")
     tree = ast.parse(stub.read_text())
-    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    return names | {node.target.id for node in tree.body if isinstance(node, ast.AnnAssign)}
 
 
 def test_stub_matches_module():

@@ -462,6 +462,11 @@ def test_load_refuses_bad_settings(model, tmp_path):
         sscrf.serialization.save(path, bad, arrays)
         with pytest.raises(SscrfError, match=f"invalid model file: {name}"):
             CRF.load(path)
+    coef = arrays["coef"].copy()
+    coef[0] = 1e300  # finite, but beyond what the lattice sums take
+    sscrf.serialization.save(path, meta, dict(arrays, coef=coef))
+    with pytest.raises(SscrfError, match="invalid model file: weights above 1e\\+250"):
+        CRF.load(path)
 
 
 # ---------------------------------------------------------------------------

@@ -543,10 +543,6 @@ def _flatten_other(key, value, names, values):
 
 _COLUMN_TOKEN_TYPES = {list, tuple}
 
-# The core refuses larger values (kMaxScore in cpp/lattice.hpp); refused here
-# first, where the sentence and token can be named.
-MAX_FEATURE_VALUE = 1e250
-
 
 class FeatureExtractor:
     """Turns sentences into interned attribute matrices.
@@ -841,12 +837,14 @@ class FeatureExtractor:
                 tokens, grow, slow, [] if new_strings is None else new_strings)
             if values is None:
                 values = _ones(len(indices))
-            elif not (np.abs(values) <= MAX_FEATURE_VALUE).all():
-                k = int(np.flatnonzero(~(np.abs(values) <= MAX_FEATURE_VALUE))[0])
+            elif not (np.abs(values) <= _core.MAX_SCORE).all():
+                # refused here, where the sentence and token can be named,
+                # rather than by the core
+                k = int(np.flatnonzero(~(np.abs(values) <= _core.MAX_SCORE))[0])
                 i = int(np.searchsorted(indptr, k, side="right")) - 1
                 s = int(np.searchsorted(offsets, i, side="right")) - 1
                 why = (f"a feature's value (summed over its repeats in the token) is "
-                       f"{float(values[k]):g}, above {MAX_FEATURE_VALUE:g}, where the lattice "
+                       f"{float(values[k]):g}, above {_core.MAX_SCORE:g}, where the lattice "
                        "sums would overflow" if np.isfinite(values[k]) else
                        "summing the values of a repeated attribute overflowed to infinity")
                 raise SscrfError(f"{prefix}sentence {s}, token {i - int(offsets[s])}: {why}")

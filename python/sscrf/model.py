@@ -703,6 +703,8 @@ class CRF:
                 raise SscrfError("array sizes do not match the vocabulary and labels")
             if not np.all(np.isfinite(model.coef_)):
                 raise SscrfError("non-finite weights")
+            if not np.all(np.abs(model.coef_) <= _core.MAX_SCORE):
+                raise SscrfError(f"weights above {_core.MAX_SCORE:g}, which the core refuses")
             model._layout()  # validates row_ptr and label ids
         except SscrfError as e:
             raise SscrfError(f"{os.fspath(path)}: invalid model file: {e}") from None
