@@ -193,39 +193,32 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
     // Every row below is padded with zeros (psi, beta, g, bR and
     // node_scores4 are 0 past S), so the padding lanes of ht and bR_prev
     // come out 0.
-    if (edge_ahead) {
-      // as below, with G g_t and beta_{t-1} computed ahead, and the edge
-      // part of c_t as (alpha_{t-1} · G) · g_t
+    if (has_edge) {
+      // c_t needs the edge part Gᵀ g_t, and h_t needs c_t; as
+      // h_t = h°_t - c_t g_t with h°_t the uncentred h_t, and Fᵀ g_t = beta_{t-1},
+      //   Fᵀ h_t = Fᵀ h°_t - c_t beta_{t-1},
+      // so the products run before c_t is known: in one sweep, or (edge_ahead)
+      // Fᵀ h°_t alone, with Gᵀ g_t computed ahead and the edge part of c_t
+      // as (alpha_{t-1} · G) · g_t.
       for (int b = 0; b < ld; b += 4)
         store4(ht + b, load4(psi + b) * inv4 *
                            (load4(bR_t + b) + load4(beta + b) * node_scores4(node_t, S, b)));
-      vector_matrix(ht, f.factor_t.data(), S, ld, bR_prev);
-      c_t += padded_dot(edge_forward + (t - 1) * ld, g, ld);
-      const double* edge = edge_backward + (t - 1) * ld;
+      const double* edge = edge_part;
+      if (edge_ahead) {
+        vector_matrix(ht, f.factor_t.data(), S, ld, bR_prev);
+        c_t += padded_dot(edge_forward + (t - 1) * ld, g, ld);
+        edge = edge_backward + (t - 1) * ld;
+      } else {
+        if (!shared_edge) load_edge(t);
+        vector_pair_matrix_and_product(g, ht, f.factor_t.data(), GT, S, ld, beta_prev, bR_prev,
+                                       edge_part);
+        c_t += padded_dot(&ws.alpha[(t - 1) * ld], edge_part, ld);
+      }
       const vec4 c4 = splat4(c_t);
       for (int b = 0; b < ld; b += 4) {
         store4(centred_row + b, node_scores4(node_t, S, b) - c4);
         store4(ht + b, load4(ht + b) - c4 * load4(g + b));
         const vec4 edge4 = load4(edge + b) - c4 * load4(beta_prev + b);
-        store4(bR_prev + b, load4(bR_prev + b) + edge4);
-      }
-    } else if (has_edge) {
-      // c_t needs the edge part Gᵀ g_t, and h_t needs c_t; as
-      // h_t = h°_t - c_t g_t with h°_t the uncentred h_t, and Fᵀ g_t = beta_{t-1},
-      //   Fᵀ h_t = Fᵀ h°_t - c_t beta_{t-1},
-      // so the three products run in one sweep before c_t is known.
-      if (!shared_edge) load_edge(t);
-      for (int b = 0; b < ld; b += 4)
-        store4(ht + b, load4(psi + b) * inv4 *
-                           (load4(bR_t + b) + load4(beta + b) * node_scores4(node_t, S, b)));
-      vector_pair_matrix_and_product(g, ht, f.factor_t.data(), GT, S, ld, beta_prev, bR_prev,
-                                     edge_part);
-      c_t += padded_dot(&ws.alpha[(t - 1) * ld], edge_part, ld);
-      const vec4 c4 = splat4(c_t);
-      for (int b = 0; b < ld; b += 4) {
-        store4(centred_row + b, node_scores4(node_t, S, b) - c4);
-        store4(ht + b, load4(ht + b) - c4 * load4(g + b));
-        const vec4 edge4 = load4(edge_part + b) - c4 * load4(beta_prev + b);
         store4(bR_prev + b, load4(bR_prev + b) + edge4);
       }
     } else {
