@@ -15,6 +15,8 @@ import os as _os
 # cost 4-10% there). The runtime reads this once, as it loads with _core; a
 # user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left alone, and the
 # environment is restored after the import, so child processes see theirs.
+# (LLVM's libomp, in clang builds, did not need it: its defaults took the
+# same time as sleeping outright.)
 _SPIN_SETTING = "GOMP_SPINCOUNT"
 _spin_set_here = not any(k in _os.environ for k in ("OMP_WAIT_POLICY", _SPIN_SETTING))
 if _spin_set_here:
