@@ -16,11 +16,11 @@ after every round:
   ``--batch`` whole sentences up to ``--max-sentences``;
 - ``most_uncertain_span`` (width ``--width``): batches of ``--span-batch``
   spans, the oracle labels the span's tokens only, up to ``--max-tokens``
-  labeled tokens. Span answers train through the interim approximation of
-  :mod:`sscrf.active` (each labeled run as a short sentence; with templates
-  the run's edge tokens see sentence-boundary pads instead of their real
-  neighbours) and, where ``CRF.fit`` already trains on partial annotations,
-  also natively (the whole sentence, unlabeled tokens marginalised).
+  labeled tokens. Span answers train natively (the whole sentence, its
+  unlabeled tokens marginalised: ``ActiveLearner``'s default) and, for
+  comparison, through the approximation of :mod:`sscrf.active` (each
+  labeled run as a short sentence; with templates the run's edge tokens see
+  sentence-boundary pads instead of their real neighbours).
 
 Each query scores a fresh random subset of ``--max-candidates`` unlabeled
 sentences (``ActiveLearner(max_candidates=)``), to keep the rounds short on
@@ -86,9 +86,8 @@ def main():
     ap.add_argument("--strategies",
                     default=",".join(SENTENCE_STRATEGIES + ("most_uncertain_span",)))
     ap.add_argument("--span-training", default="fragments,native",
-                    help="how span answers train: 'fragments' (interim: labeled runs as short "
-                         "sentences) and/or 'native' (the sentence with None labels, when "
-                         "CRF.fit trains on partial annotations)")
+                    help="how span answers train: 'native' (the sentence with None labels, "
+                         "marginalised) and/or 'fragments' (labeled runs as short sentences)")
     ap.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
     args = ap.parse_args()
     started = time.perf_counter()
