@@ -173,7 +173,7 @@ def main():
         f"starts from the same {args.batch} random sentences; sentence strategies add "
         f"{args.batch} sentences per round up to {args.max_sentences}; most_uncertain_span adds "
         f"{args.span_batch} spans of width {args.width} per round up to {args.max_tokens:,} "
-        f"labeled tokens (trained as fragments: the interim approximation, labeled runs as "
+        f"labeled tokens (trained as fragments: an approximation, labeled runs as "
         f"short sentences; native: the whole sentence with unlabeled tokens marginalised, "
         f"where CRF.fit supports it); each query "
         f"scores {args.max_candidates} random candidates; one run (seed {args.seed}).",
