@@ -21,12 +21,13 @@ from . import partial as _partial
 from .errors import SscrfError
 from .features import FeatureExtractor, default_templates
 from .objectives import OBJECTIVES, Objective
+from .optimize import STOP_CALLBACK, STOP_INTERRUPTED
 from .trainer import minimize
 
 FEATURE_SETS = ("auto", "observed", "dense")
 MAX_THREADS = 1024  # more threads than cores is fine; far more exhausts the OS
 _MODEL_KIND = "sscrf.CRF"
-_STOPPED = ("interrupted", "stopped by callback")  # stop reasons that end a fit
+_STOPPED = (STOP_INTERRUPTED, STOP_CALLBACK)  # stop reasons that end a fit
 
 
 class CRF:

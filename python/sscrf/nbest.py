@@ -75,7 +75,12 @@ def nbest_from_model(model, X, k):
         Es = E[offsets[s]:offsets[s + 1]]
         paths, scores = lattice.nbest(Es, T, k, start, end)
         log_z = lattice.log_partition(Es, T, start, end)
-        # log p <= 0 (rounding can put a near-certain labeling's score above log Z)
-        out.append([([classes[i] for i in path], min(0.0, float(score - log_z)))
-                    for path, score in zip(paths.tolist(), scores.tolist())])
+        out.append(labelings_with_log_p(paths, scores, log_z, classes))
     return out
+
+
+def labelings_with_log_p(paths, scores, log_z, classes):
+    """``(labels, log p)`` of lattice.nbest's paths and scores under log Z."""
+    # log p <= 0: rounding can put a near-certain labeling's score above log Z
+    return [([classes[i] for i in path], min(0.0, float(score - log_z)))
+            for path, score in zip(paths.tolist(), scores.tolist())]

@@ -99,6 +99,10 @@ import numpy as np
 from . import _core
 from .errors import SscrfError
 
+# stop reasons that the user chose (Ctrl-C, a callback returning True)
+STOP_INTERRUPTED = "interrupted"
+STOP_CALLBACK = "stopped by callback"
+
 _BLOCK = 1 << 15       # entries per block of element-wise work (256 KiB per temporary)
 _DECREASE = 1e-4       # sufficient-decrease (Armijo) constant, libLBFGS's ftol
 _CURVATURE = 0.9       # strong-Wolfe curvature constant for quasi-Newton steps (N&W §3.1)
@@ -218,7 +222,7 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
                               callback)
     except (NonFiniteObjective, KeyboardInterrupt) as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
-        exc.result = run.result("interrupted" if interrupted else "non-finite objective",
+        exc.result = run.result(STOP_INTERRUPTED if interrupted else "non-finite objective",
                                 copy=True)
         run.release()  # the traceback keeps this frame alive; let the histories go
         raise
@@ -318,7 +322,7 @@ class _Run:
             k = self.n_iterations
             self.history.append(F)
             if callback is not None and callback(k, F, self.x):
-                return "stopped by callback"
+                return STOP_CALLBACK
             if self.converged(epsilon):
                 return "gradient norm below epsilon"
             if k > period and F != 0.0 and (self.history[-1 - period] - F) / abs(F) < delta:

@@ -568,7 +568,7 @@ def exact_alternatives(model, features, inexact):
 def constrained_nbest(model, X, k, allowed):
     """:meth:`sscrf.CRF.predict_nbest` restricted to ``allowed`` (see there)."""
     from . import lattice
-    from .nbest import _potentials
+    from .nbest import _potentials, labelings_with_log_p
 
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an integer, got {type(k).__name__}")
@@ -595,8 +595,7 @@ def constrained_nbest(model, X, k, allowed):
             m = sentence_masks(allowed[s], label_index, f"allowed[{s}]")
             mask, edge = m.node, (None if m.edge is None else m.edge[1:])
         paths, scores = lattice.nbest(Es, T, k, start, end, mask, edge)
-        out.append([([classes[i] for i in path], min(0.0, float(score - log_z)))
-                    for path, score in zip(paths.tolist(), scores.tolist())])
+        out.append(labelings_with_log_p(paths, scores, log_z, classes))
     return out
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _core
 from .errors import SscrfError
+from .optimize import STOP_CALLBACK, STOP_INTERRUPTED
 
 
 @dataclass
@@ -129,7 +130,7 @@ def _minimize(objective, theta0, *, max_iterations, epsilon, period, delta, memo
         history.append(loss)
         show.line(k, loss, best["grad_norm"], counts["evaluations"], time.perf_counter() - started)
         if callback is not None and callback(k, loss, intermediate_result.x):
-            reason["text"] = "stopped by callback"
+            reason["text"] = STOP_CALLBACK
             raise StopIteration
         x_norm = float(np.linalg.norm(intermediate_result.x))
         if best["grad_norm"] / max(1.0, x_norm) < epsilon:
@@ -171,7 +172,7 @@ def _minimize(objective, theta0, *, max_iterations, epsilon, period, delta, memo
         else:
             stop_reason = f"optimiser: {result.message}"
     except KeyboardInterrupt:
-        stop_reason = "interrupted"
+        stop_reason = STOP_INTERRUPTED
         warnings.warn(
             f"training interrupted after {len(history)} iterations; keeping the best "
             "parameters so far", RuntimeWarning, stacklevel=3)
