@@ -783,3 +783,15 @@ def test_apa_hand_worked_example():
         apa(gold, pred, words, {"more"})
     with pytest.raises(SscrfError, match="sentence 1"):
         apa(gold, pred, [words[0], words[1][:2]], {"pending"})
+
+
+def test_progress_names_what_the_second_stage_adds(capsys):
+    # The second stage of a fit with partial annotations has no unlabeled data;
+    # its progress line names the terms it adds.
+    X = [[{"w": str(i % 7)} for i in range(j % 5 + 3)] for j in range(30)]
+    y = [["A" if int(t["w"]) % 2 else "B" for t in s] for s in X]
+    y = [s if j % 3 else [None] + s[1:] for j, s in enumerate(y)]
+    CRF(max_iterations=3, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert "stage 2/2: adding the partial_likelihood term\n" in err
+    assert "unlabeled" not in err

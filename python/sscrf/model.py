@@ -300,7 +300,9 @@ class CRF:
                 result = warm  # Ctrl-C or the callback ended training: no second stage
             else:
                 if self.verbose:
-                    print("stage 2/2: with unlabeled data", file=sys.stderr)
+                    added = ", ".join(dict.fromkeys(t.name for t in terms[len(supervised):]))
+                    print(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}",
+                          file=sys.stderr)
                 if callback is not None:  # iterations count on across the stages
                     options["callback"] = _shifted_callback(callback, warm.n_iterations)
         if result is None:
