@@ -312,8 +312,11 @@ std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::objec
   const int64_t* rp = row_ptr.data();
   const int64_t* li = label_ids.data();
   if (rp[0] != 0 || rp[l->n_attributes] != label_ids.size()) fail("row_ptr must start at 0 and end at len(label_ids)");
-  for (int32_t a = 0; a < l->n_attributes; ++a) {
+  // All of row_ptr first: an entry past len(label_ids) before a decrease
+  // would otherwise be read as a row's end.
+  for (int32_t a = 0; a < l->n_attributes; ++a)
     if (rp[a + 1] < rp[a]) fail("row_ptr must be non-decreasing");
+  for (int32_t a = 0; a < l->n_attributes; ++a) {
     for (int64_t k = rp[a]; k < rp[a + 1]; ++k) {
       if (li[k] < 0 || li[k] >= n_labels) fail("label id " + std::to_string(li[k]) + " out of range");
       if (k > rp[a] && li[k] <= li[k - 1]) fail("label_ids must be strictly increasing within each attribute");

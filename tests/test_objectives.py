@@ -620,6 +620,8 @@ def test_corpus_with_more_attributes_than_layout(tiny):
     ([0, 2, 3], [1, 1, 1], 3, r"strictly increasing"),
     ([0, 3, 2], [0, 1, 2], 3, r"row_ptr"),
     ([0, 2, 4], [0, 1, 2], 3, r"row_ptr"),
+    # a row's end past len(label_ids), then a decrease: refused before any row is read
+    ([0, 100, 3], [0, 1, 2], 3, r"row_ptr must be non-decreasing"),
     ([0, 2, 3], [0, 1, 2], 0, r"n_labels"),
 ])
 def test_bad_layout(row_ptr, label_ids, S, message):
