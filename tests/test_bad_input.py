@@ -317,6 +317,14 @@ FIT_CASES = {
         r"unlabeled sentence 0\b.*empty"),
     "unlabeled only, no label set": (
         lambda X, y: fit([], [], X_unlabeled=X, **ENTROPY), r"labels="),
+    # a semi-supervised weight with nothing to act on (it used to train a
+    # supervised model without a word)
+    "entropy_weight without X_unlabeled": (
+        lambda X, y: fit(X, y, **ENTROPY), r"entropy_weight=0\.1 needs unlabeled data"),
+    "ge_weight without constraints": (
+        lambda X, y: fit(X, y, ge_weight=2.0), r"ge_weight=2\.0 needs constraints"),
+    "ge_weight and X_unlabeled without constraints": (
+        lambda X, y: fit(X, y, X_unlabeled=X, ge_weight=2.0), r"ge_weight=2\.0 needs constraints"),
     # ragged or mistyped y
     "y is None": (lambda X, y: fit(X, None), r"\by must be a list"),
     "y is a string": (lambda X, y: fit(X[:3], "ABC"), r"\by must be a list"),

@@ -247,6 +247,36 @@ def test_partial_file_without_any_label_needs_labels_option(capsys, tmp_path):
     assert code == 0, err
 
 
+def test_partial_looking_labels_without_the_option_are_flagged(capsys, tmp_path):
+    # '*' and 'A|B' cells read as labels of their own unless --partial is given:
+    # a warning says so (the model would otherwise learn a label '*')
+    path = tmp_path / "partial.txt"
+    path.write_text("a X A\nb Y *\n\nc Z A|B\nd X B\n")
+    code, _, err = run(capsys, "train", path, "-m", tmp_path / "m.model", "--quiet",
+                       "--max-iterations", "2")
+    assert code == 0, err
+    assert "sscrf: warning:" in err and "'*', 'A|B' look like partial annotations" in err
+    assert sorted(CRF.load(tmp_path / "m.model").classes_) == ["*", "A", "A|B", "B"]
+    code, _, err = run(capsys, "train", path, "-m", tmp_path / "p.model", "--quiet",
+                       "--max-iterations", "2", "--partial")
+    assert code == 0 and "warning" not in err, err
+    assert sorted(CRF.load(tmp_path / "p.model").classes_) == ["A", "B"]
+
+
+def test_two_stage_summary_counts_both_stages(capsys, data, tmp_path):
+    unlabeled = tmp_path / "raw.txt"
+    write_conll(unlabeled, data["X_test"][:30])
+    code, out, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                         "--unlabeled", unlabeled, "--entropy-weight", "0.01",
+                         "--max-iterations", "3", "--threads", "1")
+    assert code == 0, err
+    training = CRF.load(tmp_path / "m.model").training_
+    first = training["stages"]["supervised"]["iterations"]
+    assert f"{first} + {training['iterations']} iterations (supervised warm start, then " in out
+    assert "250 sentences" in out and "30 unlabeled sentences" in out
+    assert "stage 2/2: adding the entropy term (entropy_weight x unlabeled tokens = " in err
+
+
 def test_tag_with_gold_column(capsys, data, tmp_path):
     out_path = tmp_path / "tagged.txt"
     code, out, err = run(capsys, "tag", "-m", data["model"], data["test"], "-o", out_path)

@@ -140,7 +140,8 @@ def build_parser():
                           "columns, e.g. labels, are ignored) for entropy regularisation")
     sub.add_argument("--entropy-weight", type=_non_negative_float, default=0.0, metavar="G",
                      help="weight γ of the entropy of the unlabeled sentences (default: 0; "
-                          "needs --unlabeled)")
+                          "needs --unlabeled); the term sums over them, so start near "
+                          "0.1 x labeled / unlabeled sentences and tune on held-out data")
     sub.add_argument("--entropy-method", choices=("fast", "jiao"), default="fast",
                      help="entropy gradient: fast O(n S^2) (default) or Jiao et al.'s "
                           "O(n^2 S^3) reference")
@@ -368,6 +369,14 @@ def _cmd_train(args):
         templates = read_templates(args.template)
     constraints = _read_ge_constraints(args)
     corpus = _read_labeled(args.train, args, labels=args.labels)
+    if not (args.partial or args.conllu):
+        partial_like = sorted({label for sentence in corpus.labels for label in sentence
+                               if label == "*" or "|" in label})
+        if partial_like:
+            shown = ", ".join(map(repr, partial_like[:3])) + (", ..." if len(partial_like) > 3 else "")
+            print(f"{_PROG}: warning: {args.train}: labels {shown} look like partial annotations "
+                  "(* unknown, A|B a set of labels); without --partial each is a label of its "
+                  "own", file=sys.stderr)
     if not corpus.tokens and constraints is None:
         raise SscrfError(f"{args.train}: no sentences to train on")
     unlabeled = None
@@ -416,10 +425,15 @@ def _cmd_train(args):
     n_tokens = sum(map(len, corpus.labels))
     training = model.training_
     ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
-    print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens, "
+    unlabeled_note = "" if unlabeled is None else f", {len(unlabeled)} unlabeled sentences"
+    iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
+    warm = training.get("stages", {}).get("supervised")
+    if warm is not None:  # two stages: the supervised warm start, then the full objective
+        iterations = (f"{warm['iterations']} + {training['iterations']} iterations (supervised "
+                      f"warm start, then {training['stop_reason']})")
+    print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters, "
-          f"{training['iterations']} iterations ({training['stop_reason']}), "
-          f"{time.perf_counter() - started:.1f} s")
+          f"{iterations}, {time.perf_counter() - started:.1f} s")
     return 0
 
 
