@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import random
+import sys
 import warnings
 
 import numpy as np
@@ -407,6 +408,37 @@ def test_get_params_set_params_round_trip():
     with pytest.raises(ValueError, match="no_such_param"):
         m.set_params(no_such_param=1)
     assert "c2=3.0" in repr(m)
+
+
+def test_sklearn_tags_name_fields_scikit_learn_defines(monkeypatch):
+    # scikit-learn (>= 1.6) asks estimators for __sklearn_tags__; it is not a
+    # dependency, so a stand-in module with the dataclasses' field names of
+    # scikit-learn 1.9 (sklearn/utils/_tags.py) checks the call.
+    import dataclasses
+    import types
+
+    fake = types.ModuleType("sklearn.utils")
+    fake.TargetTags = dataclasses.make_dataclass(
+        "TargetTags", ["required", ("one_d_labels", bool, False), ("two_d_labels", bool, False),
+                       ("positive_only", bool, False), ("multi_output", bool, False),
+                       ("single_output", bool, True)], kw_only=True)
+    fake.InputTags = dataclasses.make_dataclass(
+        "InputTags", [(name, bool, default) for name, default in [
+            ("one_d_array", False), ("two_d_array", True), ("three_d_array", False),
+            ("sparse", False), ("categorical", False), ("string", False), ("dict", False),
+            ("positive_only", False), ("allow_nan", False), ("pairwise", False)]], kw_only=True)
+    fake.Tags = dataclasses.make_dataclass(
+        "Tags", ["estimator_type", "target_tags", "transformer_tags", "classifier_tags",
+                 "regressor_tags", ("array_api_support", bool, False),
+                 ("no_validation", bool, False), ("non_deterministic", bool, False),
+                 ("requires_fit", bool, True), ("_skip_test", bool, False),
+                 ("input_tags", object, None)], kw_only=True)
+    monkeypatch.setitem(sys.modules, "sklearn", types.ModuleType("sklearn"))
+    monkeypatch.setitem(sys.modules, "sklearn.utils", fake)
+    tags = CRF().__sklearn_tags__()
+    assert tags.estimator_type is None  # not a classifier: folds are KFold, not stratified on y
+    assert tags.target_tags.required and tags.requires_fit
+    assert not tags.input_tags.two_d_array
 
 
 def test_not_fitted():

@@ -149,6 +149,19 @@ class CRF:
             setattr(self, name, value)
         return self
 
+    def __sklearn_tags__(self):
+        """Estimator tags, which scikit-learn 1.6 and later ask of every
+        estimator (``cross_val_score`` and ``GridSearchCV`` fail without
+        them): a supervised estimator, neither classifier nor regressor (its
+        ``y`` is a list of label sequences, so folds are plain ``KFold``),
+        whose inputs are lists of sentences rather than 2-D arrays. Only
+        scikit-learn calls this, so it imports scikit-learn here."""
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    transformer_tags=None, regressor_tags=None, classifier_tags=None,
+                    input_tags=InputTags(two_d_array=False))
+
     def __repr__(self):
         defaults = {p.name: p.default for p in inspect.signature(CRF.__init__).parameters.values()
                     if p.name != "self"}
