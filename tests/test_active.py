@@ -247,6 +247,16 @@ def test_ngram_model_names_feature_dicts_as_the_problem():
     assert NgramModel(n=2).fit(words).log_probs(words).shape == (1,)
 
 
+def test_ngram_log_prob_of_a_corpus_points_to_log_probs():
+    words = [["the", "dog"], ["a", "cat"]]
+    columns = [[["the", "DT"], ["dog", "NN"]], [["a", "DT"], ["cat", "NN"]]]
+    for corpus in (words, columns):
+        lm = NgramModel(n=2).fit(corpus)
+        with pytest.raises(SscrfError, match=r"log_prob takes one sentence.*use log_probs"):
+            lm.log_prob(corpus)
+        assert lm.log_probs(corpus)[1] == lm.log_prob(corpus[1])
+
+
 def test_ngram_bigram_probabilities_match_hand_counts():
     # Corpus "ab", "abb", "b" with start/end symbols: predicted tokens
     # a b </s> | a b b </s> | b </s>  → N = 9, c(a)=2 c(b)=4 c(</s>)=3, V = 3 types.

@@ -285,7 +285,7 @@ def test_overflowing_dict_values_are_rejected():
 
 
 def test_dict_token_with_templates_is_rejected():
-    with pytest.raises(SscrfError, match="feature dicts need FeatureExtractor"):
+    with pytest.raises(SscrfError, match=r"feature dicts need templates=None \(CRF's default"):
         FeatureExtractor(["U00:%x[0,0]"]).fit([[["a"], {"w": "a"}]])
 
 

@@ -424,6 +424,11 @@ class NgramModel:
         """log q(x) of one token sequence (natural log)."""
         if not hasattr(self, "models_"):
             raise SscrfError("this NgramModel is not fitted yet; call fit")
+        first = next(iter(sequence), None)
+        if isinstance(first, (list, tuple)) and (
+                self._columns_used is None or (first and isinstance(first[0], (list, tuple)))):
+            raise SscrfError("log_prob takes one sentence (a list of tokens); for a list of "
+                             "sentences use log_probs")
         return math.fsum(model.log_prob(stream)
                          for model, stream in zip(self.models_, self._streams(sequence)))
 

@@ -373,7 +373,8 @@ def _cmd_train(args):
         partial_like = sorted({label for sentence in corpus.labels for label in sentence
                                if label == "*" or "|" in label})
         if partial_like:
-            shown = ", ".join(map(repr, partial_like[:3])) + (", ..." if len(partial_like) > 3 else "")
+            shown = ", ".join(map(repr, partial_like[:3]))
+            shown += ", ..." if len(partial_like) > 3 else ""
             print(f"{_PROG}: warning: {args.train}: labels {shown} look like partial annotations "
                   "(* unknown, A|B a set of labels); without --partial each is a label of its "
                   "own", file=sys.stderr)

@@ -924,7 +924,8 @@ class FeatureExtractor:
             for i, token in enumerate(tokens):
                 if not isinstance(token, (list, tuple)):
                     hint = (
-                        "; feature dicts need FeatureExtractor(templates=None)"
+                        "; feature dicts need templates=None "
+                        "(CRF's default; FeatureExtractor(None))"
                         if isinstance(token, Mapping)
                         else ""
                     )
