@@ -214,7 +214,7 @@ def test_train_conllu(capsys, tmp_path):
     code, out, _ = run(capsys, "eval", "-m", model_path, path, "--conllu", "--label-column", "xpos")
     assert code == 0
     assert overall(out)[0] == 100.0
-    assert "no chunks found" in out
+    assert "are not iob2 chunk tags (B/I-X or O), so only the token accuracy is meaningful" in out
 
 
 def test_label_column_needs_conllu(capsys, data, tmp_path):
@@ -327,6 +327,20 @@ def test_eval_file_matches_metrics(capsys, data, tmp_path):
     code, out_m, err = run(capsys, "eval", "-m", data["model"], data["test"])
     assert code == 0, err
     assert out_m == out
+    assert "only the token accuracy" not in out  # B-X/I-X/O labels: no note
+
+
+def test_eval_notes_labels_that_are_not_chunk_tags(capsys, tmp_path):
+    # POS tags with hyphens parse as chunks (conlleval reads -LRB- as type LRB-);
+    # the report says its chunk scores mean nothing
+    path = tmp_path / "pos.txt"
+    path.write_text("( -LRB- -LRB-\nit PRP PRP\n) -RRB- NN\n")
+    code, out, err = run(capsys, "eval", path)
+    assert code == 0, err
+    assert "gold labels such as '-LRB-', '-RRB-', 'PRP' are not iob2 chunk tags" in out
+    path.write_text("a B-E S-E\nb O O\n")
+    code, out, err = run(capsys, "eval", path, "--scheme", "iobes")
+    assert code == 0 and "chunk tags" not in out, out
 
 
 def test_eval_scheme_option(capsys, tmp_path):

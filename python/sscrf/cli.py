@@ -534,7 +534,16 @@ def _cmd_eval(args):
     scores = chunk_scores(gold, predicted, scheme=args.scheme)
     accuracy = token_accuracy(gold, predicted)
     sys.stdout.write(format_chunk_report(scores, accuracy))
-    if scores["n_true"] == 0 and scores["n_pred"] == 0:
+    # Tags such as POS tags are read as chunks too (conlleval splits -LRB- and
+    # NN-TL at their first '-'), which gives chunk scores that mean nothing.
+    prefixes = "BIES" if args.scheme == "iobes" else "BI"
+    odd = sorted({label for sentence in gold for label in sentence if label != "O" and not (
+        len(label) > 2 and label[0] in prefixes and label[1] == "-")})
+    if odd:
+        shown = ", ".join(map(repr, odd[:3])) + (", ..." if len(odd) > 3 else "")
+        print(f"(gold labels such as {shown} are not {args.scheme} chunk tags "
+              f"({'/'.join(prefixes)}-X or O), so only the token accuracy is meaningful)")
+    elif scores["n_true"] == 0 and scores["n_pred"] == 0:
         print("(no chunks found: the labels are not B-X/I-X chunk tags, so only the token "
               "accuracy is meaningful)")
     return 0
