@@ -12,6 +12,7 @@ References are computed independently of the code under test:
 """
 
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -268,6 +269,35 @@ def test_kept_emissions_give_the_bits_of_rescoring(dense, monkeypatch):
     value, grad = term.value_and_gradient(theta)
     assert term._emissions is None
     assert (value, grad.tobytes()) == kept[1]
+
+
+def test_one_term_evaluated_from_two_threads_at_once():
+    # Both evaluations are held between their two passes (at a barrier in the
+    # Python step between them) so that each has scored the corpus before
+    # either reads its scores back: sharing the kept emissions would give the
+    # first the second's theta.
+    rng = np.random.default_rng(8)
+    tiny = Tiny(8, rng.integers(1, 8, size=300).tolist(), A=40, S=5, p_fire=0.2)
+    attrs = list(range(0, 40, 4))
+    term = OBJECTIVES["ge"](tiny.corpus, tiny.layout, 2, constraint_of_attribute=constraint_map(
+        tiny.A, attrs), targets=rng.dirichlet(np.ones(5), size=len(attrs)))
+    thetas = [rng.normal(size=tiny.n_params) for _ in range(2)]
+    want = [(v, g.tobytes()) for v, g in map(term.value_and_gradient, thetas)]
+    meet = threading.Barrier(2, timeout=60)
+    smoothed = term._smoothed
+    term._smoothed = lambda sums: (meet.wait(), smoothed(sums))[1]
+    got = [None, None]
+
+    def evaluate(i):
+        value, grad = term.value_and_gradient(thetas[i])
+        got[i] = (value, grad.tobytes())
+
+    threads = [threading.Thread(target=evaluate, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == want
 
 
 def test_ge_objective_rejects_bad_emissions_and_weights():

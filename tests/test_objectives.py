@@ -10,6 +10,7 @@ loss.
 """
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import pytest
 import sscrf
 from reference import brute_force, labeling_score, random_corpus
 from sscrf import _core
-from sscrf.objectives import OBJECTIVES, Objective
+from sscrf.objectives import OBJECTIVES, Objective, Term
 
 
 def dense_layout(A, S):
@@ -283,6 +284,43 @@ class _ConstantTerm:
 
     def value_and_gradient(self, theta):
         return self.value, self.grad.copy()
+
+
+class _MeetingTerm(Term):
+    """Gradient θ, written into ``out``; waits for a second caller before returning."""
+
+    def __init__(self, meet):
+        self.meet = meet
+
+    def value_and_gradient(self, theta, out=None):
+        out = np.empty_like(theta) if out is None else out
+        np.copyto(out, theta)
+        self.meet.wait()
+        return 0.0, out
+
+
+@pytest.mark.parametrize("reuse_gradient", [False, True])
+def test_objective_called_from_two_threads_at_once(reuse_gradient):
+    # The second term writes into the objective's kept scratch array; two calls
+    # held there at once (at a barrier) would add each other's gradients.
+    meet = threading.Barrier(2, timeout=60)
+    objective = Objective([_ConstantTerm(1.0, [0.0, 0.0, 0.0]), _MeetingTerm(meet)], c2=0.0,
+                          reuse_gradient=reuse_gradient)
+    thetas = [np.array([1.0, 2.0, 3.0]), np.array([-5.0, 7.0, 0.5])]
+    got = [None, None]
+
+    def evaluate(i):
+        loss, grad = objective(thetas[i])
+        got[i] = (loss, grad.copy())
+
+    threads = [threading.Thread(target=evaluate, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in (0, 1):
+        assert got[i][0] == 1.0
+        np.testing.assert_array_equal(got[i][1], thetas[i])
 
 
 def test_objective_adds_l2_by_hand():

@@ -54,7 +54,10 @@ class CRF:
         process forked after sscrf ran threads (a multiprocessing worker
         under the ``fork`` start method) OpenMP cannot start threads, so
         sscrf runs on one thread there and warns once; use ``spawn`` or
-        ``forkserver`` for threads in workers.
+        ``forkserver`` for threads in workers. A fitted model may predict
+        from several Python threads at once (the compiled core releases the
+        GIL); ``fit`` replaces the model's attributes one by one, so fit a
+        new model rather than refit one that other threads are using.
     feature_set : {"auto", "observed", "dense"}
         ``observed`` keeps the attribute-label pairs seen in labeled data
         (CRFsuite's default); ``dense`` keeps every pair; ``auto`` is

@@ -10,6 +10,8 @@ New terms register with ``@register("name")`` and are looked up in
 ``OBJECTIVES``.
 """
 
+import threading
+
 import numpy as np
 
 from . import _core
@@ -98,8 +100,11 @@ class Objective:
 
     With ``reuse_gradient=True`` and no ``out``, the gradient is one buffer
     that the next call overwrites: a fresh array of millions of entries per
-    evaluation costs page faults. The terms after the first always write
-    into one scratch array kept between calls, for the same reason.
+    evaluation costs page faults. The terms after the first write into one
+    scratch array kept between calls, for the same reason. Calls from
+    several threads at once are safe: a call that finds the kept buffers in
+    use allocates its own (with ``reuse_gradient=True`` the gradient a call
+    returns is still overwritten by the next call from any thread).
     """
 
     def __init__(self, terms, c2, n_threads=1, reuse_gradient=False):
@@ -109,10 +114,20 @@ class Objective:
         self.reuse_gradient = bool(reuse_gradient)
         self._gradient = None
         self._scratch = None
+        self._buffers = threading.Lock()  # held by the call using the kept buffers
 
     def __call__(self, theta, out=None):
+        if not self._buffers.acquire(blocking=False):
+            return self._evaluate(theta, out, keep=False)
+        try:
+            return self._evaluate(theta, out, keep=True)
+        finally:
+            self._buffers.release()
+
+    def _evaluate(self, theta, out, keep):
+        """Loss and gradient; ``keep``: use (and keep) the buffers kept between calls."""
         theta = np.ascontiguousarray(theta, dtype=np.float64)
-        grad = self._gradient if out is None else out
+        grad = out if out is not None else (self._gradient if keep else None)
         if out is not None:
             if (not isinstance(out, np.ndarray) or out.dtype != np.float64
                     or out.shape != theta.shape or not out.flags.c_contiguous
@@ -123,16 +138,20 @@ class Objective:
                 raise ValueError("out must not overlap theta")
         if grad is None or grad.shape != theta.shape:
             grad = np.empty_like(theta)
-            if self.reuse_gradient:
+            if self.reuse_gradient and keep:
                 self._gradient = grad
         values = []
         for i, term in enumerate(self.terms):
             if i == 0 and isinstance(term, Term):
                 value, g = term.value_and_gradient(theta, out=grad)
             elif isinstance(term, Term):
-                if self._scratch is None or self._scratch.shape != theta.shape:
-                    self._scratch = np.empty_like(theta)
-                value, g = term.value_and_gradient(theta, out=self._scratch)
+                if not keep:
+                    scratch = np.empty_like(theta)
+                else:
+                    if self._scratch is None or self._scratch.shape != theta.shape:
+                        self._scratch = np.empty_like(theta)
+                    scratch = self._scratch
+                value, g = term.value_and_gradient(theta, out=scratch)
             else:
                 value, g = term.value_and_gradient(theta)
             if i == 0:
@@ -287,6 +306,7 @@ class GE(Term):
         # KL terms only where the target is positive (0·log 0 = 0).
         self._positive = targets > 0
         self._emissions = None  # pass 1's scores for pass 2, allocated when first needed
+        self._emissions_in_use = threading.Lock()
         self._target_log = np.where(self._positive, np.log(np.where(self._positive, targets, 1.0)),
                                     0.0)
 
@@ -333,9 +353,19 @@ class GE(Term):
                 d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
             return np.ascontiguousarray(d_p_hat * d_sums[:, None])
 
-        if self._emissions is None and self.corpus.n_tokens * S * 8 <= self.EMISSION_CACHE_BYTES:
-            self._emissions = np.empty((self.corpus.n_tokens, S))
-        grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
-                                  self._firings, score_weights_of, out=out,
-                                  emissions=self._emissions)
+        # One evaluation at a time keeps its scores in the cache; another
+        # thread's evaluation meanwhile scores the corpus twice (same bits).
+        if not self._emissions_in_use.acquire(blocking=False):
+            grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
+                                      self._firings, score_weights_of, out=out)
+            return value, grad
+        try:
+            if (self._emissions is None
+                    and self.corpus.n_tokens * S * 8 <= self.EMISSION_CACHE_BYTES):
+                self._emissions = np.empty((self.corpus.n_tokens, S))
+            grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
+                                      self._firings, score_weights_of, out=out,
+                                      emissions=self._emissions)
+        finally:
+            self._emissions_in_use.release()
         return value, grad
