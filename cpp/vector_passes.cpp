@@ -427,8 +427,11 @@ void dot_products_after(const std::vector<VectorRef>& vectors,
     const int64_t begin = unit * unit_blocks * kReductionBlock;
     const int64_t end = std::min(n, begin + unit_blocks * kReductionBlock);
     before(begin, end);
+    // (data() + offset: with no pairs block_sums is empty, and secant_pair
+    // still needs its pass run by before)
     dot_products_unit(vectors, plan, begin, end, scratch.data() + scratch_size * thread_id(),
-                      &block_sums[static_cast<size_t>(unit * unit_blocks) * n_pairs], n_pairs);
+                      block_sums.data() + static_cast<size_t>(unit * unit_blocks) * n_pairs,
+                      n_pairs);
   }
   for (size_t p = 0; p < n_pairs; ++p) {
     double sum = 0.0;

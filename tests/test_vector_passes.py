@@ -242,6 +242,21 @@ def test_secant_pair_with_dot_products_gives_the_bits_of_two_passes(vectors, dty
                           pairs=np.array([[0, 0]]))
 
 
+def test_no_pairs(vectors):
+    # No dot products asked for: an empty answer, and secant_pair's pass still
+    # runs (its per-block sums have no entries to point into; the CI's
+    # UBSan build refuses a reference into an empty vector)
+    x0, trial, g, g_old, _ = vectors
+    none = np.zeros((0, 2), np.int64)
+    for t in THREADS:
+        assert _core.dot_products(vectors, none, t).shape == (0,)
+        step, y = np.full(N, np.nan), np.full(N, np.nan)
+        dots = _core.secant_pair(x0, trial, g, g_old, step, y, t, vectors=[g], pairs=none)
+        assert dots.shape == (0,)
+        np.testing.assert_array_equal(step, trial - x0)
+        np.testing.assert_array_equal(y, g - g_old)
+
+
 def test_bad_vectors_are_refused(vectors):
     x = vectors[0]
     with pytest.raises(ValueError, match="C-contiguous float64"):
