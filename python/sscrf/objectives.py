@@ -355,17 +355,15 @@ class GE(Term):
 
         # One evaluation at a time keeps its scores in the cache; another
         # thread's evaluation meanwhile scores the corpus twice (same bits).
-        if not self._emissions_in_use.acquire(blocking=False):
-            grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
-                                      self._firings, score_weights_of, out=out)
-            return value, grad
+        cached = self._emissions_in_use.acquire(blocking=False)
         try:
-            if (self._emissions is None
+            if (cached and self._emissions is None
                     and self.corpus.n_tokens * S * 8 <= self.EMISSION_CACHE_BYTES):
                 self._emissions = np.empty((self.corpus.n_tokens, S))
             grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
                                       self._firings, score_weights_of, out=out,
-                                      emissions=self._emissions)
+                                      emissions=self._emissions if cached else None)
         finally:
-            self._emissions_in_use.release()
+            if cached:
+                self._emissions_in_use.release()
         return value, grad
