@@ -14,6 +14,7 @@ References are computed independently of the code under test:
 import math
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -286,17 +287,8 @@ def test_one_term_evaluated_from_two_threads_at_once():
     meet = threading.Barrier(2, timeout=60)
     smoothed = term._smoothed
     term._smoothed = lambda sums: (meet.wait(), smoothed(sums))[1]
-    got = [None, None]
-
-    def evaluate(i):
-        value, grad = term.value_and_gradient(thetas[i])
-        got[i] = (value, grad.tobytes())
-
-    threads = [threading.Thread(target=evaluate, args=(i,)) for i in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(2) as pool:
+        got = [(v, g.tobytes()) for v, g in pool.map(term.value_and_gradient, thetas)]
     assert got == want
 
 

@@ -11,6 +11,7 @@ loss.
 
 import math
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -307,17 +308,8 @@ def test_objective_called_from_two_threads_at_once(reuse_gradient):
     objective = Objective([_ConstantTerm(1.0, [0.0, 0.0, 0.0]), _MeetingTerm(meet)], c2=0.0,
                           reuse_gradient=reuse_gradient)
     thetas = [np.array([1.0, 2.0, 3.0]), np.array([-5.0, 7.0, 0.5])]
-    got = [None, None]
-
-    def evaluate(i):
-        loss, grad = objective(thetas[i])
-        got[i] = (loss, grad.copy())
-
-    threads = [threading.Thread(target=evaluate, args=(i,)) for i in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(2) as pool:  # copies: a kept gradient is overwritten by the next call
+        got = list(pool.map(lambda theta: tuple(np.copy(r) for r in objective(theta)), thetas))
     for i in (0, 1):
         assert got[i][0] == 1.0
         np.testing.assert_array_equal(got[i][1], thetas[i])
