@@ -299,6 +299,9 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   return c;
 }
 
+// The most k·n·S that nbest accepts (min(k, S^n) labelings of n tokens).
+constexpr double kMostNbestStates = 1e8;
+
 std::shared_ptr<Layout> make_layout(const py::object& row_ptr_o, const py::object& label_ids_o,
                                     int n_labels) {
   auto row_ptr = Array<int64_t>::ensure(row_ptr_o);
@@ -605,10 +608,13 @@ PYBIND11_MODULE(_core, m) {
           for (int64_t t = 0; t < n && rows < k_max; ++t) rows *= c.chain.S;
           rows = std::min(rows, k_max);
           // k labelings of n tokens are k·n label ids plus O(n·S·k) lattice
-          // state: refuse what could not be allocated instead of failing in it
-          if (static_cast<double>(rows) * std::max<int64_t>(n, 1) * c.chain.S > 1e9)
+          // state, about 13 bytes per unit of k·n·S (1.15 GB at k = 1e5, 40
+          // tokens, 22 labels): refuse more than a laptop can give instead of
+          // failing in the allocation or being killed for it
+          if (static_cast<double>(rows) * std::max<int64_t>(n, 1) * c.chain.S > kMostNbestStates)
             fail("k = " + std::to_string(k) + " is too large for a sentence of " + std::to_string(n) +
-                 " tokens and " + std::to_string(c.chain.S) + " labels (k·n·S must stay below 1e9)");
+                 " tokens and " + std::to_string(c.chain.S) +
+                 " labels (k·n·S must stay below 1e8, about 1.3 GB of lattice state)");
           std::vector<int32_t> paths(static_cast<size_t>(rows * n));
           std::vector<double> scores(static_cast<size_t>(rows));
           const int found = run_chain([&] {

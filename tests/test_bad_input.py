@@ -836,6 +836,18 @@ def test_core_boundary_bad_ids_do_not_crash():
     assert "accepted" not in out, out
 
 
+def test_nbest_k_past_the_lattice_state_bound_is_refused_at_once():
+    # 200,000 labelings of 40 tokens and 22 labels exist and would fit in a
+    # large memory (2.3 GB of lattice state, 15 s), but pass the 1e8 bound on
+    # k·n·S; on 3 tokens the same k asks for the 22³ labelings there are.
+    from sscrf import lattice
+
+    with pytest.raises(ValueError, match=r"k = 200000 is too large .* 40 tokens and 22 labels"):
+        lattice.nbest(np.zeros((40, 22)), np.zeros((22, 22)), 200_000)
+    paths, _ = lattice.nbest(np.zeros((3, 22)), np.zeros((22, 22)), 200_000)
+    assert paths.shape == (22 ** 3, 3)  # k above the number of labelings: all of them
+
+
 def test_absurd_nbest_k_on_a_long_sentence_is_refused_not_allocated(cli_files, tmp_path):
     # k = 2^40 labelings of 40 tokens cannot exist in memory (2^40 × 40 ids):
     # a ValueError naming k (exit status 2 from the command line), not

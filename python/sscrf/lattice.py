@@ -90,7 +90,8 @@ def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=
     ----------
     k : int
         How many labelings to return, at least 1; more than there are
-        allowed labelings is fine.
+        allowed labelings is fine. A ValueError refuses a k whose lattice
+        state would pass about 1.3 GB: min(k, S^n)·n·S above 1e8.
 
     Returns
     -------

@@ -476,7 +476,10 @@ class CRF:
         """The k most probable labelings of each sentence, exactly.
 
         ``allowed`` restricts the labelings as in :meth:`predict`; the
-        log-probabilities stay those of the unconstrained model.
+        log-probabilities stay those of the unconstrained model. A k whose
+        lattice state would pass about 1.3 GB for some sentence
+        (min(k, S^n)·n·S above 1e8, see :func:`sscrf.lattice.nbest`) is
+        refused with a ValueError.
 
         Returns
         -------
