@@ -127,6 +127,8 @@ def test_template_file_syntax_comments_blank_lines_and_bare_b(tmp_path):
     path = tmp_path / "template"
     path.write_text(text, encoding="utf-8")
     assert read_templates(path) == templates
+    path.write_text(text, encoding="utf-8-sig")  # with a byte-order mark, as Notepad writes
+    assert read_templates(path) == templates
     # A B line without macros (any name) means the plain transitions.
     assert len(parse_templates(["U00:%x[0,0]", "B01"])) == 1
 

@@ -588,7 +588,8 @@ def test_file_comments_blank_lines_tabs_and_bom(tmp_path):
     ("w=a Q:1", "not one of the labels"),
     ("w\\q=a X:1", "bad escape"),
     ("w=a\\ X:1", "bad escape"),
-    ("w=a X:0.5\rY:0.5", "carriage return"),
+    # a lone carriage return ends a line (old Mac files), so Y:0.5 is a line of its own
+    ("w=a X:0.5\rY:0.5", "sum to 0.5"),
 ])
 def test_file_malformed_lines(tmp_path, line, message):
     path = tmp_path / "bad.txt"
@@ -596,6 +597,14 @@ def test_file_malformed_lines(tmp_path, line, message):
     with pytest.raises(SscrfError, match=message) as info:
         C.read_constraints(path, labels=["X", "Y"])
     assert str(info.value).startswith(f"{path}:3: ")
+
+
+def test_file_with_old_mac_line_ends(tmp_path):
+    # "\r" alone ends lines: such a file starting with a comment was one comment
+    path = tmp_path / "mac.txt"
+    path.write_bytes(b"# targets\rw=a X:1\rw=b X:0.25 Y:0.75\r")
+    assert C.read_constraints(path, labels=["X", "Y"]) == {"w=a": {"X": 1.0},
+                                                          "w=b": {"X": 0.25, "Y": 0.75}}
 
 
 def test_file_repeated_attribute_and_bad_utf8(tmp_path):

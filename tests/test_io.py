@@ -83,6 +83,19 @@ def test_crlf_line_endings(tmp_path):
     assert corpus.lines == [1, 4]
 
 
+def test_old_mac_line_endings(tmp_path):
+    # A lone "\r" ends a line, as in editors: the file read as one line
+    # (one sentence of one token with thousands of columns) before.
+    path = write_text(tmp_path, "a X O\rb Y B-NP\r\rc Z O\r")
+    corpus = read_conll(path)
+    assert corpus.tokens == [[["a", "X"], ["b", "Y"]], [["c", "Z"]]]
+    assert corpus.labels == [["O", "B-NP"], ["O"]]
+    assert corpus.lines == [1, 4]
+    path = write_text(tmp_path, "a X O\rb Y\r")
+    with raises_at(path, 2, "expected 3 columns, found 2"):
+        read_conll(path)
+
+
 def test_byte_order_mark_is_not_text(tmp_path):
     # Windows editors start UTF-8 files with U+FEFF; it is not part of the first token
     path = tmp_path / "bom.txt"
@@ -190,6 +203,17 @@ def test_undecodable_file(tmp_path):
     with pytest.raises(SscrfError, match=re.escape(str(path))):
         read_conll(path)
     assert read_conll(path, encoding="latin-1").tokens == [[["caf\u00e9"]]]
+    # what a compressed or UTF-16 file looks like is said
+    import gzip
+
+    path = tmp_path / "train.txt.gz"
+    path.write_bytes(gzip.compress(b"a X O\n" * 50))
+    with pytest.raises(SscrfError, match="looks gzip-compressed: decompress it first"):
+        read_conll(path)
+    path = tmp_path / "utf16.txt"
+    path.write_bytes("a X O\n".encode("utf-16"))
+    with pytest.raises(SscrfError, match="UTF-16 byte-order mark: re-encode it as UTF-8"):
+        read_conll(path)
 
 
 # ------------------------------------------------------- partial annotations

@@ -516,8 +516,7 @@ def parse_constraints(text, labels=None, source="<constraints>"):
     out, first_line = {}, {}
     if text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark, as read_constraints drops
-    for lineno, line in enumerate(text.split("\n"), 1):
-        line = line.rstrip("\r")
+    for lineno, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
         _parse_line(line, lineno, source, known, out, first_line)
     return out
 
@@ -527,8 +526,6 @@ def _parse_line(line, lineno, source, known, out, first_line):
     stripped = line.strip(" \t")
     if not stripped or stripped.startswith("#"):
         return
-    if "\r" in stripped:
-        raise SscrfError(f"{where}: stray carriage return (escape it as \\r)")
     fields = _FIELD_SEP.split(stripped)
     attribute = _unescape(fields[0], where)
     if len(fields) < 2:
@@ -592,11 +589,13 @@ def read_constraints(path, labels=None):
         data = data[3:]
     known = None if labels is None else set(labels)
     out, first_line = {}, {}
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
+    # "\n", "\r\n" and a lone "\r" (old Mac files) each end a line
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    for lineno, raw in enumerate(lines, 1):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise SscrfError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte "
                              f"{e.start} of the line)") from None
-        _parse_line(line.rstrip("\r"), lineno, name, known, out, first_line)
+        _parse_line(line, lineno, name, known, out, first_line)
     return out

@@ -354,7 +354,7 @@ def read_templates(path):
     Templates
     """
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is no template
             text = f.read()
     except UnicodeDecodeError as e:
         raise SscrfError(f"{os.fspath(path)}: template file is not UTF-8 ({e})") from None

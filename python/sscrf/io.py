@@ -91,21 +91,26 @@ class _Source:
             self.file.close()
 
     def lines(self):
-        lineno = 0
+        lineno = 0  # lines as a text editor counts them: "\n", "\r\n" or a lone "\r" ends one
         try:
-            for lineno, line in enumerate(self.file, 1):
+            for physical, line in enumerate(self.file, 1):
                 if self.binary:
                     try:
                         line = line.decode(self.encoding)
                     except UnicodeDecodeError as exc:
-                        raise SscrfError(f"{self.name}:{lineno}: cannot decode as "
-                                         f"{self.encoding}: {exc.reason}") from None
+                        raise SscrfError(f"{self.name}:{lineno + 1}: cannot decode as "
+                                         f"{self.encoding}: {exc.reason}"
+                                         f"{_encoding_hint(line) if physical == 1 else ''}"
+                                         ) from None
                 if not isinstance(line, str):
                     raise SscrfError(f"{self.name}: open the file in text mode, not binary")
-                if lineno == 1 and line.startswith("\ufeff"):
+                if physical == 1 and line.startswith("\ufeff"):
                     line = line[1:]  # a byte-order mark (Windows editors write one) is no text
-                # Streams opened with newline="" keep "\r\n".
-                yield lineno, line.rstrip("\r\n")
+                # Streams opened with newline="" keep "\r\n"; old Mac files end
+                # lines with "\r" alone, which would otherwise read as one line.
+                for piece in line.rstrip("\r\n").split("\r"):
+                    lineno += 1
+                    yield lineno, piece
         except UnicodeDecodeError as exc:
             # The decoder works on blocks, so the line count is only a lower bound.
             raise SscrfError(
@@ -115,6 +120,15 @@ class _Source:
 
     def error(self, lineno, message):
         return SscrfError(f"{self.name}:{lineno}: {message}")
+
+
+def _encoding_hint(first_line):
+    """What the first bytes of an undecodable file suggest it is."""
+    if first_line.startswith(b"\x1f\x8b"):
+        return " (the file looks gzip-compressed: decompress it first)"
+    if first_line.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return " (the file starts with a UTF-16 byte-order mark: re-encode it as UTF-8)"
+    return ""
 
 
 def _ascii_compatible(encoding):
