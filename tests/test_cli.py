@@ -299,6 +299,9 @@ def test_tag_without_gold_to_stdout(capsys, data):
     assert len(sentences) == len(predicted)
     first = [line.split() for line in sentences[0].splitlines()]
     assert first == [x + [p] for x, p in zip(data["X_test"][0], predicted[0])]
+    # '-o -' is stdout too (it wrote a file named '-')
+    assert run(capsys, "tag", "-m", data["model"], data["test_nogold"], "-o", "-")[1] == out
+    assert not os.path.exists("-")
 
 
 def test_tag_wrong_number_of_columns(capsys, data, tmp_path):

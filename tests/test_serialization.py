@@ -8,6 +8,7 @@ load exactly as written or raise ``SscrfError``; never another exception.
 import hashlib
 import json
 import os
+import stat
 import struct
 
 import numpy as np
@@ -121,6 +122,33 @@ def test_save_is_atomic_and_leaves_no_temporary(tmp_path):
         ser.save(path, {"k": k}, {"a": np.full(4, k)})
         assert ser.load(path)[0] == {"k": k}
     assert os.listdir(tmp_path) == ["m.bin"]
+
+
+def test_replacing_a_file_keeps_links_devices_pipes_and_the_umask(tmp_path):
+    # A rename over the path would turn a symbolic link, /dev/stdout or a
+    # named pipe into a regular file (and mkstemp made every file 0600).
+    target = tmp_path / "target.model"
+    link = tmp_path / "link.model"
+    link.symlink_to(target)
+    ser.write_atomic(link, b"model bytes")
+    assert link.is_symlink() and target.read_bytes() == b"model bytes"
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        ser.write_atomic(pipe, b"through the pipe")
+        assert os.read(reader, 100) == b"through the pipe"
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode)
+    old = os.umask(0o022)
+    try:
+        ser.write_atomic(tmp_path / "new.model", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.model").st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "link.model", "new.model", "pipe", "target.model"]  # no temporary left
 
 
 def test_unreadable_path(tmp_path):

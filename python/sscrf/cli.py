@@ -178,7 +178,8 @@ def build_parser():
     sub.add_argument("-m", "--model", metavar="MODEL", required=True,
                      help="a model saved by 'sscrf train'")
     sub.add_argument("file", metavar="FILE", help="file to tag")
-    sub.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    sub.add_argument("-o", "--output", metavar="OUT", type=lambda v: None if v == "-" else v,
+                     help="write here instead of stdout ('-': stdout)")
     sub.add_argument("-n", "--nbest", type=_positive_int, default=1, metavar="K",
                      help="write the K most probable labelings of each sentence as K label "
                           "columns, best first, after a '# nbest' line with their "

@@ -12,10 +12,10 @@ the form ``"FILE:LINE: problem"``.
 
 import os
 import re
-import secrets
 from typing import List, NamedTuple, Optional
 
 from .errors import SscrfError
+from .serialization import replace_file
 
 __all__ = [
     "ConllCorpus",
@@ -367,7 +367,8 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
     ----------
     path_or_file : str, os.PathLike or text file object
         A path is written atomically: to a temporary file in the same
-        directory, then renamed over the target.
+        directory, then renamed over the target (a symbolic link's target;
+        a device or named pipe is written in place).
     tokens : list of list
         ``tokens[i][j]`` is a list of column strings, or a single ``str`` for
         a one-column token.
@@ -418,24 +419,7 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
     if hasattr(path_or_file, "write"):
         write_to(path_or_file)
         return
-    path = os.fsdecode(os.fspath(path_or_file))
-    directory, base = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
-    # os.open with mode 0o666 lets the umask decide permissions, as open() would;
-    # tempfile would create the file 0600.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as f:
-            write_to(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_file(path_or_file, write_to, "w", encoding)
 
 
 def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding="utf-8"):

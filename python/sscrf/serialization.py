@@ -20,8 +20,8 @@ temporary file beside the target and renamed into place.
 import hashlib
 import json
 import os
+import secrets
 import struct
-import tempfile
 
 import numpy as np
 
@@ -46,23 +46,46 @@ def check_writable(path):
         raise SscrfError(f"{path}: cannot write, folder {directory} is not writable")
 
 
-def write_atomic(path, data):
-    """Write bytes to ``path`` through a temporary file and a rename."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
+def replace_file(path, write, mode="wb", encoding=None):
+    """Write ``path`` through a temporary file and a rename, so that a reader
+    never sees half a file and an interrupted write leaves the old one.
+
+    ``write(f)`` writes the content to the open file ``f``. A symbolic
+    link's target is replaced (the link stays a link); a path that exists
+    but is no regular file (``/dev/stdout``, ``/dev/null``, a named pipe)
+    is written in place, as a rename would put a file where the device or
+    pipe was. The new file's permissions follow the umask, as ``open``'s do.
+    """
+    path = os.fsdecode(os.fspath(path))
+    target = os.path.realpath(path)
+    text = {} if "b" in mode else {"encoding": encoding, "newline": ""}
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(target, mode, **text) as f:
+            write(f)
+        return
+    directory, base = os.path.split(target)
     if not os.path.isdir(directory):
         raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".sscrf-", dir=directory)
+    tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
+    # 0o666 lets the umask decide, where tempfile.mkstemp would make it 0600
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with os.fdopen(fd, mode, **text) as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
+
+
+def write_atomic(path, data):
+    """Write bytes to ``path`` through :func:`replace_file`."""
+    replace_file(path, lambda f: f.write(data))
 
 
 def save(path, meta, arrays):
