@@ -263,6 +263,16 @@ def test_partial_looking_labels_without_the_option_are_flagged(capsys, tmp_path)
     assert sorted(CRF.load(tmp_path / "p.model").classes_) == ["A", "B"]
 
 
+def test_conllu_lines_read_as_columns_are_flagged(capsys, tmp_path):
+    path = tmp_path / "nocomments.conllu"
+    path.write_text("".join(f"{i}\tw{i}\tw\tNOUN\tNN\t_\t0\troot\t_\t_\n" for i in (1, 2, 3))
+                    + "\n" + "1\tx\tx\tVERB\tVB\t_\t0\troot\t_\t_\n")
+    code, _, err = run(capsys, "train", path, "-m", tmp_path / "m.model", "--quiet",
+                       "--max-iterations", "2")
+    assert code == 0, err
+    assert "warning:" in err and "look like CoNLL-U lines" in err and "--conllu" in err
+
+
 def test_two_stage_summary_counts_both_stages(capsys, data, tmp_path):
     unlabeled = tmp_path / "raw.txt"
     write_conll(unlabeled, data["X_test"][:30])

@@ -444,6 +444,22 @@ def test_conllu_crlf_and_empty(tmp_path):
     assert read_conllu(write_text(tmp_path, "# only a comment\n\n", "e.conllu")) == ([], [], [])
 
 
+def test_conllu_sentences_without_blank_lines_between(tmp_path):
+    # IDs starting again at 1 end a sentence whose blank line is missing
+    # (the two sentences were read as one)
+    path = write_text(tmp_path, _CONLLU.replace("\n\n", "\n"), "x.conllu")
+    merged, separate = read_conllu(path), read_conllu(write_text(tmp_path, _CONLLU, "y.conllu"))
+    assert (merged.tokens, merged.labels) == (separate.tokens, separate.labels)
+    assert len(merged.tokens) == 2
+
+
+def test_conllu_read_as_conll_is_pointed_to_read_conllu(tmp_path):
+    path = write_text(tmp_path, _CONLLU, "x.conllu")
+    with raises_at(path, 2, "expected 4 columns, found 6 (line 1 has 4); a CoNLL-U file? "
+                            "read it with --conllu (read_conllu)"):
+        read_conll(path)
+
+
 def test_conllu_malformed_line(tmp_path):
     # Line 3 has 9 columns (spaces instead of the last tab).
     text = "# c\n1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n2\tb\tb\tX\t_\t_\t1\tdep\t_ _\n"

@@ -371,6 +371,10 @@ def _cmd_train(args):
     constraints = _read_ge_constraints(args)
     corpus = _read_labeled(args.train, args, labels=args.labels)
     if not (args.partial or args.conllu):
+        if corpus.tokens and all(len(t) == 9 and t[0] == str(i + 1)
+                                 for i, t in enumerate(corpus.tokens[0][:3])):
+            print(f"{_PROG}: warning: {args.train}: the tokens look like CoNLL-U lines (ID and 8 "
+                  "more columns before the label): read it with --conllu", file=sys.stderr)
         partial_like = sorted({label for sentence in corpus.labels for label in sentence
                                if label == "*" or "|" in label})
         if partial_like:

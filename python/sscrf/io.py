@@ -214,13 +214,17 @@ def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding
                 end_sentence()
                 continue
             if ncols is None:
-                ncols = len(cols)
+                ncols, ncols_line, ncols_hash = len(cols), lineno, cols[0].startswith("#")
                 if has_labels and ncols < 2:
                     raise src.error(
                         lineno, "expected token columns before the label column, found 1 column"
                     )
             elif len(cols) != ncols:
-                raise src.error(lineno, f"expected {ncols} columns, found {len(cols)}")
+                hint = ""
+                if ncols_hash or cols[0].startswith("#"):  # CoNLL-U comments, e.g. "# text = ..."
+                    hint = "; a CoNLL-U file? read it with --conllu (read_conllu)"
+                raise src.error(lineno, f"expected {ncols} columns, found {len(cols)} "
+                                        f"(line {ncols_line} has {ncols}){hint}")
             if not sent_tokens:
                 lines.append(lineno)
             if has_labels:
@@ -493,6 +497,8 @@ def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding=
                 continue
             if not _CONLLU_WORD_ID.fullmatch(word_id):
                 raise src.error(lineno, f"bad ID {word_id!r}")
+            if word_id == "1" and sent_tokens:
+                end_sentence()  # IDs start again at 1: a new sentence, its blank line missing
             if not sent_tokens:
                 lines.append(lineno)
             sent_tokens.append([cols[k] for k in tok_idx])
