@@ -476,6 +476,10 @@ def test_check_constraints_normalises_within_tolerance():
     assert out == {"a": {"X": 0.5, "Y": 0.5 + 4e-7}} and list(out["a"]) == ["X", "Y"]
     _, rows = C.target_matrix(out, ["X", "Y"])
     assert rows.sum() == pytest.approx(1, abs=1e-15)
+    thirds = {"X": 0.333333, "Y": 0.333333, "Z": 0.333333}  # as written by hand
+    assert C.check_constraints({"a": thirds}, labels=["X", "Y", "Z"]) == {"a": thirds}
+    with pytest.raises(SscrfError, match="sums to 0.99, not 1"):
+        C.check_constraints({"a": {"X": 0.33, "Y": 0.33, "Z": 0.33}}, labels=["X", "Y", "Z"])
     attributes, targets = C.target_matrix({"b": {"Y": 1.0}, "a": {"X": 0.25, "Y": 0.75}},
                                           ["X", "Y", "Z"])
     assert attributes == ["b", "a"]

@@ -455,8 +455,9 @@ def test_conllu_sentences_without_blank_lines_between(tmp_path):
 
 def test_conllu_read_as_conll_is_pointed_to_read_conllu(tmp_path):
     path = write_text(tmp_path, _CONLLU, "x.conllu")
-    with raises_at(path, 2, "expected 4 columns, found 6 (line 1 has 4); a CoNLL-U file? "
-                            "read it with --conllu (read_conllu)"):
+    with raises_at(path, 2, "expected 4 columns, found 6 (line 1 has 4); '#' lines are tokens "
+                            "in CoNLL files: remove comment or header lines, or read a CoNLL-U "
+                            "file with --conllu (read_conllu)"):
         read_conll(path)
 
 

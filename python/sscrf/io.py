@@ -221,8 +221,9 @@ def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding
                     )
             elif len(cols) != ncols:
                 hint = ""
-                if ncols_hash or cols[0].startswith("#"):  # CoNLL-U comments, e.g. "# text = ..."
-                    hint = "; a CoNLL-U file? read it with --conllu (read_conllu)"
+                if ncols_hash or cols[0].startswith("#"):  # "# text = ...", "# id ..." headers
+                    hint = ("; '#' lines are tokens in CoNLL files: remove comment or header "
+                            "lines, or read a CoNLL-U file with --conllu (read_conllu)")
                 raise src.error(lineno, f"expected {ncols} columns, found {len(cols)} "
                                         f"(line {ncols_line} has {ncols}){hint}")
             if not sent_tokens:
