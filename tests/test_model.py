@@ -441,6 +441,14 @@ def test_sklearn_tags_name_fields_scikit_learn_defines(monkeypatch):
     assert not tags.input_tags.two_d_array
 
 
+def test_a_single_label_is_warned_about():
+    # e.g. a CoNLL-U column of '_' only: the model can only give that label
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}]]
+    with pytest.warns(UserWarning, match="the label set is the one label '_': the model will give"):
+        model = CRF(max_iterations=3, verbose=False).fit(X, [["_", "_"], ["_"]])
+    assert model.predict(X) == [["_", "_"], ["_"]]
+
+
 def test_not_fitted():
     with pytest.raises(SscrfError, match="not fitted"):
         CRF().predict([[{"w": "a"}]])

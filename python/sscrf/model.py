@@ -271,6 +271,9 @@ class CRF:
         if use_ge and self.labels is None:  # labels named by constraints join the label set
             label_source = list(label_source) + [_constraints.constraint_labels(constraints)]
         self.classes_ = self._label_set(label_source)
+        if len(self.classes_) == 1:  # e.g. a label column of '_' only, or the wrong column
+            warnings.warn(f"the label set is the one label {self.classes_[0]!r}: the model will "
+                          "give it to every token", UserWarning, stacklevel=2)
         label_index = {label: i for i, label in enumerate(self.classes_)}
         templates = self.templates
         if isinstance(templates, str) and templates.strip() == "default":
