@@ -74,24 +74,17 @@ def test_docstart_skipped_and_ends_sentence(tmp_path):
     assert corpus.lines == [3, 6]
 
 
-def test_crlf_line_endings(tmp_path):
-    path = write_text(tmp_path, "a X O\r\nb Y B-NP\r\n\r\nc Z O\r\n")
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_windows_and_old_mac_line_endings(tmp_path, end):
+    # A lone "\r" ends a line too, as in editors: such a file read as one
+    # line (one sentence of one token with thousands of columns) before.
+    path = write_text(tmp_path, f"a X O{end}b Y B-NP{end}{end}c Z O{end}")
     corpus = read_conll(path)
     assert corpus.tokens == [[["a", "X"], ["b", "Y"]], [["c", "Z"]]]
     # No "\r" left on the last column.
     assert corpus.labels == [["O", "B-NP"], ["O"]]
     assert corpus.lines == [1, 4]
-
-
-def test_old_mac_line_endings(tmp_path):
-    # A lone "\r" ends a line, as in editors: the file read as one line
-    # (one sentence of one token with thousands of columns) before.
-    path = write_text(tmp_path, "a X O\rb Y B-NP\r\rc Z O\r")
-    corpus = read_conll(path)
-    assert corpus.tokens == [[["a", "X"], ["b", "Y"]], [["c", "Z"]]]
-    assert corpus.labels == [["O", "B-NP"], ["O"]]
-    assert corpus.lines == [1, 4]
-    path = write_text(tmp_path, "a X O\rb Y\r")
+    path = write_text(tmp_path, f"a X O{end}b Y{end}")
     with raises_at(path, 2, "expected 3 columns, found 2"):
         read_conll(path)
 
