@@ -42,7 +42,7 @@ first non-blank character is ``#`` are skipped. Inside attributes and labels
 a backslash escapes: ``\\\\`` (backslash), ``\\s`` (space), ``\\t`` (tab),
 ``\\n``, ``\\r`` and, at the start of an attribute, ``\\#``, so any string
 round-trips. Probabilities must be finite numbers in [0, 1] summing to 1
-within 1e-6; an attribute may appear once, a label once per line. Errors name
+within 1e-4 (TOLERANCE); an attribute may appear once, a label once per line. Errors name
 the file and line.
 
 Attributes that never occur in the data
@@ -144,7 +144,7 @@ def check_constraints(constraints, labels=None):
     SscrfError
         Not a dict, a non-string attribute or label, an empty distribution,
         a probability that is not a finite number in [0, 1], a sum further
-        than 1e-6 from 1, or a label outside ``labels``.
+        than TOLERANCE (1e-4) from 1, or a label outside ``labels``.
     """
     if not isinstance(constraints, Mapping):
         raise SscrfError(f"constraints must be a dict {{attribute: {{label: probability}}}}, "
@@ -516,10 +516,15 @@ def parse_constraints(text, labels=None, source="<constraints>"):
     known = None if labels is None else set(labels)
     out, first_line = {}, {}
     if text.startswith("\ufeff"):
-        text = text[1:]  # a byte-order mark, as read_constraints drops
-    for lineno, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
+        text = text[1:]  # a byte-order mark (Windows editors write one) is no text
+    for lineno, line in enumerate(_lines(text), 1):
         _parse_line(line, lineno, source, known, out, first_line)
     return out
+
+
+def _lines(text):
+    """The lines of ``text``: "\\n", "\\r\\n" and a lone "\\r" (old Mac files) each end one."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _parse_line(line, lineno, source, known, out, first_line):
@@ -579,24 +584,17 @@ def read_constraints(path, labels=None):
     ------
     SscrfError
         ``FILE:LINE: ...`` for a malformed line, a bad escape, a probability
-        that is not a number in [0, 1], sums off 1 by more than 1e-6, an
+        that is not a number in [0, 1], sums off 1 by more than TOLERANCE, an
         unknown or repeated label, a repeated attribute, or bytes that are
         not UTF-8. OSError when the file cannot be read.
     """
     name = os.fsdecode(path)
     with open(path, "rb") as f:
         data = f.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    known = None if labels is None else set(labels)
-    out, first_line = {}, {}
-    # "\n", "\r\n" and a lone "\r" (old Mac files) each end a line
-    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-    for lineno, raw in enumerate(lines, 1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise SscrfError(f"{name}:{lineno}: not valid UTF-8 ({e.reason} at byte "
-                             f"{e.start} of the line)") from None
-        _parse_line(line, lineno, name, known, out, first_line)
-    return out
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = _lines(data[:e.start].decode("utf-8"))  # the text up to the bad byte
+        raise SscrfError(f"{name}:{len(before)}: not valid UTF-8 ({e.reason} at byte "
+                         f"{len(before[-1].encode('utf-8'))} of the line)") from None
+    return parse_constraints(text, labels, source=name)
