@@ -329,8 +329,42 @@ def test_read_conll_label_sets(tmp_path, data):
 
 @FUZZ
 @given(data=st.one_of(conll_bytes(), RANDOM_BYTES))
+@example(data="a\u00a0b c\n\x1cd e\u3000f\n\n\u2028 \x85\n".encode())
 def test_read_conll_without_labels(tmp_path, data):
-    read_and_check(tmp_path, data, has_labels=False)
+    corpus = read_and_check(tmp_path, data, has_labels=False)
+    if corpus is not None:
+        assert corpus.tokens == reference_columns(data.decode("utf-8"))
+
+
+def reference_columns(text):
+    """The sentences of a decodable CoNLL file, by the documented rules
+    spelled out one character at a time: lines end at "\\r\\n", "\\n" or
+    "\\r"; columns are separated by runs of the five ASCII spaces only
+    (U+00A0, U+2028, U+0085, \\x1c... are characters of a cell, which
+    str.split() would split on); a blank line or -DOCSTART- ends a sentence."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    sentences, sentence = [], []
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        columns, cell = [], ""
+        for ch in line:
+            if ch in " \t\r\x0b\x0c":
+                if cell:
+                    columns.append(cell)
+                cell = ""
+            else:
+                cell += ch
+        if cell:
+            columns.append(cell)
+        if not columns or columns[0] == "-DOCSTART-":
+            if sentence:
+                sentences.append(sentence)
+            sentence = []
+        else:
+            sentence.append(columns)
+    if sentence:
+        sentences.append(sentence)
+    return sentences
 
 
 def test_read_conll_memory_is_proportional_on_a_larger_file(tmp_path):

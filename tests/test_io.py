@@ -7,6 +7,7 @@ import io
 import os
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -308,11 +309,22 @@ def test_write_length_mismatch_names_sentence():
         ([["a"]], [[{"A|B", "C"}]]),  # "|" inside a set member is ambiguous
         ([["a"]], [[3]]),
         (["a b"], None),  # a sentence given as a string
+        ([[[]]], [["O"]]),  # a token without columns, its label alone on the line
+        ([["a", ["b", "c\td"]]], None),
+        ([["a", ["b", 3]]], [["O", "O"]]),
+        ([["a", "b"], ["c", "d"]], [["O", "B\u00a0NP"], ["O", ""]]),
     ],
 )
 def test_write_rejects_cells_that_would_not_read_back(tokens, labels):
-    with pytest.raises(SscrfError):
+    with pytest.raises(SscrfError, match=r"^sentence \d+: |sentences|must be"):
         write_conll(io.StringIO(), tokens, labels)
+
+
+def test_write_numpy_strings_and_mixed_labels():
+    buf = io.StringIO()
+    write_conll(buf, [[np.str_("a"), ["b", np.str_("c")]]], [[np.str_("O"), None]],
+                [["O", {"X"}]])
+    assert buf.getvalue() == "a O O\nb c * X\n\n"
 
 
 def test_write_bad_sep():
