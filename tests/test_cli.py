@@ -376,6 +376,24 @@ def test_tag_constraints_of_other_sentences(capsys, data, tmp_path):
                             f"but {len(X[1])} in {data['test']}")
 
 
+def test_tag_and_eval_read_standard_input(capsys, data, tmp_path):
+    tagged = tmp_path / "tagged.txt"
+    assert run(capsys, "tag", "-m", data["model"], data["test"], "-o", tagged)[0] == 0
+    expected_report = run(capsys, "eval", tagged)[1]
+    command = [sys.executable, "-m", "sscrf"]
+    piped = subprocess.run(command + ["tag", "-m", str(data["model"]), "-"],
+                           input=data["test"].read_bytes(), capture_output=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.decode() == tagged.read_text()
+    report = subprocess.run(command + ["eval", "-"], input=piped.stdout, capture_output=True,
+                            timeout=120)
+    assert report.returncode == 0 and report.stdout.decode() == expected_report
+    bad = subprocess.run(command + ["tag", "-m", str(data["model"]), "-"],
+                         input=b"a b c d\n", capture_output=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.decode().startswith("sscrf: error: <stdin>:1: found 4 columns")
+
+
 def test_tag_wrong_number_of_columns(capsys, data, tmp_path):
     path = tmp_path / "wide.txt"
     path.write_text("a b c d e\n")

@@ -180,7 +180,7 @@ def build_parser():
         "line are written by the time it is reported (OUT is left as it was).")
     sub.add_argument("-m", "--model", metavar="MODEL", required=True,
                      help="a model saved by 'sscrf train'")
-    sub.add_argument("file", metavar="FILE", help="file to tag")
+    sub.add_argument("file", metavar="FILE", help="file to tag ('-': standard input)")
     sub.add_argument("-o", "--output", metavar="OUT", type=lambda v: None if v == "-" else v,
                      help="write here instead of stdout ('-': stdout)")
     sub.add_argument("-n", "--nbest", type=_positive_int, default=1, metavar="K",
@@ -203,7 +203,8 @@ def build_parser():
         "  sscrf eval FILE            FILE's last column is the prediction, the one\n"
         "                             before it the gold label ('sscrf tag' output)\n"
         "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score")
-    sub.add_argument("file", metavar="FILE", help="tagged file, or the test file with -m")
+    sub.add_argument("file", metavar="FILE",
+                     help="tagged file, or the test file with -m ('-': standard input)")
     sub.add_argument("-m", "--model", metavar="MODEL", help="tag FILE with this model first")
     sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
                      help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
@@ -313,6 +314,18 @@ def _read_labeled(path, args, labels=None):
 _BATCH_TOKENS = 1 << 16
 
 
+def _readable(path):
+    """FILE as the readers take it: '-' is standard input, read as UTF-8 as
+    files are (the stream does not close descriptor 0)."""
+    if path == "-":
+        return open(sys.stdin.fileno(), encoding="utf-8", newline="", closefd=False)
+    return path
+
+
+def _file_name(path):
+    return "<stdin>" if path == "-" else path
+
+
 def _sentences_to_tag(path, model, model_path, args, need_gold=False):
     """FILE's sentences as they are read: (model tokens, output tokens, gold
     labels or None) for each."""
@@ -324,23 +337,23 @@ def _sentences_to_tag(path, model, model_path, args, need_gold=False):
             raise SscrfError(f"{model_path}: the model reads {expected} token columns, but "
                              "CoNLL-U input gives one (FORM)")
         columns = _conllu_indices(_label_column(args), ("form",))
-        for _, sentence, gold in _conllu_sentences(path, *columns, "utf-8"):
+        for _, sentence, gold in _conllu_sentences(_readable(path), *columns, "utf-8"):
             yield sentence, [[_no_spaces(token[0])] for token in sentence], gold
         return
     _label_column(args)
     with_gold = None
-    for lineno, sentence, _ in _conll_sentences(path, False, False, None, "utf-8"):
+    for lineno, sentence, _ in _conll_sentences(_readable(path), False, False, None, "utf-8"):
         if with_gold is None:  # the reader holds every line to the first one's columns
             n_columns = len(sentence[0])
             if n_columns == expected + 1 or (n_columns == expected and not need_gold):
                 with_gold = n_columns == expected + 1
             elif need_gold:
-                raise SscrfError(f"{path}:{lineno}: found {n_columns} columns, expected "
-                                 f"{expected + 1} (the model's {expected} token column(s), "
+                raise SscrfError(f"{_file_name(path)}:{lineno}: found {n_columns} columns, "
+                                 f"expected {expected + 1} (the model's {expected} token column(s), "
                                  "then the gold label)")
             else:
-                raise SscrfError(f"{path}:{lineno}: found {n_columns} columns, expected "
-                                 f"{expected} (the model's token columns) or {expected + 1} "
+                raise SscrfError(f"{_file_name(path)}:{lineno}: found {n_columns} columns, "
+                                 f"expected {expected} (the model's token columns) or {expected + 1} "
                                  "(a gold label after them)")
         if with_gold:
             tokens = [token[:-1] for token in sentence]
@@ -506,7 +519,8 @@ def _cmd_tag(args):
     model = _load_model(args.model)
     sentences = _sentences_to_tag(args.file, model, args.model, args)
     if args.constraints is not None:
-        sentences = _with_constraints(sentences, args.constraints, model, args.file)
+        sentences = _with_constraints(sentences, args.constraints, model,
+                                      _file_name(args.file))
 
     def write(f):
         for batch in _batches(sentences):
@@ -584,14 +598,14 @@ def _cmd_eval(args):
         if args.conllu:
             raise SscrfError("a CoNLL-U file holds no predictions; use --conllu with -m MODEL")
         _label_column(args)
-        corpus = read_conll(args.file, has_labels=False)
+        corpus = read_conll(_readable(args.file), has_labels=False)
         if corpus.tokens and len(corpus.tokens[0][0]) < 2:
-            raise SscrfError(f"{args.file}:{corpus.lines[0]}: found 1 column; eval needs the "
-                             "gold label and the prediction as the last two columns")
+            raise SscrfError(f"{_file_name(args.file)}:{corpus.lines[0]}: found 1 column; eval "
+                             "needs the gold label and the prediction as the last two columns")
         gold = [[token[-2] for token in sentence] for sentence in corpus.tokens]
         predicted = [[token[-1] for token in sentence] for sentence in corpus.tokens]
     if not any(gold):
-        raise SscrfError(f"{args.file}: no tokens to evaluate")
+        raise SscrfError(f"{_file_name(args.file)}: no tokens to evaluate")
     scores = chunk_scores(gold, predicted, scheme=args.scheme)
     accuracy = token_accuracy(gold, predicted)
     sys.stdout.write(format_chunk_report(scores, accuracy))

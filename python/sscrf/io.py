@@ -77,8 +77,8 @@ class _Source:
             self.file = path
             self.owned = False
             name = getattr(path, "name", None)
-            # A file opened from a descriptor has an int name, which says nothing.
-            self.name = name if isinstance(name, str) else "<stream>"
+            # A file opened from a descriptor has an int name: 0 is standard input.
+            self.name = name if isinstance(name, str) else "<stdin>" if name == 0 else "<stream>"
         else:
             self.name = os.fsdecode(os.fspath(path))
             # An ASCII-compatible encoding is decoded line by line from bytes,
