@@ -349,12 +349,12 @@ def _sentences_to_tag(path, model, model_path, args, need_gold=False):
                 with_gold = n_columns == expected + 1
             elif need_gold:
                 raise SscrfError(f"{_file_name(path)}:{lineno}: found {n_columns} columns, "
-                                 f"expected {expected + 1} (the model's {expected} token column(s), "
-                                 "then the gold label)")
+                                 f"expected {expected + 1} (the model's {expected} token "
+                                 "column(s), then the gold label)")
             else:
                 raise SscrfError(f"{_file_name(path)}:{lineno}: found {n_columns} columns, "
-                                 f"expected {expected} (the model's token columns) or {expected + 1} "
-                                 "(a gold label after them)")
+                                 f"expected {expected} (the model's token columns) or "
+                                 f"{expected + 1} (a gold label after them)")
         if with_gold:
             tokens = [token[:-1] for token in sentence]
             yield tokens, tokens, [token[-1] for token in sentence]
@@ -543,7 +543,6 @@ def _cmd_tag(args):
         else:
             replace_file(args.output, write, "w", "utf-8")
     return 0
-
 
 
 def _with_constraints(sentences, path, model, file):
