@@ -18,7 +18,7 @@ from sscrf.active import (SELECTORS, ActiveLearner, NgramModel, gold_oracle, sel
                           sokolovska_weights)
 from sscrf.cli import SELECT_STRATEGIES, main
 from sscrf.demo import generate_hmm_corpus
-from sscrf.io import write_conll
+from sscrf.io import read_conll, write_conll
 from sscrf.model import _compile, _encode_labels
 from sscrf.objectives import OBJECTIVES
 
@@ -542,6 +542,8 @@ def test_select_command(tmp_path, capsys):
         out = capsys.readouterr().out.splitlines()
         rows = [line.split("\t") for line in out[1:]]
         assert len(rows) == 5 and len({r[0] for r in rows}) == 5
+        first_lines = read_conll(tmp_path / "pool.txt", has_labels=False).lines
+        assert all(int(r[1]) == first_lines[int(r[0])] for r in rows)
         if strategy == "most_uncertain_span":
             assert out[0] == "sentence\tline\tbegin\tstop\tscore"
             assert all(int(r[3]) - int(r[2]) == 2 for r in rows)

@@ -328,7 +328,7 @@ def _file_name(path):
 
 def _sentences_to_tag(path, model, model_path, args, need_gold=False):
     """FILE's sentences as they are read: (model tokens, output tokens, gold
-    labels or None) for each."""
+    labels or None, first line number) for each."""
     from .io import _conll_sentences, _conllu_indices, _conllu_sentences
 
     expected = _model_columns(model, model_path)
@@ -337,8 +337,8 @@ def _sentences_to_tag(path, model, model_path, args, need_gold=False):
             raise SscrfError(f"{model_path}: the model reads {expected} token columns, but "
                              "CoNLL-U input gives one (FORM)")
         columns = _conllu_indices(_label_column(args), ("form",))
-        for _, sentence, gold in _conllu_sentences(_readable(path), *columns, "utf-8"):
-            yield sentence, [[_no_spaces(token[0])] for token in sentence], gold
+        for lineno, sentence, gold in _conllu_sentences(_readable(path), *columns, "utf-8"):
+            yield sentence, [[_no_spaces(token[0])] for token in sentence], gold, lineno
         return
     _label_column(args)
     with_gold = None
@@ -357,9 +357,9 @@ def _sentences_to_tag(path, model, model_path, args, need_gold=False):
                                  f"{expected + 1} (a gold label after them)")
         if with_gold:
             tokens = [token[:-1] for token in sentence]
-            yield tokens, tokens, [token[-1] for token in sentence]
+            yield tokens, tokens, [token[-1] for token in sentence], lineno
         else:
-            yield sentence, sentence, None
+            yield sentence, sentence, None, lineno
 
 
 def _batches(items):
@@ -376,11 +376,12 @@ def _batches(items):
 
 
 def _read_for_tagging(path, model, model_path, args):
-    """All of FILE's sentences to tag, as model tokens."""
+    """All of FILE's sentences to tag, as model tokens, and their first lines."""
     from .io import _gc_paused
 
     with _gc_paused():
-        return [tokens for tokens, _, _ in _sentences_to_tag(path, model, model_path, args)]
+        sentences = list(_sentences_to_tag(path, model, model_path, args))
+    return [item[0] for item in sentences], [item[3] for item in sentences]
 
 
 def _no_spaces(form):
@@ -527,7 +528,7 @@ def _cmd_tag(args):
             tokens, shown, gold = ([item[k] for item in batch] for k in range(3))
             if gold[0] is None:
                 gold = None
-            allowed = None if args.constraints is None else [item[3] for item in batch]
+            allowed = None if args.constraints is None else [item[4] for item in batch]
             if args.nbest > 1:
                 nbest = model.predict_nbest(tokens, args.nbest, allowed=allowed)
                 f.write(_nbest_text(nbest, shown, gold))
@@ -591,8 +592,8 @@ def _cmd_eval(args):
         sentences = _sentences_to_tag(args.file, model, args.model, args, need_gold=True)
         with _gc_paused():
             for batch in _batches(sentences):
-                predicted += model.predict([tokens for tokens, _, _ in batch])
-                gold += [labels for _, _, labels in batch]
+                predicted += model.predict([item[0] for item in batch])
+                gold += [item[2] for item in batch]
     else:
         if args.conllu:
             raise SscrfError("a CoNLL-U file holds no predictions; use --conllu with -m MODEL")
@@ -697,12 +698,15 @@ def _cmd_select(args):
 
     if args.model is None and args.strategy not in ("random", "quota_sampling"):
         raise SscrfError(f"--strategy {args.strategy} needs --model")
-    corpus = (read_conllu(args.pool, label_column=_label_column(args), token_columns=("form",))
-              if args.conllu else read_conll(args.pool, has_labels=False))
-    tokens, lines, model = corpus.tokens, corpus.lines, None
+    model = None
     if args.model is not None:  # the model's token columns, without a gold column
         model = _load_model(args.model)
-        tokens = _read_for_tagging(args.pool, model, args.model, args)
+        tokens, lines = _read_for_tagging(args.pool, model, args.model, args)
+    else:
+        corpus = (read_conllu(args.pool, label_column=_label_column(args),
+                              token_columns=("form",))
+                  if args.conllu else read_conll(args.pool, has_labels=False))
+        tokens, lines = corpus.tokens, corpus.lines
     log_q = None
     if args.strategy == "quota_sampling" and tokens:
         first = [[token[0] for token in sentence] for sentence in tokens]
