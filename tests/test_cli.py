@@ -1,5 +1,6 @@
 """The `sscrf` command line, end to end, in-process through `main`."""
 
+import io
 import os
 import re
 import subprocess
@@ -392,6 +393,29 @@ def test_tag_and_eval_read_standard_input(capsys, data, tmp_path):
                          input=b"a b c d\n", capture_output=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.decode().startswith("sscrf: error: <stdin>:1: found 4 columns")
+    # -o /dev/stdout into a pipe is written in place (its real path names nothing)
+    to_pipe = subprocess.run(command + ["tag", "-m", str(data["model"]), str(data["test"]),
+                                        "-o", "/dev/stdout"], capture_output=True, timeout=120)
+    assert to_pipe.returncode == 0 and to_pipe.stdout.decode() == tagged.read_text()
+    closed = subprocess.run(command + ["tag", "-m", str(data["model"]), "-"],
+                            capture_output=True, timeout=120, preexec_fn=lambda: os.close(0))
+    assert closed.returncode == 2 and closed.stderr == b"sscrf: error: standard input is closed\n"
+
+
+def test_standard_input_is_read_as_files_are(capsys, data, tmp_path, monkeypatch):
+    # its bytes, so "\r\r\n" ends one line as in a file, and decoding errors
+    # name their line
+    text = data["test"].read_text().replace("\n", "\r\r\n")
+    path = tmp_path / "crcrlf.txt"
+    path.write_text(text, newline="")
+    from_file = run(capsys, "eval", "-m", data["model"], path)
+    assert from_file[0] == 0
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    assert run(capsys, "eval", "-m", data["model"], "-") == from_file
+    lines = text.count("\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode() + b"\xff\n")))
+    code, _, err = run(capsys, "tag", "-m", data["model"], "-")
+    assert_error(code, err, f":{lines + 1}: cannot decode as utf-8")
 
 
 def test_tag_wrong_number_of_columns(capsys, data, tmp_path):

@@ -3,6 +3,7 @@
 Expected values are written out by hand from the small files in each test.
 """
 
+import gzip
 import io
 import os
 import re
@@ -182,8 +183,36 @@ def test_stream_names_in_messages(tmp_path):
     path = write_text(tmp_path, "a O\nb c O\n")
     with open(path, encoding="utf-8") as f, raises_at(path, 2, "expected 2 columns"):
         read_conll(f)
+
+
+class _BytesLines:
+    """A file-like object that is no io class and yields bytes."""
+
+    def read(self):
+        return b"a O\n"
+
+    def __iter__(self):
+        return iter([b"a O\n"])
+
+
+def test_binary_streams_are_decoded_as_files_are(tmp_path):
+    # sys.stdin.buffer, gzip.open(path): line ends, exact lines in errors, hints
+    assert read_conll(io.BytesIO(b"a O\r\r\nb O\rc O\n")) == ([[["a"], ["b"], ["c"]]],
+                                                            [["O"] * 3], [1])
+    with pytest.raises(SscrfError, match=re.escape("<stream>:3: cannot decode as utf-8")):
+        read_conll(io.BytesIO(b"a O\n\nb\xff O\n"))
+    path = tmp_path / "corpus.txt.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("a\u00a0b O\n\nc O\n")
+    with gzip.open(path) as f:
+        assert read_conll(f) == ([[["a\u00a0b"]], [["c"]]], [["O"], ["O"]], [1, 3])
+    with open(path, "rb") as f, pytest.raises(SscrfError, match="gzip-compressed"):
+        read_conll(f)
+    stream = io.BytesIO("a O\r\nb O\n\nc O\n".encode("utf-16"))
+    assert read_conll(stream, encoding="utf-16").lines == [1, 4]
+    assert not stream.closed  # the caller's stream is left open
     with pytest.raises(SscrfError, match="text mode"):
-        read_conll(io.BytesIO(b"a O\n"))
+        read_conll(_BytesLines())
 
 
 def test_path_types(tmp_path):
@@ -313,6 +342,7 @@ def test_write_length_mismatch_names_sentence():
         ([["a", ["b", "c\td"]]], None),
         ([["a", ["b", 3]]], [["O", "O"]]),
         ([["a", "b"], ["c", "d"]], [["O", "B\u00a0NP"], ["O", ""]]),
+        ([["a b", None]], None),  # the first problem is reported, as str
     ],
 )
 def test_write_rejects_cells_that_would_not_read_back(tokens, labels):

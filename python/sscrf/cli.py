@@ -176,8 +176,9 @@ def build_parser():
         "three columns: FORM, the --label-column value (gold) and the prediction\n"
         "(spaces inside a FORM are written as U+00A0). -DOCSTART- lines are dropped.\n"
         "FILE is read, tagged and written about 65,000 tokens at a time, so memory\n"
-        "does not grow with its length; on stdout, the sentences before a malformed\n"
-        "line are written by the time it is reported (OUT is left as it was).")
+        "does not grow with its length; on stdout, the batches before the one that\n"
+        "holds a malformed line are written by the time it is reported (-o OUT is\n"
+        "left as it was).")
     sub.add_argument("-m", "--model", metavar="MODEL", required=True,
                      help="a model saved by 'sscrf train'")
     sub.add_argument("file", metavar="FILE", help="file to tag ('-': standard input)")
@@ -253,7 +254,8 @@ def build_parser():
     sub.add_argument("--model", metavar="MODEL",
                      help="a model saved by 'sscrf train' (not needed for random and "
                           "quota_sampling)")
-    sub.add_argument("--pool", metavar="FILE", required=True, help="the unlabeled pool")
+    sub.add_argument("--pool", metavar="FILE", required=True,
+                     help="the unlabeled pool ('-': standard input)")
     sub.add_argument("--strategy", choices=SELECT_STRATEGIES, required=True)
     sub.add_argument("-m", type=_positive_int, default=20, metavar="M", dest="m",
                      help="how many sentences to choose (default: 20)")
@@ -315,10 +317,12 @@ _BATCH_TOKENS = 1 << 16
 
 
 def _readable(path):
-    """FILE as the readers take it: '-' is standard input, read as UTF-8 as
-    files are (the stream does not close descriptor 0)."""
+    """FILE as the readers take it: '-' is standard input, whose bytes are
+    read as a file's are (the same line ends, exact lines in decoding errors)."""
     if path == "-":
-        return open(sys.stdin.fileno(), encoding="utf-8", newline="", closefd=False)
+        if sys.stdin is None:
+            raise SscrfError("standard input is closed")
+        return getattr(sys.stdin, "buffer", sys.stdin)
     return path
 
 
@@ -703,9 +707,9 @@ def _cmd_select(args):
         model = _load_model(args.model)
         tokens, lines = _read_for_tagging(args.pool, model, args.model, args)
     else:
-        corpus = (read_conllu(args.pool, label_column=_label_column(args),
-                              token_columns=("form",))
-                  if args.conllu else read_conll(args.pool, has_labels=False))
+        pool = _readable(args.pool)
+        corpus = (read_conllu(pool, label_column=_label_column(args), token_columns=("form",))
+                  if args.conllu else read_conll(pool, has_labels=False))
         tokens, lines = corpus.tokens, corpus.lines
     log_q = None
     if args.strategy == "quota_sampling" and tokens:

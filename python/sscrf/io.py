@@ -12,6 +12,7 @@ the form ``"FILE:LINE: problem"``.
 
 import contextlib
 import gc
+import io as stdio
 import os
 import re
 from typing import List, NamedTuple, Optional
@@ -69,16 +70,23 @@ class ConllCorpus(NamedTuple):
 
 
 class _Source:
-    """A text source given as a path or an open file; yields (lineno, line)."""
+    """A text source given as a path or an open file (text, or binary and then
+    decoded as a path's bytes are); yields (lineno, line)."""
 
     def __init__(self, path, encoding):
         self.binary = False
+        self.wrapper = None
         if hasattr(path, "read"):
             self.file = path
             self.owned = False
             name = getattr(path, "name", None)
             # A file opened from a descriptor has an int name: 0 is standard input.
             self.name = name if isinstance(name, str) else "<stdin>" if name == 0 else "<stream>"
+            if isinstance(path, (stdio.RawIOBase, stdio.BufferedIOBase)):
+                # sys.stdin.buffer, gzip.open(...): read like a path's bytes
+                self.binary = _ascii_compatible(encoding)
+                if not self.binary:
+                    self.file = self.wrapper = stdio.TextIOWrapper(path, encoding=encoding)
         else:
             self.name = os.fsdecode(os.fspath(path))
             # An ASCII-compatible encoding is decoded line by line from bytes,
@@ -94,6 +102,8 @@ class _Source:
     def __exit__(self, *exc):
         if self.owned:
             self.file.close()
+        elif self.wrapper is not None:
+            self.wrapper.detach()  # the caller's stream stays open
 
     def lines(self):
         lineno = 0  # lines as a text editor counts them: "\n", "\r\n" or a lone "\r" ends one
@@ -190,9 +200,10 @@ def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding
 
     Parameters
     ----------
-    path : str, os.PathLike or text file object
+    path : str, os.PathLike or file object
         The file. An open file's ``.name`` (or ``"<stream>"``) is used in
-        messages.
+        messages. A binary file (``sys.stdin.buffer``, ``gzip.open(p)``)
+        is decoded with ``encoding`` as a path's bytes are.
     has_labels : bool, default True
         Whether the last column is the label.
     label_sets : bool, default False
@@ -388,7 +399,12 @@ def _plain_rows(sent, gold, pred):
     at a time), else None."""
     rows = []
     for j, token in enumerate(sent):
-        row = [token] if isinstance(token, str) else list(token)
+        if isinstance(token, str):
+            row = [token]
+        elif isinstance(token, (list, tuple)):
+            row = list(token)
+        else:
+            return None
         if gold is not None:
             row.append(gold[j])
         if pred is not None:
@@ -404,7 +420,11 @@ def _plain_rows(sent, gold, pred):
 
 def _formatted_row(token, i, j, gold, pred):
     """Token ``j`` of sentence ``i`` as cells, label sets joined by ``|``."""
-    cols = [token] if isinstance(token, str) else list(token)
+    try:
+        cols = [token] if isinstance(token, str) else list(token)
+    except TypeError:
+        raise SscrfError(f"sentence {i}: token {j} must be a str or a list of column "
+                         f"strings, found {type(token).__name__}") from None
     if not cols:
         raise SscrfError(f"sentence {i}: token {j} has no columns")
     row = [_format_cell(c, i, "token column") for c in cols]
@@ -500,8 +520,8 @@ def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding=
 
     Parameters
     ----------
-    path : str, os.PathLike or text file object
-        The file.
+    path : str, os.PathLike or file object
+        The file, as in :func:`read_conll`.
     label_column : str or None, default "upos"
         Column holding the label, one of :data:`CONLLU_COLUMNS`; ``None``
         reads no labels.

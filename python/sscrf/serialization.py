@@ -59,8 +59,10 @@ def replace_file(path, write, mode="wb", encoding=None):
     path = os.fsdecode(os.fspath(path))
     target = os.path.realpath(path)
     text = {} if "b" in mode else {"encoding": encoding, "newline": ""}
-    if os.path.exists(target) and not os.path.isfile(target):
-        with open(target, mode, **text) as f:
+    # Tested on the path itself: /dev/stdout resolves to a name such as
+    # /proc/PID/fd/pipe:[N], which names nothing, while the path opens the pipe.
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, mode, **text) as f:
             write(f)
         return
     directory, base = os.path.split(target)
