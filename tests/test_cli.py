@@ -159,6 +159,42 @@ def test_thread_count_does_not_change_the_model(capsys, data, tmp_path):
     np.testing.assert_array_equal(coefs[0], coefs[1])
 
 
+def test_interrupted_training_saves_the_model_and_exits_130(capsys, data, tmp_path,
+                                                             monkeypatch):
+    # Ctrl-C, as a KeyboardInterrupt at the third iteration (in either stage)
+    fit = CRF.fit
+
+    def interrupted_fit(self, *args, **kwargs):
+        def callback(iteration, loss, theta):
+            if iteration == 3:
+                raise KeyboardInterrupt
+
+        return fit(self, *args, callback=callback, **kwargs)
+
+    monkeypatch.setattr(CRF, "fit", interrupted_fit)
+    unlabeled = tmp_path / "unlabeled.txt"
+    write_conll(unlabeled, data["X_test"])
+    for extra, iterations in (((), "3 iterations (interrupted)"),
+                              (("--unlabeled", unlabeled, "--entropy-weight", "0.01",
+                                "--max-iterations", "2"), "2 + 1 iterations")):
+        model_path = tmp_path / "interrupted.model"
+        code, out, err = run(capsys, "train", data["train"], "-m", model_path, "--quiet",
+                             *extra)
+        assert code == 130, err
+        assert iterations in out
+        assert err.endswith(f"sscrf: error: interrupted: {model_path} holds the best model so "
+                            "far, not a finished training\n")
+        assert CRF.load(model_path).training_["stop_reason"] == "interrupted"
+
+
+def test_observed_features_with_unlabeled_data_fail_before_reading_it(capsys, data,
+                                                                       tmp_path):
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
+                       "--unlabeled", tmp_path / "not_read.txt", "--entropy-weight", "0.1",
+                       "--feature-set", "observed")
+    assert_error(code, err, "--feature-set observed", "use dense or auto")
+
+
 def test_train_with_template_file(capsys, data, tmp_path):
     template = tmp_path / "tiny.template"
     template.write_text("# word and previous POS only\nUw:%x[0,0]\nUp:%x[-1,1]/%x[0,1]\n\nB\n")

@@ -113,7 +113,9 @@ def build_parser():
         "save it to MODEL. Attributes come from the --template file (CRF++ syntax:\n"
         "'U01:%x[-1,0]' lines and a bare 'B'), or from the default templates for the\n"
         "number of token columns: for 'word POS' columns, CRF++'s CoNLL-2000 set.\n"
-        "Prints training progress on stderr (unless --quiet) and a one-line summary.")
+        "Prints training progress on stderr (unless --quiet) and a one-line summary.\n"
+        "Ctrl-C stops training: the best model so far is saved, and the exit status\n"
+        "is 130 so that a script does not take it for a finished training.")
     sub.add_argument("train", metavar="TRAIN",
                      help="training file (CoNLL, or CoNLL-U with --conllu)")
     sub.add_argument("-m", "--model", metavar="MODEL", required=True,
@@ -123,7 +125,8 @@ def build_parser():
     sub.add_argument("--c2", type=_non_negative_float, default=1.0, metavar="C2",
                      help="L2 coefficient: loss = -log-likelihood + C2·‖θ‖² (default: 1.0)")
     sub.add_argument("--max-iterations", type=_non_negative_int, default=100, metavar="N",
-                     help="L-BFGS iteration limit (default: 100)")
+                     help="L-BFGS iteration limit (default: 100); with --unlabeled, of each "
+                          "stage: the supervised warm start, then the full objective")
     sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
                      help="threads (default: every core); results do not depend on it")
     sub.add_argument("--feature-set", choices=("auto", "observed", "dense"), default="auto",
@@ -137,11 +140,15 @@ def build_parser():
                           "another label in TRAIN is an error")
     sub.add_argument("--unlabeled", metavar="FILE",
                      help="unlabeled sentences (CoNLL, the token columns of TRAIN; extra "
-                          "columns, e.g. labels, are ignored) for entropy regularisation")
+                          "columns, e.g. labels, are ignored) for entropy regularisation or GE; "
+                          "training then weighs every attribute of TRAIN and FILE with every "
+                          "label (the dense feature set), so the model grows with FILE's "
+                          "vocabulary: --min-freq bounds it")
     sub.add_argument("--entropy-weight", type=_non_negative_float, default=0.0, metavar="G",
                      help="weight γ of the entropy of the unlabeled sentences (default: 0; "
                           "needs --unlabeled); the term sums over them, so start near "
-                          "0.1 x labeled / unlabeled sentences and tune on held-out data")
+                          "0.1 x labeled / unlabeled tokens and tune on held-out data "
+                          "against a supervised model with --feature-set dense")
     sub.add_argument("--entropy-method", choices=("fast", "jiao"), default="fast",
                      help="entropy gradient: fast O(n S^2) (default) or Jiao et al.'s "
                           "O(n^2 S^3) reference")
@@ -415,6 +422,7 @@ def _load_model(path):
 def _cmd_train(args):
     from .features import read_templates
     from .model import CRF
+    from .optimize import STOP_INTERRUPTED
 
     started = time.perf_counter()
     _check_writable(args.model)
@@ -440,6 +448,10 @@ def _cmd_train(args):
         raise SscrfError(f"{args.train}: no sentences to train on")
     unlabeled = None
     if args.unlabeled is not None:
+        if args.feature_set == "observed":
+            raise SscrfError("--feature-set observed keeps only the attribute-label pairs of "
+                             "labeled data, which terms on --unlabeled sentences are not "
+                             "trained on; use dense or auto")
         if args.entropy_weight <= 0 and constraints is None:
             raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
                              "FILE with --ge-weight L")
@@ -458,7 +470,10 @@ def _cmd_train(args):
                          f"{templates.max_column}, but {columns_from} has {n_columns} token "
                          "column(s) (numbered from 0; the label column is not one)")
     if unlabeled is not None:
-        unlabeled = [[token[:n_columns] for token in sentence] for sentence in unlabeled]
+        from .io import _gc_paused
+
+        with _gc_paused():
+            unlabeled = [[token[:n_columns] for token in sentence] for sentence in unlabeled]
         short = next(((s, len(t)) for s, sentence in enumerate(unlabeled) for t in sentence
                       if len(t) < n_columns), None)
         if short is not None:
@@ -476,7 +491,7 @@ def _cmd_train(args):
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, verbose=not args.quiet)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
+        warnings.simplefilter("always")  # shown below as the program's warnings
         model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled, constraints=constraints)
     for w in caught:
         print(f"{_PROG}: warning: {w.message}", file=sys.stderr)
@@ -493,6 +508,9 @@ def _cmd_train(args):
     print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters, "
           f"{iterations}, {time.perf_counter() - started:.1f} s")
+    if STOP_INTERRUPTED in (training["stop_reason"], (warm or {}).get("stop_reason")):
+        _error(f"interrupted: {args.model} holds the best model so far, not a finished training")
+        return 130
     return 0
 
 
