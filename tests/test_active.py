@@ -552,6 +552,20 @@ def test_select_command(tmp_path, capsys):
         if strategy == "least_confidence":
             expected, _ = select(model, pool, strategy, 5)
             assert [int(r[0]) for r in rows] == expected.tolist()
+    # --per-token: the selectors' length normalisation
+    for strategy, options in (("sequence_entropy", {"normalize": True}),
+                              ("token_entropy", {"aggregate": "mean"})):
+        assert main(["select", "--model", str(tmp_path / "m.model"), "--pool",
+                     str(tmp_path / "pool.txt"), "--strategy", strategy, "-m", "4",
+                     "--per-token"]) == 0
+        rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()[1:]]
+        expected, scores = select(model, pool, strategy, 4, **options)
+        assert [int(r[0]) for r in rows] == expected.tolist()
+        assert [float(r[2]) for r in rows] == pytest.approx(scores.tolist(), rel=1e-9)
+    assert main(["select", "--model", str(tmp_path / "m.model"), "--pool",
+                 str(tmp_path / "pool.txt"), "--strategy", "least_confidence",
+                 "--per-token"]) == 2
+    assert "--per-token is for" in capsys.readouterr().err
     # quota sampling without a model
     assert main(["select", "--pool", str(tmp_path / "pool.txt"), "--strategy",
                  "quota_sampling", "-m", "3", "--seed", "1"]) == 0

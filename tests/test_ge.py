@@ -439,12 +439,27 @@ def test_fit_constraint_errors_and_warnings(hmm):
     assert "w=zzz-never" not in m.constraints_ and len(m.constraints_) == len(cons)
     # one that occurs in labeled data only has no position in X_unlabeled
     only_labeled = [[{"w": "labeled-only", "p": "NN"}]]
-    with pytest.warns(UserWarning, match="never present in X_unlabeled"):
+    with pytest.warns(UserWarning, match="never present in X_unlabeled"), \
+            pytest.warns(UserWarning, match="named by the constraints but by no labeled token"):
         sscrf.CRF(ge_weight=1.0, **kw).fit(only_labeled, [["O"]], X_unlabeled=XU,
                                            constraints=dict(cons, **{"w=labeled-only": {"O": 1}}))
-    with pytest.warns(UserWarning), pytest.raises(SscrfError, match="no constraint attribute"):
+    with pytest.warns(UserWarning), pytest.raises(SscrfError, match="no constraint attribute"
+                                                   ".* named as the features name them, e.g. "
+                                                   "'"):
         sscrf.CRF(ge_weight=1.0, **kw).fit([], [], X_unlabeled=XU,
                                            constraints={"w=zzz-never": {"O": 1.0}})
+    # beside labeled data, a label that only the constraints name is likely a misspelling
+    attribute = next(iter(cons))
+    with pytest.warns(UserWarning, match="'B-NPP' are named by the constraints but by no "
+                                         "labeled token"):
+        m = sscrf.CRF(ge_weight=1.0, **kw).fit(
+            hmm["X"][:30], hmm["y"][:30], X_unlabeled=XU,
+            constraints=dict(cons, **{attribute: {"B-NPP": 1.0}}))
+    assert "B-NPP" in m.classes_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # labels all seen in y: no warning
+        sscrf.CRF(ge_weight=1.0, **kw).fit(hmm["X"][:30], hmm["y"][:30], X_unlabeled=XU,
+                                           constraints=cons)
 
 
 # ---------------------------------------------------------------------------

@@ -268,6 +268,9 @@ def build_parser():
                      help="how many sentences to choose (default: 20)")
     sub.add_argument("--width", type=_positive_int, default=3, metavar="W",
                      help="span width for most_uncertain_span (default: 3)")
+    sub.add_argument("--per-token", action="store_true",
+                     help="sequence_entropy and token_entropy: divide by the sentence length, "
+                          "so that long sentences are not chosen for their length")
     sub.add_argument("--order", type=_positive_int, default=4, metavar="N",
                      help="n-gram order of q(x) for quota_sampling (default: 4)")
     sub.add_argument("--seed", type=int, default=None,
@@ -734,6 +737,11 @@ def _cmd_select(args):
         first = [[token[0] for token in sentence] for sentence in tokens]
         log_q = NgramModel(n=args.order).fit(first).log_probs(first)
     options = {"width": args.width} if args.strategy == "most_uncertain_span" else {}
+    if args.per_token:
+        if args.strategy not in ("sequence_entropy", "token_entropy"):
+            raise SscrfError("--per-token is for --strategy sequence_entropy or token_entropy")
+        options = ({"normalize": True} if args.strategy == "sequence_entropy"
+                   else {"aggregate": "mean"})
     indices, scores = select(model, tokens, args.strategy, args.m, log_q=log_q,
                              random_state=args.seed, **options)
     spans = args.strategy == "most_uncertain_span"
@@ -741,9 +749,9 @@ def _cmd_select(args):
     for item, score in zip(indices.tolist(), scores.tolist()):
         if spans:
             i, begin, stop = item
-            out.append(f"{i}\t{lines[i]}\t{begin}\t{stop}\t{score:.6g}")
+            out.append(f"{i}\t{lines[i]}\t{begin}\t{stop}\t{score:.10g}")
         else:
-            out.append(f"{item}\t{lines[item]}\t{score:.6g}")
+            out.append(f"{item}\t{lines[item]}\t{score:.10g}")
     print("\n".join(out))
     return 0
 

@@ -273,7 +273,16 @@ class CRF:
             init = copy.copy(self)  # fitting replaces the attributes init is read from
         label_source = _partial.label_view(y, self.labels)
         if use_ge and self.labels is None:  # labels named by constraints join the label set
-            label_source = list(label_source) + [_constraints.constraint_labels(constraints)]
+            named = _constraints.constraint_labels(constraints)
+            seen = {label for seq in label_source for label in seq}
+            only_named = [label for label in named if label not in seen]
+            if seen and only_named:  # with labeled data, most likely a misspelling
+                shown = ", ".join(map(repr, only_named[:5]))
+                warnings.warn(f"label(s) {shown} are named by the constraints but by no labeled "
+                              "token (misspelt?); each becomes a label of its own (give the "
+                              "label set, labels= or --labels, to refuse unknown labels)",
+                              UserWarning, stacklevel=2)
+            label_source = list(label_source) + [named]
         self.classes_ = self._label_set(label_source)
         if len(self.classes_) == 1:  # e.g. a label column of '_' only, or the wrong column
             warnings.warn(f"the label set is the one label {self.classes_[0]!r}: the model will "
@@ -874,7 +883,10 @@ def _ge_constraints(constraints, extractor, unlabeled, classes):
                           UserWarning, stacklevel=3)
     kept = {a: d for a, d in constraints.items() if a in index and fires[index[a]]}
     if not kept:
-        raise SscrfError("no constraint attribute fires in X_unlabeled; nothing for the ge term")
+        examples = ", ".join(map(repr, extractor.attributes_[:3]))
+        raise SscrfError("no constraint attribute fires in X_unlabeled (the unlabeled "
+                         "sentences); nothing for the ge term. Attributes are named as the "
+                         f"features name them, e.g. {examples}")
     attributes, targets = _constraints.target_matrix(kept, classes)
     constraint_of_attribute = np.full(unlabeled.n_attributes, -1, dtype=np.int64)
     constraint_of_attribute[[index[a] for a in attributes]] = np.arange(len(attributes))
