@@ -147,6 +147,16 @@ def test_train_options_reach_the_model(capsys, data, tmp_path):
     assert model.classes_ == labels
     assert model.c2 == 0.5 and model.min_freq == 2 and model.feature_set_ == "dense"
     assert len(model.label_ids_) == len(model.extractor_.attributes_) * len(labels)
+    # --c1: OWL-QN, the same model as CRF(c1=...) gives
+    code, out, err = run(capsys, "train", data["train"], "-m", model_path, "--max-iterations",
+                         "30", "--c1", "0.5", "--c2", "0", "--quiet")
+    assert code == 0, err
+    model = CRF.load(model_path)
+    direct = CRF(templates="default", c1=0.5, c2=0.0, max_iterations=30, verbose=False).fit(
+        data["X_train"], data["y_train"])
+    assert model.c1 == 0.5 and np.array_equal(model.coef_, direct.coef_)
+    assert 0 < model.n_active_features_ < model.n_parameters_ / 2
+    assert f"parameters ({model.n_active_features_} not 0)" in out
 
 
 def test_thread_count_does_not_change_the_model(capsys, data, tmp_path):

@@ -122,6 +122,9 @@ def build_parser():
                      help="where to save the model")
     sub.add_argument("--template", metavar="FILE",
                      help="CRF++-style template file (default: built-in templates)")
+    sub.add_argument("--c1", type=_non_negative_float, default=0.0, metavar="C1",
+                     help="L1 coefficient: the loss gains C1·‖θ‖₁, trained by OWL-QN; most "
+                          "weights become exactly 0 (default: 0)")
     sub.add_argument("--c2", type=_non_negative_float, default=1.0, metavar="C2",
                      help="L2 coefficient: loss = -log-likelihood + C2·‖θ‖² (default: 1.0)")
     sub.add_argument("--max-iterations", type=_non_negative_int, default=100, metavar="N",
@@ -488,7 +491,8 @@ def _cmd_train(args):
             and not any(label is not None for seq in corpus.labels for label in seq)):
         raise SscrfError(f"{args.train}: no token has a label; give the label set with "
                          "--labels A,B,...")
-    model = CRF(c2=args.c2, max_iterations=args.max_iterations, n_threads=args.threads,
+    model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
+                n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
                 min_freq=args.min_freq, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
@@ -509,7 +513,8 @@ def _cmd_train(args):
         iterations = (f"{warm['iterations']} + {training['iterations']} iterations (supervised "
                       f"warm start, then {training['stop_reason']})")
     print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
-          f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters, "
+          f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
+          f"{f' ({model.n_active_features_} not 0)' if args.c1 > 0 else ''}, "
           f"{iterations}, {time.perf_counter() - started:.1f} s")
     if STOP_INTERRUPTED in (training["stop_reason"], (warm or {}).get("stop_reason")):
         _error(f"interrupted: {args.model} holds the best model so far, not a finished training")
