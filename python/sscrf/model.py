@@ -11,6 +11,7 @@ import inspect
 import numbers
 import os
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -240,6 +241,7 @@ class CRF:
         -------
         self
         """
+        started = time.perf_counter()
         self._check_hyperparameters()
         X, y = _check_labeled(X, y, allow_empty_corpus=True, partial=True)
         unlabeled = None if X_unlabeled is None else _check_unlabeled(X_unlabeled)
@@ -305,6 +307,11 @@ class CRF:
         self.row_ptr_, self.label_ids_ = _layout_arrays(
             features[0], token_labels, len(self.classes_), self.feature_set_)
         layout = self._layout()
+        if self.verbose:  # before the first evaluation: what the model will hold
+            print(f"features: {len(self.extractor_.attributes_):,} attributes, "
+                  f"{len(self.classes_)} labels, {layout.n_parameters:,} parameters "
+                  f"({self.feature_set_} feature set), {time.perf_counter() - started:.1f} s",
+                  file=sys.stderr)
         n_threads = self._threads()
         supervised, partial_terms = [], []
         if X:  # complete sentences: likelihood; sets, None, alternatives: marginalised
