@@ -156,7 +156,7 @@ def test_train_options_reach_the_model(capsys, data, tmp_path):
         data["X_train"], data["y_train"])
     assert model.c1 == 0.5 and np.array_equal(model.coef_, direct.coef_)
     assert 0 < model.n_active_features_ < model.n_parameters_ / 2
-    assert f"parameters ({model.n_active_features_} not 0)" in out
+    assert f"parameters ({model.n_active_features_} attribute weights not 0)" in out
 
 
 def test_thread_count_does_not_change_the_model(capsys, data, tmp_path):

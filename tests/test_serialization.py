@@ -392,3 +392,99 @@ def test_model_file_fuzz(tmp_path, tiny_model, data):
         return
     assert damaged == good
     assert loaded.predict(X) == model.predict(X)
+
+
+# ---------------------------------------------------------------------------
+# Compact model files: every-pair layouts and mostly-zero weights
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compact_models():
+    from sscrf.demo import generate_hmm_corpus
+
+    X, y = generate_hmm_corpus(60, seed=5)
+    dense = CRF(templates="default", feature_set="dense", max_iterations=5, verbose=False,
+                n_threads=1).fit(X, y)
+    sparse = CRF(templates="default", c1=1.0, c2=0.0, max_iterations=30, verbose=False,
+                 n_threads=1).fit(X, y)
+    return dense, sparse, X
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def test_compact_model_files_round_trip(tmp_path, compact_models):
+    dense, sparse, X = compact_models
+    sparse = CRF.load(_saved(sparse, tmp_path / "s0"))  # a copy to edit
+    zeros = np.flatnonzero(sparse.coef_ == 0)
+    assert len(zeros) > 2 * len(sparse.coef_) // 3  # L1: mostly zeros
+    sparse.coef_[zeros[0]] = -0.0  # kept bit for bit, like any weight
+    for model, name in ((dense, "dense"), (sparse, "sparse")):
+        path = _saved(model, tmp_path / name)
+        meta, arrays = ser.load(path)
+        loaded = CRF.load(path)
+        assert np.array_equal(_bits(loaded.coef_), _bits(model.coef_))
+        assert np.array_equal(loaded.row_ptr_, model.row_ptr_)
+        assert np.array_equal(loaded.label_ids_, model.label_ids_)
+        assert loaded.predict(X) == model.predict(X)
+        if model is dense:
+            assert meta["layout"] == "every pair" and "label_ids" not in arrays
+            assert "coef" in arrays
+        else:
+            assert "layout" not in meta and "coef" not in arrays
+            assert len(arrays["coef_index"]) == np.count_nonzero(_bits(model.coef_))
+        full = tmp_path / "full.sscrf"  # every array, as model files were before
+        ser.save(full, {k: v for k, v in meta.items() if k not in ("layout", "n_weights")},
+                 {"row_ptr": model.row_ptr_, "label_ids": model.label_ids_,
+                  "coef": model.coef_})
+        assert os.path.getsize(path) < os.path.getsize(full) - 4 * len(model.coef_) // 2
+
+
+def _saved(model, path):
+    model.save(path)
+    return path
+
+
+def test_model_files_with_every_array_still_load(tmp_path, compact_models):
+    # the form every model file had before the compact one
+    dense, sparse, X = compact_models
+    for model in (dense, sparse):
+        meta, _ = ser.load(_saved(model, tmp_path / "compact"))
+        meta = {k: v for k, v in meta.items() if k not in ("layout", "n_weights")}
+        path = tmp_path / "full.sscrf"
+        ser.save(path, meta, {"row_ptr": model.row_ptr_, "label_ids": model.label_ids_,
+                              "coef": model.coef_})
+        loaded = CRF.load(path)
+        assert np.array_equal(_bits(loaded.coef_), _bits(model.coef_))
+        assert loaded.predict(X) == model.predict(X)
+
+
+def _compact_mutations(meta, arrays):
+    index, values = arrays["coef_index"], arrays["coef_values"]
+    yield "unknown layout", dict(meta, layout="diagonal"), arrays
+    yield "index decreasing", meta, dict(arrays, coef_index=index[::-1].copy())
+    yield "index repeated", meta, dict(arrays, coef_index=np.sort(np.r_[index, index[:1]]),
+                                       coef_values=np.r_[values, values[:1]])
+    yield "index past the weights", meta, dict(arrays, coef_index=index + meta["n_weights"])
+    yield "negative index", meta, dict(arrays, coef_index=index - index[-1] - 1)
+    yield "float index", meta, dict(arrays, coef_index=index.astype(np.float64))
+    yield "fewer values", meta, dict(arrays, coef_values=values[:-1])
+    yield "weight count short", dict(meta, n_weights=meta["n_weights"] - 1), arrays
+    yield "weight count not a number", dict(meta, n_weights="7"), arrays
+    yield "no weight count", {k: v for k, v in meta.items() if k != "n_weights"}, arrays
+    yield "NaN value", meta, dict(arrays, coef_values=np.r_[np.nan, values[1:]])
+
+
+@pytest.mark.parametrize("what", [m[0] for m in _compact_mutations(
+    {"n_weights": 9}, {"coef_index": np.arange(3), "coef_values": np.ones(3)})])
+def test_invalid_compact_model_in_valid_container(tmp_path, compact_models, what):
+    _, sparse, _ = compact_models
+    meta, arrays = ser.load(_saved(sparse, tmp_path / "good"))
+    (_, bad_meta, bad_arrays), = [m for m in _compact_mutations(meta, arrays) if m[0] == what]
+    path = tmp_path / "bad.sscrf"
+    ser.save(path, bad_meta, bad_arrays)
+    with pytest.raises(SscrfError) as info:
+        CRF.load(path)
+    assert str(path) in str(info.value)

@@ -514,7 +514,7 @@ def _cmd_train(args):
                       f"warm start, then {training['stop_reason']})")
     print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
-          f"{f' ({model.n_active_features_} not 0)' if args.c1 > 0 else ''}, "
+          f"{f' ({model.n_active_features_} attribute weights not 0)' if args.c1 > 0 else ''}, "
           f"{iterations}, {time.perf_counter() - started:.1f} s")
     if STOP_INTERRUPTED in (training["stop_reason"], (warm or {}).get("stop_reason")):
         _error(f"interrupted: {args.model} holds the best model so far, not a finished training")

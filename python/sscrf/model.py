@@ -715,7 +715,13 @@ class CRF:
     # -- persistence --------------------------------------------------------
 
     def save(self, path):
-        """Write the model to ``path`` (JSON header + arrays, atomic, no pickle)."""
+        """Write the model to ``path`` (JSON header + arrays, atomic, no pickle).
+
+        A ``dense`` model (every attribute with every label) does not store
+        its layout, and one whose weights are mostly zero (L1) stores the
+        others by index: 57 instead of 86 MB for 6.4M dense parameters.
+        Files with every array, as earlier versions wrote them, still load.
+        """
         self._check_fitted()
         # templates are restored from the extractor; numpy scalars as Python ones
         params = {k: _plain(v) for k, v in self.get_params().items() if k != "templates"}
@@ -727,9 +733,25 @@ class CRF:
             "feature_set": self.feature_set_,
             "training": _saved_training_record(getattr(self, "training_", {})),
         }
-        serialization.save(path, meta, {"row_ptr": self.row_ptr_.astype(np.int64),
-                                        "label_ids": self.label_ids_.astype(np.int32),
-                                        "coef": self.coef_.astype(np.float64)})
+        arrays = {}
+        A, S = len(self.row_ptr_) - 1, len(self.classes_)
+        if _is_every_pair(self.row_ptr_, self.label_ids_, S):
+            meta["layout"] = "every pair"  # rebuilt on load: 4 bytes per weight saved
+        else:
+            arrays["row_ptr"] = self.row_ptr_.astype(np.int64)
+            arrays["label_ids"] = self.label_ids_.astype(np.int32)
+        coef = self.coef_.astype(np.float64)
+        # Weights that are not +0.0 bit for bit (an L1 model's few), by index
+        # and value when they are under a third: 16 bytes each against 8 for
+        # every weight.
+        nonzero = np.flatnonzero(coef.view(np.int64))
+        if 3 * len(nonzero) < len(coef):
+            meta["n_weights"] = len(coef)
+            arrays["coef_index"] = nonzero.astype(np.int64)
+            arrays["coef_values"] = coef[nonzero]
+        else:
+            arrays["coef"] = coef
+        serialization.save(path, meta, arrays)
 
     @classmethod
     def load(cls, path):
@@ -760,10 +782,18 @@ class CRF:
             model.classes_ = labels
             model.feature_set_ = meta["feature_set"]
             model.training_ = dict(meta.get("training", {}))
-            model.row_ptr_, model.label_ids_ = arrays["row_ptr"], arrays["label_ids"]
-            model.coef_ = arrays["coef"]
             n_attr = len(model.extractor_.attributes_ or [])
             S = len(labels)
+            layout = meta.get("layout")
+            if layout == "every pair":
+                model.row_ptr_ = np.arange(n_attr + 1, dtype=np.int64) * S
+                model.label_ids_ = np.tile(np.arange(S, dtype=np.int32), n_attr)
+            elif layout is None:
+                model.row_ptr_, model.label_ids_ = arrays["row_ptr"], arrays["label_ids"]
+            else:
+                raise SscrfError(f"unknown layout {layout!r}")
+            model.coef_ = arrays["coef"] if "coef" in arrays else _weights_from_nonzero(
+                meta["n_weights"], arrays["coef_index"], arrays["coef_values"])
             if (model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1
                     or model.coef_.ndim != 1
                     or len(model.coef_) != len(model.label_ids_) + S * S + 2 * S):
@@ -991,6 +1021,28 @@ def _compile(features, labels=None, weights=None, mask=None, n_labels=None):
     """A corpus of ``features``; with ``n_labels``, chunked for training a model of that
     many labels (smaller chunks past 128 labels, see cpp/corpus.hpp)."""
     return _partial.compile_corpus(features, labels, weights, mask, n_labels=n_labels)
+
+
+def _is_every_pair(row_ptr, label_ids, S):
+    """Whether a layout holds every (attribute, label) pair in label order (``dense``)."""
+    A = len(row_ptr) - 1
+    return (len(label_ids) == A * S and np.array_equal(row_ptr, np.arange(A + 1) * S)
+            and bool((label_ids.reshape(A, S) == np.arange(S)).all()))
+
+
+def _weights_from_nonzero(n, index, values):
+    """The weight vector of a model file that lists its non-zero weights."""
+    if not _is_integer(n) or not 0 <= n <= 1 << 40:
+        raise SscrfError(f"bad weight count {n!r}")
+    if (index.ndim != 1 or values.ndim != 1 or len(index) != len(values)
+            or index.dtype != np.int64 or values.dtype != np.float64):
+        raise SscrfError("coef_index and coef_values must be 1-D int64 and float64 arrays "
+                         "of one length")
+    if len(index) and not (index[0] >= 0 and index[-1] < n and (np.diff(index) > 0).all()):
+        raise SscrfError("coef_index must increase strictly within the weight count")
+    coef = np.zeros(n)
+    coef[index] = values
+    return coef
 
 
 def _layout_keys(row_ptr, label_ids, S):
