@@ -464,6 +464,30 @@ def test_standard_input_is_read_as_files_are(capsys, data, tmp_path, monkeypatch
     assert_error(code, err, f":{lines + 1}: cannot decode as utf-8")
 
 
+def test_tag_eval_select_take_threads(capsys, data, tmp_path, monkeypatch):
+    # the model file's n_threads (1 here) unless --threads says otherwise
+    model_path = tmp_path / "one_thread.model"
+    assert run(capsys, "train", data["train"], "-m", model_path, "--threads", "1",
+               "--max-iterations", "5", "--quiet")[0] == 0
+    assert CRF.load(model_path).n_threads == 1
+    seen = []
+    predict = CRF.predict
+
+    def spy(self, X, allowed=None):
+        seen.append(self.n_threads)
+        return predict(self, X, allowed=allowed)
+
+    monkeypatch.setattr(CRF, "predict", spy)
+    outputs = []
+    for threads in ((), ("--threads", "2")):
+        outputs.append(run(capsys, "tag", "-m", model_path, data["test"], *threads))
+        assert run(capsys, "eval", "-m", model_path, data["test"], *threads)[0] == 0
+    assert seen == [1, 1, 2, 2] and outputs[0] == outputs[1]
+    code, out, err = run(capsys, "select", "--model", model_path, "--pool", data["test_nogold"],
+                         "--strategy", "least_confidence", "-m", "3", "--threads", "2")
+    assert code == 0, err
+
+
 def test_tag_wrong_number_of_columns(capsys, data, tmp_path):
     path = tmp_path / "wide.txt"
     path.write_text("a b c d e\n")

@@ -203,6 +203,9 @@ def build_parser():
                           "column gives each token's allowed labels: a label, a set 'A|B' or "
                           "'*' (any label)")
     conllu_options(sub, "FILE")
+    sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                     help="threads (default: the model's setting, every core unless it was "
+                          "trained with --threads); results do not depend on it")
     sub.set_defaults(func=_cmd_tag)
 
     # eval
@@ -220,6 +223,9 @@ def build_parser():
     sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
                      help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
     conllu_options(sub, "FILE (with -m)")
+    sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                     help="threads (default: the model's setting, every core unless it was "
+                          "trained with --threads); results do not depend on it")
     sub.set_defaults(func=_cmd_eval)
 
     # dump
@@ -279,6 +285,9 @@ def build_parser():
     sub.add_argument("--seed", type=int, default=None,
                      help="random seed for random and quota_sampling")
     conllu_options(sub, "FILE")
+    sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                     help="threads (default: the model's setting, every core unless it was "
+                          "trained with --threads); results do not depend on it")
     sub.set_defaults(func=_cmd_select)
     return parser
 
@@ -417,10 +426,13 @@ def _check_writable(path):
         raise SscrfError(f"{path}: directory {directory} is not writable")
 
 
-def _load_model(path):
+def _load_model(path, threads=None):
     from .model import CRF
 
-    return CRF.load(path)
+    model = CRF.load(path)
+    if threads is not None:
+        model.n_threads = threads
+    return model
 
 
 # -- commands ---------------------------------------------------------------------
@@ -547,7 +559,7 @@ def _cmd_tag(args):
 
     if args.output is not None:
         _check_writable(args.output)
-    model = _load_model(args.model)
+    model = _load_model(args.model, args.threads)
     sentences = _sentences_to_tag(args.file, model, args.model, args)
     if args.constraints is not None:
         sentences = _with_constraints(sentences, args.constraints, model,
@@ -617,7 +629,7 @@ def _cmd_eval(args):
     from .metrics import chunk_scores, format_chunk_report, token_accuracy
 
     if args.model is not None:
-        model = _load_model(args.model)
+        model = _load_model(args.model, args.threads)
         gold, predicted = [], []
         sentences = _sentences_to_tag(args.file, model, args.model, args, need_gold=True)
         with _gc_paused():
@@ -730,7 +742,7 @@ def _cmd_select(args):
         raise SscrfError(f"--strategy {args.strategy} needs --model")
     model = None
     if args.model is not None:  # the model's token columns, without a gold column
-        model = _load_model(args.model)
+        model = _load_model(args.model, args.threads)
         tokens, lines = _read_for_tagging(args.pool, model, args.model, args)
     else:
         pool = _readable(args.pool)
