@@ -356,8 +356,12 @@ def test_invalid_model_in_valid_container(tmp_path, tiny_model, what):
     model, X = tiny_model
     meta, arrays = _model_parts(model, tmp_path)
     (_, bad_meta, bad_arrays), = [m for m in _mutations(meta, arrays) if m[0] == what]
-    path = tmp_path / "bad.sscrf"
-    ser.save(path, bad_meta, bad_arrays)
+    assert_refused(tmp_path / "bad.sscrf", bad_meta, bad_arrays)
+
+
+def assert_refused(path, meta, arrays):
+    """A valid container holding ``meta`` and ``arrays`` loads as no model, naming the file."""
+    ser.save(path, meta, arrays)
     with pytest.raises(SscrfError) as info:
         CRF.load(path)
     assert str(path) in str(info.value)
@@ -435,10 +439,7 @@ def test_compact_model_files_round_trip(tmp_path, compact_models):
         else:
             assert "layout" not in meta and "coef" not in arrays
             assert len(arrays["coef_index"]) == np.count_nonzero(_bits(model.coef_))
-        full = tmp_path / "full.sscrf"  # every array, as model files were before
-        ser.save(full, {k: v for k, v in meta.items() if k not in ("layout", "n_weights")},
-                 {"row_ptr": model.row_ptr_, "label_ids": model.label_ids_,
-                  "coef": model.coef_})
+        full = _saved_with_every_array(model, meta, tmp_path / "full.sscrf")
         assert os.path.getsize(path) < os.path.getsize(full) - 4 * len(model.coef_) // 2
 
 
@@ -447,16 +448,19 @@ def _saved(model, path):
     return path
 
 
+def _saved_with_every_array(model, meta, path):
+    """``model`` in the form every model file had before the compact one."""
+    ser.save(path, {k: v for k, v in meta.items() if k not in ("layout", "n_weights")},
+             {"row_ptr": model.row_ptr_, "label_ids": model.label_ids_, "coef": model.coef_})
+    return path
+
+
 def test_model_files_with_every_array_still_load(tmp_path, compact_models):
     # the form every model file had before the compact one
     dense, sparse, X = compact_models
     for model in (dense, sparse):
         meta, _ = ser.load(_saved(model, tmp_path / "compact"))
-        meta = {k: v for k, v in meta.items() if k not in ("layout", "n_weights")}
-        path = tmp_path / "full.sscrf"
-        ser.save(path, meta, {"row_ptr": model.row_ptr_, "label_ids": model.label_ids_,
-                              "coef": model.coef_})
-        loaded = CRF.load(path)
+        loaded = CRF.load(_saved_with_every_array(model, meta, tmp_path / "full.sscrf"))
         assert np.array_equal(_bits(loaded.coef_), _bits(model.coef_))
         assert loaded.predict(X) == model.predict(X)
 
@@ -483,8 +487,4 @@ def test_invalid_compact_model_in_valid_container(tmp_path, compact_models, what
     _, sparse, _ = compact_models
     meta, arrays = ser.load(_saved(sparse, tmp_path / "good"))
     (_, bad_meta, bad_arrays), = [m for m in _compact_mutations(meta, arrays) if m[0] == what]
-    path = tmp_path / "bad.sscrf"
-    ser.save(path, bad_meta, bad_arrays)
-    with pytest.raises(SscrfError) as info:
-        CRF.load(path)
-    assert str(path) in str(info.value)
+    assert_refused(tmp_path / "bad.sscrf", bad_meta, bad_arrays)
