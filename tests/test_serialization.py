@@ -476,6 +476,7 @@ def _compact_mutations(meta, arrays):
     yield "float index", meta, dict(arrays, coef_index=index.astype(np.float64))
     yield "fewer values", meta, dict(arrays, coef_values=values[:-1])
     yield "weight count short", dict(meta, n_weights=meta["n_weights"] - 1), arrays
+    yield "weight count huge", dict(meta, n_weights=1 << 50), arrays  # refused, not allocated
     yield "weight count not a number", dict(meta, n_weights="7"), arrays
     yield "no weight count", {k: v for k, v in meta.items() if k != "n_weights"}, arrays
     yield "NaN value", meta, dict(arrays, coef_values=np.r_[np.nan, values[1:]])

@@ -734,8 +734,7 @@ class CRF:
             "training": _saved_training_record(getattr(self, "training_", {})),
         }
         arrays = {}
-        A, S = len(self.row_ptr_) - 1, len(self.classes_)
-        if _is_every_pair(self.row_ptr_, self.label_ids_, S):
+        if _is_every_pair(self.row_ptr_, self.label_ids_, len(self.classes_)):
             meta["layout"] = "every pair"  # rebuilt on load: 4 bytes per weight saved
         else:
             arrays["row_ptr"] = self.row_ptr_.astype(np.int64)
@@ -793,7 +792,8 @@ class CRF:
             else:
                 raise SscrfError(f"unknown layout {layout!r}")
             model.coef_ = arrays["coef"] if "coef" in arrays else _weights_from_nonzero(
-                meta["n_weights"], arrays["coef_index"], arrays["coef_values"])
+                meta["n_weights"], arrays["coef_index"], arrays["coef_values"],
+                len(model.label_ids_) + S * S + 2 * S)
             if (model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1
                     or model.coef_.ndim != 1
                     or len(model.coef_) != len(model.label_ids_) + S * S + 2 * S):
@@ -1030,10 +1030,11 @@ def _is_every_pair(row_ptr, label_ids, S):
             and bool((label_ids.reshape(A, S) == np.arange(S)).all()))
 
 
-def _weights_from_nonzero(n, index, values):
-    """The weight vector of a model file that lists its non-zero weights."""
-    if not _is_integer(n) or not 0 <= n <= 1 << 40:
-        raise SscrfError(f"bad weight count {n!r}")
+def _weights_from_nonzero(n, index, values, expected):
+    """The weight vector of a model file that lists its non-zero weights;
+    ``expected``: the weight count its layout and labels give."""
+    if not _is_integer(n) or n != expected:
+        raise SscrfError(f"weight count {n!r}, but the layout and labels give {expected}")
     if (index.ndim != 1 or values.ndim != 1 or len(index) != len(values)
             or index.dtype != np.int64 or values.dtype != np.float64):
         raise SscrfError("coef_index and coef_values must be 1-D int64 and float64 arrays "
