@@ -467,9 +467,9 @@ def _cmd_train(args):
     unlabeled = None
     if args.unlabeled is not None:
         if args.feature_set == "observed":
-            raise SscrfError("--feature-set observed keeps only the attribute-label pairs of "
-                             "labeled data, which terms on --unlabeled sentences are not "
-                             "trained on; use dense or auto")
+            raise SscrfError("--feature-set observed does not go with --unlabeled: the terms "
+                             "on unlabeled sentences train every attribute with every label; "
+                             "use dense or auto")
         if args.entropy_weight <= 0 and constraints is None:
             raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
                              "FILE with --ge-weight L")

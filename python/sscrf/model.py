@@ -301,9 +301,10 @@ class CRF:
         if self.feature_set == "auto":
             self.feature_set_ = "dense" if use_entropy or use_ge else "observed"
         elif self.feature_set == "observed" and (use_entropy or use_ge):
-            raise SscrfError("feature_set='observed' keeps only pairs seen in labeled data, so the "
-                             f"{'ge' if use_ge and not use_entropy else 'entropy'} term on "
-                             "unlabeled data could not move the model; use 'dense' or 'auto'")
+            raise SscrfError("feature_set='observed' does not go with the "
+                             f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
+                             "on unlabeled data train every attribute with every label; use "
+                             "'dense' or 'auto'")
         self.row_ptr_, self.label_ids_ = _layout_arrays(
             features[0], token_labels, len(self.classes_), self.feature_set_)
         layout = self._layout()
