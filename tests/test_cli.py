@@ -156,7 +156,7 @@ def test_train_options_reach_the_model(capsys, data, tmp_path):
         data["X_train"], data["y_train"])
     assert model.c1 == 0.5 and np.array_equal(model.coef_, direct.coef_)
     assert 0 < model.n_active_features_ < model.n_parameters_ / 2
-    assert f"parameters ({model.n_active_features_} attribute weights not 0)" in out
+    assert f"parameters ({model.n_active_features_} state weights not 0)" in out
 
 
 def test_thread_count_does_not_change_the_model(capsys, data, tmp_path):
@@ -184,9 +184,13 @@ def test_interrupted_training_saves_the_model_and_exits_130(capsys, data, tmp_pa
     monkeypatch.setattr(CRF, "fit", interrupted_fit)
     unlabeled = tmp_path / "unlabeled.txt"
     write_conll(unlabeled, data["X_test"])
-    for extra, iterations in (((), "3 iterations (interrupted)"),
-                              (("--unlabeled", unlabeled, "--entropy-weight", "0.01",
-                                "--max-iterations", "2"), "2 + 1 iterations")):
+    entropy = ("--unlabeled", unlabeled, "--entropy-weight", "0.01")
+    for extra, iterations in (
+            ((), "3 iterations (interrupted)"),
+            (entropy + ("--max-iterations", "2"), "2 + 1 iterations (supervised warm start, "
+                                                  "then interrupted)"),
+            (entropy, "3 iterations (supervised warm start, interrupted; the second stage "
+                      "did not run)")):
         model_path = tmp_path / "interrupted.model"
         code, out, err = run(capsys, "train", data["train"], "-m", model_path, "--quiet",
                              *extra)
@@ -203,6 +207,36 @@ def test_observed_features_with_unlabeled_data_fail_before_reading_it(capsys, da
                        "--unlabeled", tmp_path / "not_read.txt", "--entropy-weight", "0.1",
                        "--feature-set", "observed")
     assert_error(code, err, "--feature-set observed", "use dense or auto")
+
+
+def test_interrupted_before_the_first_iteration_writes_nothing(capsys, data, tmp_path,
+                                                               monkeypatch):
+    from sscrf.objectives import Objective
+
+    def interrupted(self, theta, out=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Objective, "__call__", interrupted)
+    model_path = tmp_path / "never.model"
+    code, out, err = run(capsys, "train", data["train"], "-m", model_path, "--quiet")
+    assert code == 130 and out == ""
+    assert err.endswith(f"sscrf: error: interrupted before the first iteration; {model_path} "
+                        "not written\n")
+    assert not model_path.exists()
+
+
+def test_warnings_of_a_failed_fit_are_shown(capsys, data, tmp_path):
+    # they may be the reason: here the one constraint names no attribute
+    unlabeled, constraints = tmp_path / "unlabeled.txt", tmp_path / "constraints.txt"
+    write_conll(unlabeled, data["X_test"])
+    constraints.write_text("U02:no-such-word B-NP:1.0\n")
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model", "--quiet",
+                       "--unlabeled", unlabeled, "--constraints", constraints,
+                       "--ge-weight", "1")
+    assert code == 2
+    assert err.splitlines()[-1].startswith("sscrf: error: no constraint attribute fires")
+    assert "sscrf: warning: 1 constraint attribute(s) not in the vocabulary" in err
+    assert "'U02:no-such-word'" in err
 
 
 def test_train_with_template_file(capsys, data, tmp_path):

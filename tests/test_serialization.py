@@ -480,6 +480,9 @@ def _compact_mutations(meta, arrays):
     yield "weight count not a number", dict(meta, n_weights="7"), arrays
     yield "no weight count", {k: v for k, v in meta.items() if k != "n_weights"}, arrays
     yield "NaN value", meta, dict(arrays, coef_values=np.r_[np.nan, values[1:]])
+    yield "weights in both forms", meta, dict(arrays, coef=np.zeros(meta["n_weights"]))
+    yield "layout in both forms", dict(meta, layout="every pair"), dict(
+        arrays, row_ptr=np.zeros(1, np.int64))
 
 
 @pytest.mark.parametrize("what", [m[0] for m in _compact_mutations(
@@ -489,3 +492,35 @@ def test_invalid_compact_model_in_valid_container(tmp_path, compact_models, what
     meta, arrays = ser.load(_saved(sparse, tmp_path / "good"))
     (_, bad_meta, bad_arrays), = [m for m in _compact_mutations(meta, arrays) if m[0] == what]
     assert_refused(tmp_path / "bad.sscrf", bad_meta, bad_arrays)
+
+
+def test_a_model_too_big_for_memory_is_an_error_not_a_crash(tmp_path, compact_models,
+                                                          monkeypatch):
+    # a small compact file can describe a large model (a dense layout and
+    # few non-zero weights); where memory runs out, loading says so
+    import sscrf.model
+
+    _, sparse, _ = compact_models
+    path = _saved(sparse, tmp_path / "big")
+
+    def out_of_memory(*args):
+        raise MemoryError
+
+    monkeypatch.setattr(sscrf.model, "_weights_from_nonzero", out_of_memory)
+    with pytest.raises(SscrfError, match=f"{path}: not enough memory to load this model "
+                                         f"\\({len(sparse.coef_):,} weights\\)"):
+        CRF.load(path)
+
+
+def test_version_1_files_still_load(tmp_path, tiny_model):
+    model, X = tiny_model
+    path = _saved(model, tmp_path / "v2")
+    body = path.read_bytes()[:-32]
+    assert struct.unpack_from("<I", body, 6)[0] == ser.FORMAT_VERSION == 2
+    body = body[:6] + struct.pack("<I", 1) + body[10:]
+    path.write_bytes(body + hashlib.sha256(body).digest())
+    assert CRF.load(path).predict(X) == model.predict(X)
+    body = body[:6] + struct.pack("<I", 3) + body[10:]
+    path.write_bytes(body + hashlib.sha256(body).digest())
+    with pytest.raises(SscrfError, match="version 3 is not supported"):
+        CRF.load(path)

@@ -440,7 +440,7 @@ def _load_model(path, threads=None):
 def _cmd_train(args):
     from .features import read_templates
     from .model import CRF
-    from .optimize import STOP_INTERRUPTED
+    from .optimize import STOP_CALLBACK, STOP_INTERRUPTED
 
     started = time.perf_counter()
     _check_writable(args.model)
@@ -509,26 +509,36 @@ def _cmd_train(args):
                 min_freq=args.min_freq, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, verbose=not args.quiet)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")  # shown below as the program's warnings
-        model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled, constraints=constraints)
-    for w in caught:
-        print(f"{_PROG}: warning: {w.message}", file=sys.stderr)
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # shown below as the program's warnings
+            model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled,
+                      constraints=constraints)
+    finally:  # also before an error, which they may explain
+        for w in caught:
+            print(f"{_PROG}: warning: {w.message}", file=sys.stderr)
+    training = model.training_
+    if training["stop_reason"] == STOP_INTERRUPTED and training["iterations"] == 0:
+        _error(f"interrupted before the first iteration; {args.model} not written")
+        return 130
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
-    training = model.training_
     ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
     unlabeled_note = "" if unlabeled is None else f", {len(unlabeled)} unlabeled sentences"
     iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
     warm = training.get("stages", {}).get("supervised")
-    if warm is not None:  # two stages: the supervised warm start, then the full objective
+    if warm is not None and warm["stop_reason"] in (STOP_INTERRUPTED, STOP_CALLBACK):
+        iterations = (f"{warm['iterations']} iterations (supervised warm start, "
+                      f"{warm['stop_reason']}; the second stage did not run)")
+    elif warm is not None:  # two stages: the supervised warm start, then the full objective
         iterations = (f"{warm['iterations']} + {training['iterations']} iterations (supervised "
                       f"warm start, then {training['stop_reason']})")
     print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
-          f"{f' ({model.n_active_features_} attribute weights not 0)' if args.c1 > 0 else ''}, "
+          f"{f' ({model.n_active_features_} state weights not 0)' if args.c1 > 0 else ''}, "
           f"{iterations}, {time.perf_counter() - started:.1f} s")
-    if STOP_INTERRUPTED in (training["stop_reason"], (warm or {}).get("stop_reason")):
+    if training["stop_reason"] == STOP_INTERRUPTED:
         _error(f"interrupted: {args.model} holds the best model so far, not a finished training")
         return 130
     return 0

@@ -784,17 +784,8 @@ class CRF:
             model.training_ = dict(meta.get("training", {}))
             n_attr = len(model.extractor_.attributes_ or [])
             S = len(labels)
-            layout = meta.get("layout")
-            if layout == "every pair":
-                model.row_ptr_ = np.arange(n_attr + 1, dtype=np.int64) * S
-                model.label_ids_ = np.tile(np.arange(S, dtype=np.int32), n_attr)
-            elif layout is None:
-                model.row_ptr_, model.label_ids_ = arrays["row_ptr"], arrays["label_ids"]
-            else:
-                raise SscrfError(f"unknown layout {layout!r}")
-            model.coef_ = arrays["coef"] if "coef" in arrays else _weights_from_nonzero(
-                meta["n_weights"], arrays["coef_index"], arrays["coef_values"],
-                len(model.label_ids_) + S * S + 2 * S)
+            model.row_ptr_, model.label_ids_, model.coef_ = _stored_weights(meta, arrays,
+                                                                            n_attr, S)
             if (model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1
                     or model.coef_.ndim != 1
                     or len(model.coef_) != len(model.label_ids_) + S * S + 2 * S):
@@ -806,6 +797,9 @@ class CRF:
             model._layout()  # validates row_ptr and label ids
         except SscrfError as e:
             raise SscrfError(f"{os.fspath(path)}: invalid model file: {e}") from None
+        except MemoryError:
+            raise SscrfError(f"{os.fspath(path)}: not enough memory to load this model "
+                             f"({_n_weights(meta, arrays):,} weights)") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise SscrfError(f"{os.fspath(path)}: invalid model file: {e!r}") from None
         return model
@@ -1031,11 +1025,50 @@ def _is_every_pair(row_ptr, label_ids, S):
             and bool((label_ids.reshape(A, S) == np.arange(S)).all()))
 
 
-def _weights_from_nonzero(n, index, values, expected):
-    """The weight vector of a model file that lists its non-zero weights;
-    ``expected``: the weight count its layout and labels give."""
-    if not _is_integer(n) or n != expected:
-        raise SscrfError(f"weight count {n!r}, but the layout and labels give {expected}")
+def _n_weights(meta, arrays):
+    """The weight count a model file gives, for messages."""
+    if "coef" in arrays:
+        return arrays["coef"].size
+    n = meta.get("n_weights")
+    return n if _is_integer(n) else 0
+
+
+def _stored_weights(meta, arrays, n_attr, S):
+    """``row_ptr``, ``label_ids`` and the weights of a model file: every array
+    (as before compact files), or a layout of every pair (``dense``) rebuilt
+    and / or the non-zero weights by index. The sizes are checked before
+    anything is allocated; a file holds one form of each, not two."""
+    every_pair = meta.get("layout") == "every pair"
+    if "layout" in meta and not every_pair:
+        raise SscrfError(f"unknown layout {meta['layout']!r}")
+    if every_pair == ("row_ptr" in arrays or "label_ids" in arrays):
+        raise SscrfError("the layout must be stored as arrays or named 'every pair', "
+                         "one of the two")
+    listed = "coef_index" in arrays or "coef_values" in arrays or "n_weights" in meta
+    if listed == ("coef" in arrays):
+        raise SscrfError("the weights must be stored as 'coef' or as 'coef_index' and "
+                         "'coef_values' with 'n_weights', one of the two")
+    n_pairs = n_attr * S if every_pair else len(arrays["label_ids"])
+    expected = n_pairs + S * S + 2 * S
+    if listed:
+        n = meta.get("n_weights")
+        if not _is_integer(n) or n != expected:
+            raise SscrfError(f"weight count {n!r}, but the layout and labels give {expected}")
+    elif arrays["coef"].ndim != 1 or len(arrays["coef"]) != expected:
+        raise SscrfError("array sizes do not match the vocabulary and labels")
+    if every_pair:
+        row_ptr = np.arange(n_attr + 1, dtype=np.int64) * S
+        label_ids = np.tile(np.arange(S, dtype=np.int32), n_attr)
+    else:
+        row_ptr, label_ids = arrays["row_ptr"], arrays["label_ids"]
+    if not listed:
+        return row_ptr, label_ids, arrays["coef"]
+    return row_ptr, label_ids, _weights_from_nonzero(expected, arrays["coef_index"],
+                                                     arrays["coef_values"])
+
+
+def _weights_from_nonzero(n, index, values):
+    """The ``n`` weights of a model file that lists its non-zero ones."""
     if (index.ndim != 1 or values.ndim != 1 or len(index) != len(values)
             or index.dtype != np.int64 or values.dtype != np.float64):
         raise SscrfError("coef_index and coef_values must be 1-D int64 and float64 arrays "

@@ -28,7 +28,11 @@ import numpy as np
 from .errors import SscrfError
 
 MAGIC = b"SSCRF\0"
-FORMAT_VERSION = 1
+# 2: model files may name their layout instead of storing it, and list their
+# non-zero weights (CRF.save); an sscrf that reads version 1 only then says
+# so, rather than failing on an array it does not find.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _ALLOWED_DTYPES = {"<f8", "<i4", "<i8", "|u1", "|b1"}
 _PREFIX = struct.Struct("<6sIQ")
 _DIGEST_SIZE = 32
@@ -124,9 +128,9 @@ def load(path):
         raise SscrfError(f"{path}: not an sscrf model file (bad magic or too short)")
     body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
     _, version, header_len = _PREFIX.unpack_from(body)
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise SscrfError(f"{path}: model format version {version} is not supported "
-                         f"(this sscrf reads version {FORMAT_VERSION})")
+                         f"(this sscrf reads versions {', '.join(map(str, READABLE_VERSIONS))})")
     if hashlib.sha256(body).digest() != digest:
         raise SscrfError(f"{path}: model file is truncated or corrupted (checksum mismatch)")
     if header_len > len(body) - _PREFIX.size:
