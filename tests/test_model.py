@@ -9,6 +9,7 @@ the column tokens and templates) without the library's extractor.
 
 import itertools
 import math
+import re
 import os
 import random
 import sys
@@ -868,6 +869,24 @@ def test_quiet_writes_nothing(data, capsys):
     fit(*data, verbose=False, max_iterations=12)
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
+
+
+@pytest.mark.parametrize("c1", [0.0, 0.5])
+def test_progress_shows_each_term_once_there_are_several(data, capsys, c1):
+    X, y = data
+    CRF(c1=c1, c2=0.01, max_iterations=3, entropy_weight=0.5, verbose=True).fit(
+        X[:10], y[:10], X_unlabeled=X[10:20])
+    err = capsys.readouterr().err
+    stage1, stage2 = err.split("stage 2/2")
+    assert "(likelihood" not in stage1  # one data term: nothing to split
+    lines = [line for line in stage2.splitlines() if line.startswith("iter")]
+    assert lines
+    for line in lines:
+        loss = float(re.search(r"loss (\S+)", line).group(1))
+        parts = dict((name, float(value)) for name, value in
+                     re.findall(r"(likelihood|entropy|l2|l1) (\S+?)[,)]", line))
+        assert set(parts) == {"likelihood", "entropy", "l2"} | ({"l1"} if c1 else set())
+        assert sum(parts.values()) == pytest.approx(loss, rel=1e-3, abs=1e-3)
 
 
 def test_keyboard_interrupt_keeps_a_usable_model(data):

@@ -115,6 +115,9 @@ class Objective:
         self._gradient = None
         self._scratch = None
         self._buffers = threading.Lock()  # held by the call using the kept buffers
+        # (name, value) of each term and the prior at the last evaluation,
+        # for the progress display: which term moves the loss
+        self.last_terms = []
 
     def __call__(self, theta, out=None):
         if not self._buffers.acquire(blocking=False):
@@ -165,6 +168,8 @@ class Objective:
         loss = 0.0
         if self.c2 != 0.0:
             loss = self.c2 * _core.add_l2_prior(theta, grad, self.c2, self.n_threads)
+        self.last_terms = [(getattr(term, "name", None) or type(term).__name__, value)
+                           for term, value in zip(self.terms, values)] + [("l2", loss)]
         for value in values:
             loss += value
         return loss, grad

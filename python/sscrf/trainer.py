@@ -128,7 +128,8 @@ def _minimize(objective, theta0, *, max_iterations, epsilon, period, delta, memo
         k = len(history) + 1
         loss = float(intermediate_result.fun)
         history.append(loss)
-        show.line(k, loss, best["grad_norm"], counts["evaluations"], time.perf_counter() - started)
+        show.line(k, loss, best["grad_norm"], counts["evaluations"], time.perf_counter() - started,
+                  getattr(objective, "last_terms", None))
         if callback is not None and callback(k, loss, intermediate_result.x):
             reason["text"] = STOP_CALLBACK
             raise StopIteration
@@ -201,7 +202,10 @@ def _minimize_owlqn(objective, theta0, c1, *, max_iterations, epsilon, period, d
         return objective(theta, *out)
 
     def on_iteration(k, loss, theta):
-        show.line(k, loss, None, state["evaluations"], time.perf_counter() - started)
+        terms = getattr(objective, "last_terms", None)
+        if terms and c1 > 0:  # the loss also holds c1·‖θ‖₁, which the objective does not
+            terms = terms + [("l1", loss - math.fsum(value for _, value in terms))]
+        show.line(k, loss, None, state["evaluations"], time.perf_counter() - started, terms)
         return bool(callback(k, loss, theta)) if callback is not None else False
 
     try:
@@ -233,12 +237,16 @@ class _Progress:
         self.tty = enabled and sys.stderr.isatty()
         self.width = len(str(max_iterations))
 
-    def line(self, k, loss, grad_norm, evaluations, seconds):
+    def line(self, k, loss, grad_norm, evaluations, seconds, terms=None):
+        """``terms``: (name, value) of the loss's parts at the iterate, shown when
+        there are several data terms (their values include their weights)."""
         if not self.enabled or (not self.tty and k % 10 and k != 1):
             return
         norm = "" if grad_norm is None else f"  |g| {grad_norm:.3g}"
         text = (f"iter {k:>{self.width}}  loss {loss:.6g}{norm}  "
                 f"evals {evaluations}  {seconds:.1f}s")
+        if terms and sum(name not in ("l1", "l2") for name, _ in terms) > 1:
+            text += "  (" + ", ".join(f"{name} {value:.4g}" for name, value in terms) + ")"
         end = "\r" if self.tty else "\n"
         print(text.ljust(70), end=end, file=sys.stderr, flush=True)
 
