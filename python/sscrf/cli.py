@@ -12,6 +12,7 @@ import re
 import sys
 import time
 import warnings
+from typing import NamedTuple, Optional
 
 from .errors import SscrfError
 
@@ -105,6 +106,11 @@ def build_parser():
         sub.add_argument("--label-column", metavar="NAME", default=None,
                          help="CoNLL-U column holding the label (default: upos); "
                               "one of id form lemma upos xpos feats head deprel deps misc")
+
+    def model_threads_option(sub):
+        sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
+                         help="threads (default: the model's setting, every core unless it "
+                              "was trained with --threads); results do not depend on it")
 
     # train
     sub = command(
@@ -203,9 +209,7 @@ def build_parser():
                           "column gives each token's allowed labels: a label, a set 'A|B' or "
                           "'*' (any label)")
     conllu_options(sub, "FILE")
-    sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
-                     help="threads (default: the model's setting, every core unless it was "
-                          "trained with --threads); results do not depend on it")
+    model_threads_option(sub)
     sub.set_defaults(func=_cmd_tag)
 
     # eval
@@ -223,9 +227,7 @@ def build_parser():
     sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
                      help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
     conllu_options(sub, "FILE (with -m)")
-    sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
-                     help="threads (default: the model's setting, every core unless it was "
-                          "trained with --threads); results do not depend on it")
+    model_threads_option(sub)
     sub.set_defaults(func=_cmd_eval)
 
     # dump
@@ -285,9 +287,7 @@ def build_parser():
     sub.add_argument("--seed", type=int, default=None,
                      help="random seed for random and quota_sampling")
     conllu_options(sub, "FILE")
-    sub.add_argument("--threads", type=_positive_int, default=None, metavar="N",
-                     help="threads (default: the model's setting, every core unless it was "
-                          "trained with --threads); results do not depend on it")
+    model_threads_option(sub)
     sub.set_defaults(func=_cmd_select)
     return parser
 
@@ -352,9 +352,18 @@ def _file_name(path):
     return "<stdin>" if path == "-" else path
 
 
+class _ToTag(NamedTuple):
+    """A sentence of FILE: what the model reads, what the output shows, and more."""
+
+    tokens: list            # the model's token columns
+    shown: list             # the columns written out
+    gold: Optional[list]    # the gold labels, when FILE has them
+    line: int               # the sentence's first line in FILE
+    allowed: Optional[list] = None  # per token, the labels --constraints allows
+
+
 def _sentences_to_tag(path, model, model_path, args, need_gold=False):
-    """FILE's sentences as they are read: (model tokens, output tokens, gold
-    labels or None, first line number) for each."""
+    """FILE's sentences as they are read, as _ToTag."""
     from .io import _conll_sentences, _conllu_indices, _conllu_sentences
 
     expected = _model_columns(model, model_path)
@@ -364,7 +373,7 @@ def _sentences_to_tag(path, model, model_path, args, need_gold=False):
                              "CoNLL-U input gives one (FORM)")
         columns = _conllu_indices(_label_column(args), ("form",))
         for lineno, sentence, gold in _conllu_sentences(_readable(path), *columns, "utf-8"):
-            yield sentence, [[_no_spaces(token[0])] for token in sentence], gold, lineno
+            yield _ToTag(sentence, [[_no_spaces(token[0])] for token in sentence], gold, lineno)
         return
     _label_column(args)
     with_gold = None
@@ -383,17 +392,17 @@ def _sentences_to_tag(path, model, model_path, args, need_gold=False):
                                  f"{expected + 1} (a gold label after them)")
         if with_gold:
             tokens = [token[:-1] for token in sentence]
-            yield tokens, tokens, [token[-1] for token in sentence], lineno
+            yield _ToTag(tokens, tokens, [token[-1] for token in sentence], lineno)
         else:
-            yield sentence, sentence, None, lineno
+            yield _ToTag(sentence, sentence, None, lineno)
 
 
 def _batches(items):
-    """Lists of consecutive items (sentences first) of about _BATCH_TOKENS tokens."""
+    """Lists of consecutive _ToTag of about _BATCH_TOKENS tokens."""
     batch, size = [], 0
     for item in items:
         batch.append(item)
-        size += len(item[0])
+        size += len(item.tokens)
         if size >= _BATCH_TOKENS:
             yield batch
             batch, size = [], 0
@@ -407,7 +416,7 @@ def _read_for_tagging(path, model, model_path, args):
 
     with _gc_paused():
         sentences = list(_sentences_to_tag(path, model, model_path, args))
-    return [item[0] for item in sentences], [item[3] for item in sentences]
+    return [item.tokens for item in sentences], [item.line for item in sentences]
 
 
 def _no_spaces(form):
@@ -577,10 +586,10 @@ def _cmd_tag(args):
 
     def write(f):
         for batch in _batches(sentences):
-            tokens, shown, gold = ([item[k] for item in batch] for k in range(3))
-            if gold[0] is None:
-                gold = None
-            allowed = None if args.constraints is None else [item[4] for item in batch]
+            tokens = [item.tokens for item in batch]
+            shown = [item.shown for item in batch]
+            gold = None if batch[0].gold is None else [item.gold for item in batch]
+            allowed = None if args.constraints is None else [item.allowed for item in batch]
             if args.nbest > 1:
                 nbest = model.predict_nbest(tokens, args.nbest, allowed=allowed)
                 f.write(_nbest_text(nbest, shown, gold))
@@ -611,11 +620,11 @@ def _with_constraints(sentences, path, model, file):
             raise SscrfError(f"{path}: {count} sentences, but {file} has "
                              f"{count + 1 + sum(1 for _ in sentences)}")
         lineno, _, allowed = found
-        if len(allowed) != len(item[0]):
+        if len(allowed) != len(item.tokens):
             raise SscrfError(f"{path}:{lineno}: sentence {count + 1} has {len(allowed)} "
-                             f"tokens, but {len(item[0])} in {file}")
+                             f"tokens, but {len(item.tokens)} in {file}")
         count += 1
-        yield (*item, allowed)
+        yield item._replace(allowed=allowed)
     rest = sum(1 for _ in constraints)
     if rest:
         raise SscrfError(f"{path}: {count + rest} sentences, but {file} has {count}")
@@ -644,8 +653,8 @@ def _cmd_eval(args):
         sentences = _sentences_to_tag(args.file, model, args.model, args, need_gold=True)
         with _gc_paused():
             for batch in _batches(sentences):
-                predicted += model.predict([item[0] for item in batch])
-                gold += [item[2] for item in batch]
+                predicted += model.predict([item.tokens for item in batch])
+                gold += [item.gold for item in batch]
     else:
         if args.conllu:
             raise SscrfError("a CoNLL-U file holds no predictions; use --conllu with -m MODEL")
@@ -750,6 +759,8 @@ def _cmd_select(args):
 
     if args.model is None and args.strategy not in ("random", "quota_sampling"):
         raise SscrfError(f"--strategy {args.strategy} needs --model")
+    if args.per_token and args.strategy not in ("sequence_entropy", "token_entropy"):
+        raise SscrfError("--per-token is for --strategy sequence_entropy or token_entropy")
     model = None
     if args.model is not None:  # the model's token columns, without a gold column
         model = _load_model(args.model, args.threads)
@@ -765,8 +776,6 @@ def _cmd_select(args):
         log_q = NgramModel(n=args.order).fit(first).log_probs(first)
     options = {"width": args.width} if args.strategy == "most_uncertain_span" else {}
     if args.per_token:
-        if args.strategy not in ("sequence_entropy", "token_entropy"):
-            raise SscrfError("--per-token is for --strategy sequence_entropy or token_entropy")
         options = ({"normalize": True} if args.strategy == "sequence_entropy"
                    else {"aggregate": "mean"})
     indices, scores = select(model, tokens, args.strategy, args.m, log_q=log_q,

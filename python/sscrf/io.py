@@ -230,10 +230,15 @@ def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding
         from the file's first token line, a label line with no token column,
         an empty member in a label set, or a label outside ``labels``.
     """
+    return _collect(_conll_sentences(path, has_labels, label_sets, labels, encoding),
+                    has_labels)
+
+
+def _collect(sentences, has_labels):
+    """A ConllCorpus of the ``(first line, tokens, labels)`` a reader yields."""
     tokens, all_labels, lines = [], [], []
     with _gc_paused():
-        for lineno, sent_tokens, sent_labels in _conll_sentences(
-                path, has_labels, label_sets, labels, encoding):
+        for lineno, sent_tokens, sent_labels in sentences:
             tokens.append(sent_tokens)
             all_labels.append(sent_labels)
             lines.append(lineno)
@@ -544,14 +549,7 @@ def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding=
         decimal; also for unknown column names.
     """
     tok_idx, lab_idx = _conllu_indices(label_column, token_columns)
-    tokens, all_labels, lines = [], [], []
-    with _gc_paused():
-        for lineno, sent_tokens, sent_labels in _conllu_sentences(path, tok_idx, lab_idx,
-                                                                  encoding):
-            tokens.append(sent_tokens)
-            all_labels.append(sent_labels)
-            lines.append(lineno)
-    return ConllCorpus(tokens, None if lab_idx is None else all_labels, lines)
+    return _collect(_conllu_sentences(path, tok_idx, lab_idx, encoding), lab_idx is not None)
 
 
 def _conllu_indices(label_column, token_columns):

@@ -786,9 +786,7 @@ class CRF:
             S = len(labels)
             model.row_ptr_, model.label_ids_, model.coef_ = _stored_weights(meta, arrays,
                                                                             n_attr, S)
-            if (model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1
-                    or model.coef_.ndim != 1
-                    or len(model.coef_) != len(model.label_ids_) + S * S + 2 * S):
+            if model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1:
                 raise SscrfError("array sizes do not match the vocabulary and labels")
             if not np.all(np.isfinite(model.coef_)):
                 raise SscrfError("non-finite weights")
@@ -1018,6 +1016,11 @@ def _compile(features, labels=None, weights=None, mask=None, n_labels=None):
     return _partial.compile_corpus(features, labels, weights, mask, n_labels=n_labels)
 
 
+def _every_pair_layout(A, S):
+    """``row_ptr`` and ``label_ids`` of every (attribute, label) pair, in label order."""
+    return np.arange(A + 1, dtype=np.int64) * S, np.tile(np.arange(S, dtype=np.int32), A)
+
+
 def _is_every_pair(row_ptr, label_ids, S):
     """Whether a layout holds every (attribute, label) pair in label order (``dense``)."""
     A = len(row_ptr) - 1
@@ -1057,8 +1060,7 @@ def _stored_weights(meta, arrays, n_attr, S):
     elif arrays["coef"].ndim != 1 or len(arrays["coef"]) != expected:
         raise SscrfError("array sizes do not match the vocabulary and labels")
     if every_pair:
-        row_ptr = np.arange(n_attr + 1, dtype=np.int64) * S
-        label_ids = np.tile(np.arange(S, dtype=np.int32), n_attr)
+        row_ptr, label_ids = _every_pair_layout(n_attr, S)
     else:
         row_ptr, label_ids = arrays["row_ptr"], arrays["label_ids"]
     if not listed:
@@ -1100,9 +1102,7 @@ def _layout_arrays(features, token_labels, S, feature_set):
     """
     A = features.n_attributes
     if feature_set == "dense":
-        row_ptr = np.arange(A + 1, dtype=np.int64) * S
-        label_ids = np.tile(np.arange(S, dtype=np.int32), A)
-        return row_ptr, label_ids
+        return _every_pair_layout(A, S)
     indptr, indices = features.indptr, features.indices
     n = features.n_tokens
     present = np.zeros(A * S, dtype=bool) if A * S <= max(4 * len(indices), 1 << 24) else None
