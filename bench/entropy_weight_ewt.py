@@ -22,15 +22,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sscrf  # noqa: E402
+import _common  # noqa: E402
 from _common import machine_line  # noqa: E402
 from ge_pos import token_features  # noqa: E402
 from sscrf.io import read_conllu  # noqa: E402
 
+DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "ud-english-ewt")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                       "shared", "data", "ud-english-ewt"))
+    parser.add_argument("--data", default=DEFAULT_DATA)
     parser.add_argument("--labeled", type=int, default=100)
     parser.add_argument("--unlabeled", type=int, default=3000)
     args = parser.parse_args()

@@ -27,7 +27,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
 from _common import machine_line, median, run_child  # noqa: E402
+
+DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
 
 AT_ONCE = """
 import sys
@@ -44,8 +47,7 @@ write_conll(out, tokens, gold, model.predict(tokens))
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
-                                                       "shared", "data", "conll2000"))
+    parser.add_argument("--data", default=DEFAULT_DATA)
     parser.add_argument("--copies", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-iterations", type=int, default=30)
