@@ -19,14 +19,17 @@ import numpy as np
 from . import _core, serialization
 from . import constraints as _constraints
 from . import partial as _partial
+from .corpus import compile_corpus
 from .errors import SscrfError
 from .features import FeatureExtractor, default_templates
+from .inputs import (MAX_THREADS, check_labeled, check_sample_weight, check_sentences,
+                     check_threads, check_unlabeled, encode_labels, is_integer, is_number)
+from .layout import SLICE_TOKENS, ParameterLayout
 from .objectives import OBJECTIVES, Objective
 from .optimize import STOP_CALLBACK, STOP_INTERRUPTED
 from .trainer import minimize
 
 FEATURE_SETS = ("auto", "observed", "dense")
-MAX_THREADS = 1024  # more threads than cores is fine; far more exhausts the OS
 _MODEL_KIND = "sscrf.CRF"
 _STOPPED = (STOP_INTERRUPTED, STOP_CALLBACK)  # stop reasons that end a fit
 
@@ -243,8 +246,8 @@ class CRF:
         """
         started = time.perf_counter()
         self._check_hyperparameters()
-        X, y = _check_labeled(X, y, allow_empty_corpus=True, partial=True)
-        unlabeled = None if X_unlabeled is None else _check_unlabeled(X_unlabeled)
+        X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
+        unlabeled = None if X_unlabeled is None else check_unlabeled(X_unlabeled)
         use_entropy = self.entropy_weight > 0 and bool(unlabeled)
         use_ge = constraints is not None
         if not X and not unlabeled:
@@ -268,7 +271,7 @@ class CRF:
         if unlabeled and not (use_entropy or use_ge):
             raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0, "
                              "or ge_weight > 0 and give constraints")
-        weights = _check_sample_weight(sample_weight, len(X))
+        weights = check_sample_weight(sample_weight, len(X))
         if isinstance(init, (str, os.PathLike)):
             init = CRF.load(init)
         elif init is self:
@@ -296,7 +299,7 @@ class CRF:
         self.extractor_ = FeatureExtractor(templates, self.min_freq)
         corpora = [X] + ([unlabeled] if use_entropy or use_ge else [])
         features = self.extractor_.fit_transform(*corpora)
-        token_labels = _encode_labels(y, label_index)
+        token_labels = encode_labels(y, label_index)
         self.feature_set_ = self.feature_set
         if self.feature_set == "auto":
             self.feature_set_ = "dense" if use_entropy or use_ge else "observed"
@@ -305,8 +308,9 @@ class CRF:
                              f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
                              "on unlabeled data train every attribute with every label; use "
                              "'dense' or 'auto'")
-        self.row_ptr_, self.label_ids_ = _layout_arrays(
-            features[0], token_labels, len(self.classes_), self.feature_set_)
+        parameters = ParameterLayout.for_feature_set(features[0], token_labels,
+                                                     len(self.classes_), self.feature_set_)
+        self.row_ptr_, self.label_ids_ = parameters.row_ptr, parameters.label_ids
         layout = self._layout()
         if self.verbose:  # before the first evaluation: what the model will hold
             print(f"features: {len(self.extractor_.attributes_):,} attributes, "
@@ -319,7 +323,7 @@ class CRF:
             supervised, partial_terms = _partial.labeled_terms(
                 features[0], y, label_index, weights, layout, n_threads, token_labels)
         terms = list(supervised) + partial_terms
-        unlabeled_corpus = (_compile(features[1], n_labels=layout.n_labels)
+        unlabeled_corpus = (compile_corpus(features[1], n_labels=layout.n_labels)
                             if use_entropy or use_ge else None)
         if use_entropy:
             terms.append(OBJECTIVES["entropy"](unlabeled_corpus, layout, n_threads,
@@ -394,11 +398,11 @@ class CRF:
     def _check_hyperparameters(self):
         for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight"):
             value = getattr(self, name)
-            if not (_is_number(value) and np.isfinite(value) and value >= 0):
+            if not (is_number(value) and np.isfinite(value) and value >= 0):
                 raise SscrfError(f"{name} must be a finite number ≥ 0, not {value!r}")
         for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
             value = getattr(self, name)
-            if not (_is_integer(value) and value >= least):
+            if not (is_integer(value) and value >= least):
                 raise SscrfError(f"{name} must be an integer ≥ {least}, not {value!r}")
         if self.entropy_method not in ("fast", "jiao"):
             raise SscrfError(f"entropy_method must be 'fast' or 'jiao', not {self.entropy_method!r}")
@@ -409,17 +413,7 @@ class CRF:
         self._threads()
 
     def _threads(self):
-        n = self.n_threads
-        if n is None:
-            # the CPUs this process may run on (a container or taskset may allow fewer)
-            try:
-                return max(1, len(os.sched_getaffinity(0)))
-            except AttributeError:
-                return os.cpu_count() or 1
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_THREADS:
-            raise SscrfError(f"n_threads must be a positive integer (at most {MAX_THREADS}) or "
-                             f"None, not {n!r}")
-        return int(n)
+        return check_threads(self.n_threads)
 
     def _label_set(self, y):
         if self.labels is not None:
@@ -441,33 +435,13 @@ class CRF:
 
     def _warm_start(self, init, theta):
         init._check_fitted()
-        old_index = init.extractor_.attributes_
         new_index = self.extractor_.attribute_index()
-        old_to_new_attr = np.array([new_index.get(a, -1) for a in old_index], dtype=np.int64)
+        old_to_new_attr = np.array([new_index.get(a, -1) for a in init.extractor_.attributes_],
+                                   dtype=np.int64)
         label_map = {label: i for i, label in enumerate(self.classes_)}
         old_to_new_label = np.array([label_map.get(l, -1) for l in init.classes_], dtype=np.int64)
-        S_old, S = len(init.classes_), len(self.classes_)
-        n_old = len(init.label_ids_)
-        old_attr = np.repeat(np.arange(len(old_index)), np.diff(init.row_ptr_))
-        new_attr = old_to_new_attr[old_attr]
-        new_label = old_to_new_label[init.label_ids_]
-        ok = (new_attr >= 0) & (new_label >= 0)
-        keys = _layout_keys(self.row_ptr_, self.label_ids_, S)
-        wanted = new_attr[ok] * S + new_label[ok]
-        pos = np.searchsorted(keys, wanted)
-        pos = np.minimum(pos, max(len(keys) - 1, 0))
-        hit = (len(keys) > 0) & (keys[pos] == wanted) if len(keys) else np.zeros(0, bool)
-        theta[pos[hit]] = init.coef_[:n_old][ok][hit]
-        # transitions, start and end of shared labels
-        nw = len(self.label_ids_)
-        T_old = init.coef_[n_old:n_old + S_old * S_old].reshape(S_old, S_old)
-        T_new = theta[nw:nw + S * S].reshape(S, S)
-        both = np.flatnonzero(old_to_new_label >= 0)
-        T_new[np.ix_(old_to_new_label[both], old_to_new_label[both])] = T_old[np.ix_(both, both)]
-        for k in (1, 2):  # start, end
-            old = init.coef_[n_old + S_old * S_old + (k - 1) * S_old:][:S_old]
-            new = theta[nw + S * S + (k - 1) * S:][:S]
-            new[old_to_new_label[both]] = old[both]
+        self.layout_.warm_start(theta, init.layout_, init.coef_, old_to_new_attr,
+                                old_to_new_label)
 
     # -- inference ----------------------------------------------------------
 
@@ -567,17 +541,17 @@ class CRF:
         if y is None:
             # the Viterbi labels as ids, on the features extracted once (as
             # predict() finds them; active learning's least_confidence)
-            features = self.extractor_.transform(_check_sentences(X, "X"))
-            labels, _ = _core.viterbi_corpus(_compile(features), self._layout(), self.coef_,
+            features = self.extractor_.transform(check_sentences(X, "X"))
+            labels, _ = _core.viterbi_corpus(compile_corpus(features), self._layout(), self.coef_,
                                              self._threads())
-            corpus = _compile(features, labels=labels)
+            corpus = compile_corpus(features, labels=labels)
             return _core.log_probability_corpus(corpus, self._layout(), self.coef_,
                                                 self._threads())
-        X, y = _check_labeled(X, y, allow_empty_sentences=True)
+        X, y = check_labeled(X, y, allow_empty_sentences=True)
         label_index = {label: i for i, label in enumerate(self.classes_)}
         features = self.extractor_.transform(X)
-        token_labels = _encode_labels(y, label_index, unknown="error")
-        corpus = _compile(features, labels=token_labels)
+        token_labels = encode_labels(y, label_index, unknown="error")
+        corpus = compile_corpus(features, labels=token_labels)
         return _core.log_probability_corpus(corpus, self._layout(), self.coef_, self._threads())
 
     # -- uncertainty (for active learning) ------------------------------------
@@ -640,7 +614,7 @@ class CRF:
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors."""
-        X, y = _check_labeled(X, y, allow_empty_sentences=True)
+        X, y = check_labeled(X, y, allow_empty_sentences=True)
         predicted = self.predict(X)
         total = sum(len(s) for s in y)
         if total == 0:
@@ -665,8 +639,8 @@ class CRF:
     def state_features_(self):
         """dict (attribute, label) → weight, non-zero weights only."""
         self._check_fitted()
-        attrs = np.repeat(np.arange(len(self.row_ptr_) - 1), np.diff(self.row_ptr_))
-        w = self.coef_[:len(self.label_ids_)]
+        attrs = self.layout_.attribute_of_pairs()
+        w = self.layout_.split(self.coef_)[0]
         names, classes = self.extractor_.attributes_, self.classes_
         return {(names[a], classes[l]): float(v)
                 for a, l, v in zip(attrs.tolist(), self.label_ids_.tolist(), w.tolist()) if v != 0.0}
@@ -684,28 +658,25 @@ class CRF:
     def transitions_(self):
         """(S, S) transition weights, [previous, next]."""
         self._check_fitted()
-        nw, S = len(self.label_ids_), len(self.classes_)
-        return self.coef_[nw:nw + S * S].reshape(S, S)
+        return self.layout_.split(self.coef_)[1]
 
     @property
     def start_weights_(self):
         """(S,) weights of each label at the first token."""
         self._check_fitted()
-        nw, S = len(self.label_ids_), len(self.classes_)
-        return self.coef_[nw + S * S:nw + S * S + S]
+        return self.layout_.split(self.coef_)[2]
 
     @property
     def end_weights_(self):
         """(S,) weights of each label at the last token."""
         self._check_fitted()
-        nw, S = len(self.label_ids_), len(self.classes_)
-        return self.coef_[nw + S * S + S:]
+        return self.layout_.split(self.coef_)[3]
 
     @property
     def n_active_features_(self):
         """Number of non-zero state weights (what L1 prunes)."""
         self._check_fitted()
-        return int(np.count_nonzero(self.coef_[:len(self.label_ids_)]))
+        return int(np.count_nonzero(self.layout_.split(self.coef_)[0]))
 
     @property
     def n_parameters_(self):
@@ -735,7 +706,7 @@ class CRF:
             "training": _saved_training_record(getattr(self, "training_", {})),
         }
         arrays = {}
-        if _is_every_pair(self.row_ptr_, self.label_ids_, len(self.classes_)):
+        if self.layout_.is_every_pair:
             meta["layout"] = "every pair"  # rebuilt on load: 4 bytes per weight saved
         else:
             arrays["row_ptr"] = self.row_ptr_.astype(np.int64)
@@ -808,13 +779,21 @@ class CRF:
         if not hasattr(self, "coef_"):
             raise SscrfError("this CRF is not fitted yet; call fit or load a model")
 
-    def _layout(self):
+    @property
+    def layout_(self):
+        """The :class:`sscrf.layout.ParameterLayout` of ``coef_`` (fitted models only)."""
+        if not hasattr(self, "row_ptr_"):
+            self._check_fitted()
         cached = getattr(self, "_layout_cache", None)
         key = (id(self.row_ptr_), id(self.label_ids_))
         if cached is None or cached[0] != key:
-            layout = _core.Layout(self.row_ptr_, self.label_ids_, len(self.classes_))
-            self._layout_cache = (key, layout)
+            self._layout_cache = (key, ParameterLayout(self.row_ptr_, self.label_ids_,
+                                                       len(self.classes_)))
         return self._layout_cache[1]
+
+    def _layout(self):
+        """The compiled layout the kernels read."""
+        return self.layout_.core
 
     def _decoding_inputs(self, X, allowed):
         """Corpus and offsets to decode, with the masks of ``allowed``; also the
@@ -827,9 +806,9 @@ class CRF:
         return corpus, features.offsets, features, inexact
 
     def _compile_inputs(self, X):
-        X = _check_sentences(X, "X")
+        X = check_sentences(X, "X")
         features = self.extractor_.transform(X)
-        return _compile(features), features.offsets
+        return compile_corpus(features), features.offsets
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -839,25 +818,12 @@ class CRF:
 
 # -- helpers ------------------------------------------------------------------
 
-def _check_sentences(X, name):
-    if isinstance(X, (str, bytes, dict)) or not hasattr(X, "__len__"):
-        raise SscrfError(f"{name} must be a list of sentences, not {type(X).__name__}")
-    return list(X)
-
 
 def _shifted_callback(callback, offset):
     """``callback`` with iteration numbers that go on from ``offset``."""
     return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)
 
 
-def _is_number(value):
-    """A real number (numpy's included), not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_integer(value):
-    """An integer (numpy's included), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
 def _same_value(value, default):
@@ -923,60 +889,7 @@ def _ge_constraints(constraints, extractor, unlabeled, classes):
     return constraint_of_attribute, targets, kept
 
 
-def _check_unlabeled(X):
-    X = _check_sentences(X, "X_unlabeled")
-    for s, sentence in enumerate(X):
-        if isinstance(sentence, (str, bytes, dict)) or not hasattr(sentence, "__len__"):
-            raise SscrfError(f"X_unlabeled[{s}] must be a list of tokens")
-        if len(sentence) == 0:
-            raise SscrfError(f"unlabeled sentence {s} is empty; sentences need at least one token")
-    return X
 
-
-def _check_sample_weight(sample_weight, n):
-    if sample_weight is None:
-        return None
-    if isinstance(sample_weight, (str, bytes, dict)):
-        raise SscrfError(f"sample_weight must be an array of {n} numbers, "
-                         f"not {type(sample_weight).__name__}")
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise SscrfError(f"sample_weight must be an array of {n} numbers") from None
-    if w.shape != (n,):
-        raise SscrfError(f"sample_weight must have one weight per sentence ({n}), got shape {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise SscrfError("sample_weight must be finite and non-negative")
-    return w
-
-
-def _check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, partial=False):
-    """With ``partial``, a label may also be a set of labels or None, and a sentence's
-    labels an :class:`sscrf.partial.Alternatives`."""
-    X = _check_sentences(X, "X")
-    y = _check_sentences(y, "y")
-    if len(X) != len(y):
-        raise SscrfError(f"X has {len(X)} sentences but y has {len(y)}")
-    for s, (xs, ys) in enumerate(zip(X, y)):
-        if isinstance(ys, (str, bytes)) or not hasattr(ys, "__len__"):
-            raise SscrfError(f"y[{s}] must be a list of labels, not {type(ys).__name__}")
-        if not hasattr(xs, "__len__") or len(xs) != len(ys):
-            raise SscrfError(f"sentence {s}: {len(xs) if hasattr(xs, '__len__') else '?'} tokens "
-                             f"but {len(ys)} labels")
-        if not allow_empty_sentences and len(xs) == 0:
-            raise SscrfError(f"sentence {s} is empty; training sentences need at least one token")
-        if _partial.is_complete(ys):
-            continue
-        if partial:
-            _partial.check_annotation(ys, len(xs), s)
-            continue
-        for t, label in enumerate(ys):
-            if not isinstance(label, str):
-                raise SscrfError(f"sentence {s}, token {t}: a label must be a string, "
-                                 f"not {type(label).__name__}")
-    if not X and not (allow_empty_sentences or allow_empty_corpus):
-        raise SscrfError("the training data is empty")
-    return X, y
 
 
 def _n_columns(X):
@@ -990,42 +903,8 @@ def _n_columns(X):
     return 1
 
 
-def _encode_labels(y, label_index, unknown="error"):
-    """Label ids per token; −1 where a partial annotation allows more than one label."""
-    out = np.empty(sum(len(s) for s in y), dtype=np.int32)
-    k = 0
-    for s, seq in enumerate(y):
-        if not _partial.is_complete(seq):
-            ids = _partial.sentence_masks(seq, label_index, f"sentence {s}").singleton_ids()
-            out[k:k + len(ids)] = ids
-            k += len(ids)
-            continue
-        ids = [label_index.get(label, -1) for label in seq]
-        if -1 in ids:
-            t = ids.index(-1)
-            raise SscrfError(f"sentence {s}, token {t}: label {seq[t]!r} is not one of the "
-                             f"model's labels")
-        out[k:k + len(ids)] = ids
-        k += len(ids)
-    return out
 
 
-def _compile(features, labels=None, weights=None, mask=None, n_labels=None):
-    """A corpus of ``features``; with ``n_labels``, chunked for training a model of that
-    many labels (smaller chunks past 128 labels, see cpp/corpus.hpp)."""
-    return _partial.compile_corpus(features, labels, weights, mask, n_labels=n_labels)
-
-
-def _every_pair_layout(A, S):
-    """``row_ptr`` and ``label_ids`` of every (attribute, label) pair, in label order."""
-    return np.arange(A + 1, dtype=np.int64) * S, np.tile(np.arange(S, dtype=np.int32), A)
-
-
-def _is_every_pair(row_ptr, label_ids, S):
-    """Whether a layout holds every (attribute, label) pair in label order (``dense``)."""
-    A = len(row_ptr) - 1
-    return (len(label_ids) == A * S and np.array_equal(row_ptr, np.arange(A + 1) * S)
-            and bool((label_ids.reshape(A, S) == np.arange(S)).all()))
 
 
 def _n_weights(meta, arrays):
@@ -1033,7 +912,7 @@ def _n_weights(meta, arrays):
     if "coef" in arrays:
         return arrays["coef"].size
     n = meta.get("n_weights")
-    return n if _is_integer(n) else 0
+    return n if is_integer(n) else 0
 
 
 def _stored_weights(meta, arrays, n_attr, S):
@@ -1055,12 +934,13 @@ def _stored_weights(meta, arrays, n_attr, S):
     expected = n_pairs + S * S + 2 * S
     if listed:
         n = meta.get("n_weights")
-        if not _is_integer(n) or n != expected:
+        if not is_integer(n) or n != expected:
             raise SscrfError(f"weight count {n!r}, but the layout and labels give {expected}")
     elif arrays["coef"].ndim != 1 or len(arrays["coef"]) != expected:
         raise SscrfError("array sizes do not match the vocabulary and labels")
     if every_pair:
-        row_ptr, label_ids = _every_pair_layout(n_attr, S)
+        every = ParameterLayout.every_pair(n_attr, S)
+        row_ptr, label_ids = every.row_ptr, every.label_ids
     else:
         row_ptr, label_ids = arrays["row_ptr"], arrays["label_ids"]
     if not listed:
@@ -1082,50 +962,18 @@ def _weights_from_nonzero(n, index, values):
     return coef
 
 
-def _layout_keys(row_ptr, label_ids, S):
-    attrs = np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
-    return attrs * S + label_ids
+# Old private names that tests outside this module's brief still import; use
+# sscrf.corpus.compile_corpus, sscrf.inputs.encode_labels and
+# sscrf.layout.ParameterLayout.for_feature_set instead.
+_compile = compile_corpus
+_encode_labels = encode_labels
 
 
-_LAYOUT_SLICE_TOKENS = 1 << 16
+_LAYOUT_SLICE_TOKENS = SLICE_TOKENS
 
 
 def _layout_arrays(features, token_labels, S, feature_set):
-    """row_ptr (A+1,) int64 and label_ids (nnz,) int32 of the chosen feature set.
+    layout = ParameterLayout.for_feature_set(features, token_labels, S, feature_set,
+                                             _LAYOUT_SLICE_TOKENS)
+    return layout.row_ptr, layout.label_ids
 
-    ``observed``: the (attribute, label) pairs that co-occur in labeled
-    tokens (``token_labels[t] ≥ 0``); ``dense``: every pair.
-
-    The pairs are collected over slices of tokens, as a presence table of
-    the A·S pairs when that is small next to the corpus, else as sorted keys
-    merged at the end, so that temporaries stay bounded by a slice.
-    """
-    A = features.n_attributes
-    if feature_set == "dense":
-        return _every_pair_layout(A, S)
-    indptr, indices = features.indptr, features.indices
-    n = features.n_tokens
-    present = np.zeros(A * S, dtype=bool) if A * S <= max(4 * len(indices), 1 << 24) else None
-    parts = []
-    for t0 in range(0, n, _LAYOUT_SLICE_TOKENS):
-        t1 = min(t0 + _LAYOUT_SLICE_TOKENS, n)
-        labels = np.repeat(token_labels[t0:t1], np.diff(indptr[t0:t1 + 1]))
-        keep = labels >= 0
-        keys = indices[indptr[t0]:indptr[t1]][keep].astype(np.int64)
-        keys *= S
-        keys += labels[keep]
-        if present is not None:
-            present[keys] = True
-        else:
-            parts.append(np.unique(keys))
-        del labels, keep, keys
-    if present is not None:
-        keys = np.flatnonzero(present)
-        del present
-    else:
-        keys = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-        del parts
-    counts = np.bincount(keys // S, minlength=A)
-    row_ptr = np.zeros(A + 1, dtype=np.int64)
-    np.cumsum(counts, out=row_ptr[1:])
-    return row_ptr, (keys % S).astype(np.int32)

@@ -10,16 +10,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import lattice
+from .inputs import check_sentences
 
 __all__ = ["nbest_from_model"]
 
 
 def _potentials(model, X):
     """Emissions of every token (n_tokens, S), offsets, and T, start, end."""
-    from .model import _check_sentences  # the model's own check of X
-
     model._check_fitted()
-    X = _check_sentences(X, "X")
+    X = check_sentences(X, "X")
     S = len(model.classes_)
     n_weights = len(model.label_ids_)
     n_attributes = len(model.row_ptr_) - 1

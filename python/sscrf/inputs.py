@@ -1,0 +1,260 @@
+"""Validation of what users pass in, and label encoding: each check lives here once.
+
+A bad value raises :class:`sscrf.errors.SscrfError`, a value of the wrong
+type :class:`sscrf.errors.SscrfTypeError` (see :mod:`sscrf.errors`). The
+helpers return the value in the form the caller uses (an ``int`` for an
+integer, a list for sentences).
+
+Imports numpy, :mod:`sscrf.errors` and :mod:`sscrf.annotations` (the
+annotation types a label list may hold) only.
+"""
+
+import math
+import numbers
+import os
+
+import numpy as np
+
+from .annotations import check_annotation, is_complete, sentence_masks
+from .errors import SscrfError, SscrfTypeError
+
+__all__ = [
+    "ENTROPY_METHODS",
+    "MAX_THREADS",
+    "SUM_TOLERANCE",
+    "available_cores",
+    "check_choice",
+    "check_integer",
+    "check_label_list",
+    "check_labeled",
+    "check_number",
+    "check_positive_number",
+    "check_sample_weight",
+    "check_sentences",
+    "check_threads",
+    "check_unlabeled",
+    "check_writable",
+    "encode_labels",
+    "is_integer",
+    "is_number",
+]
+
+#: How far a distribution (a constraint's target, a GE target row) may sum
+#: from 1: hand-written thirds, 0.333333 each, sum to 0.999999.
+SUM_TOLERANCE = 1e-4
+
+#: More threads than cores is fine; far more exhausts the OS.
+MAX_THREADS = 1024
+
+#: The gradients of the entropy term: the O(n S²) covariance kernel, or Jiao
+#: et al.'s O(n² S³) nested programme (a reference).
+ENTROPY_METHODS = ("fast", "jiao")
+
+
+# -- numbers ---------------------------------------------------------------------------
+
+
+def is_integer(value):
+    """An integer (numpy's included), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value):
+    """A real number (numpy's included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _integer_rule(minimum, maximum):
+    if minimum == 1 and maximum is None:
+        return "a positive integer"
+    if maximum is None:
+        return "an integer" if minimum is None else f"an integer ≥ {minimum}"
+    if minimum is None:
+        return f"an integer ≤ {maximum}"
+    return f"an integer in [{minimum}, {maximum}]"
+
+
+def check_integer(value, name, minimum=None, maximum=None):
+    """``value`` as an ``int``: an integer (not a bool) within [minimum, maximum].
+
+    Raises SscrfTypeError for another type, SscrfError out of range; both
+    messages name ``name`` and the value given.
+    """
+    if not is_integer(value):
+        raise SscrfTypeError(f"{name} must be {_integer_rule(minimum, maximum)}, not {value!r}")
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise SscrfError(f"{name} must be {_integer_rule(minimum, maximum)}, not {value!r}")
+    return int(value)
+
+
+def check_number(value, name, minimum=None, maximum=None):
+    """``value`` as a ``float``: a finite real number (not a bool) within [minimum, maximum]."""
+    rule = "a finite number" + (f" ≥ {minimum:g}" if minimum is not None else "") \
+        + (f" ≤ {maximum:g}" if maximum is not None else "")
+    if not is_number(value):
+        raise SscrfTypeError(f"{name} must be {rule}, not {value!r}")
+    if (not math.isfinite(value) or (minimum is not None and value < minimum)
+            or (maximum is not None and value > maximum)):
+        raise SscrfError(f"{name} must be {rule}, not {value!r}")
+    return float(value)
+
+
+def check_positive_number(value, name):
+    """``value`` as a ``float``: a finite real number > 0."""
+    if not is_number(value):
+        raise SscrfTypeError(f"{name} must be a finite number > 0, not {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise SscrfError(f"{name} must be a finite number > 0, not {value!r}")
+    return float(value)
+
+
+def check_choice(value, name, choices):
+    """``value`` if it is one of ``choices`` (strings), else SscrfError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        listed = " or ".join(map(repr, choices)) if len(choices) == 2 else \
+            f"one of {tuple(choices)}"
+        raise SscrfError(f"{name} must be {listed}, not {value!r}")
+    return value
+
+
+def available_cores():
+    """The CPUs this process may run on (a container or taskset may allow fewer)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def check_threads(n_threads, allow_none=True):
+    """A thread count as an ``int`` in [1, MAX_THREADS]; None (when allowed) is every core."""
+    if n_threads is None and allow_none:
+        return available_cores()
+    rule = (f"a positive integer (at most {MAX_THREADS})" + (" or None" if allow_none else ""))
+    if not is_integer(n_threads):
+        raise SscrfTypeError(f"n_threads must be {rule}, not {n_threads!r}")
+    if not 1 <= n_threads <= MAX_THREADS:
+        raise SscrfError(f"n_threads must be {rule}, not {n_threads!r}")
+    return int(n_threads)
+
+
+# -- files -----------------------------------------------------------------------------
+
+
+def check_writable(path):
+    """Raise SscrfError now if ``path`` could not be written later (before a long run)."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise SscrfError(f"{path}: is a directory")
+    if not os.path.isdir(directory):
+        raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise SscrfError(f"{path}: cannot write, folder {directory} is not writable")
+
+
+# -- sentences and labels ----------------------------------------------------------------
+
+
+def _is_sequence(value):
+    return not isinstance(value, (str, bytes, dict)) and hasattr(value, "__len__")
+
+
+def check_sentences(X, name):
+    """``X`` as a list of sentences (anything sized but a string or a dict)."""
+    if not _is_sequence(X):
+        raise SscrfTypeError(f"{name} must be a list of sentences, not {type(X).__name__}")
+    return list(X)
+
+
+def check_unlabeled(X, name="X_unlabeled"):
+    """Unlabeled sentences for training: a list of non-empty token lists."""
+    X = check_sentences(X, name)
+    for s, sentence in enumerate(X):
+        if not _is_sequence(sentence):
+            raise SscrfTypeError(f"{name}[{s}] must be a list of tokens")
+        if len(sentence) == 0:
+            raise SscrfError(f"unlabeled sentence {s} is empty; sentences need at least one token")
+    return X
+
+
+def check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, partial=False):
+    """``(X, y)`` as lists, one label per token. With ``partial``, a label may also be a
+    set of labels or None, and a sentence's labels an :class:`sscrf.annotations.Alternatives`."""
+    X = check_sentences(X, "X")
+    y = check_sentences(y, "y")
+    if len(X) != len(y):
+        raise SscrfError(f"X has {len(X)} sentences but y has {len(y)}")
+    for s, (xs, ys) in enumerate(zip(X, y)):
+        if isinstance(ys, (str, bytes)) or not hasattr(ys, "__len__"):
+            raise SscrfTypeError(f"y[{s}] must be a list of labels, not {type(ys).__name__}")
+        if not hasattr(xs, "__len__") or len(xs) != len(ys):
+            raise SscrfError(f"sentence {s}: {len(xs) if hasattr(xs, '__len__') else '?'} tokens "
+                             f"but {len(ys)} labels")
+        if not allow_empty_sentences and len(xs) == 0:
+            raise SscrfError(f"sentence {s} is empty; training sentences need at least one token")
+        if is_complete(ys):
+            continue
+        if partial:
+            check_annotation(ys, len(xs), s)
+            continue
+        for t, label in enumerate(ys):
+            if not isinstance(label, str):
+                raise SscrfTypeError(f"sentence {s}, token {t}: a label must be a string, "
+                                     f"not {type(label).__name__}")
+    if not X and not (allow_empty_sentences or allow_empty_corpus):
+        raise SscrfError("the training data is empty")
+    return X, y
+
+
+def check_label_list(labels, name="labels"):
+    """A list of distinct label strings (a model's label set)."""
+    if isinstance(labels, (str, bytes)):
+        raise SscrfTypeError(f"{name}= must be a list of label strings, not one string")
+    if not hasattr(labels, "__iter__"):
+        raise SscrfTypeError(f"{name}= must be a list of label strings, not "
+                             f"{type(labels).__name__}")
+    labels = list(labels)
+    if not all(isinstance(label, str) for label in labels):
+        raise SscrfTypeError(f"{name} must be distinct strings")
+    if len(set(labels)) != len(labels):
+        raise SscrfError(f"{name} must be distinct strings")
+    return labels
+
+
+def check_sample_weight(sample_weight, n):
+    """Per-sentence weights as a float64 array (n,), finite and ≥ 0; None stays None."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, (str, bytes, dict)):
+        raise SscrfTypeError(f"sample_weight must be an array of {n} numbers, "
+                             f"not {type(sample_weight).__name__}")
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SscrfTypeError(f"sample_weight must be an array of {n} numbers") from None
+    if w.shape != (n,):
+        raise SscrfError(f"sample_weight must have one weight per sentence ({n}), got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise SscrfError("sample_weight must be finite and non-negative")
+    return w
+
+
+def encode_labels(y, label_index, unknown="error"):
+    """Label ids per token (int32, all sentences one after another); −1 where a partial
+    annotation allows more than one label. A label outside ``label_index`` raises."""
+    out = np.empty(sum(len(s) for s in y), dtype=np.int32)
+    k = 0
+    for s, seq in enumerate(y):
+        if not is_complete(seq):
+            ids = sentence_masks(seq, label_index, f"sentence {s}").singleton_ids()
+            out[k:k + len(ids)] = ids
+            k += len(ids)
+            continue
+        ids = [label_index.get(label, -1) for label in seq]
+        if -1 in ids:
+            t = ids.index(-1)
+            raise SscrfError(f"sentence {s}, token {t}: label {seq[t]!r} is not one of the "
+                             f"model's labels")
+        out[k:k + len(ids)] = ids
+        k += len(ids)
+    return out
