@@ -19,7 +19,10 @@ from hypothesis import strategies as st
 
 from sscrf import _core
 from sscrf.errors import SscrfError
-from sscrf.features import FeatureExtractor, Features, _flatten_corpus, _is_ones
+from sscrf.features import FeatureExtractor, Features
+from sscrf.features.csr import is_ones as _is_ones
+from sscrf.features.dicts import dict_pairs
+from sscrf.features.sentences import flatten_corpus as _flatten_corpus
 
 
 # -- the former Python path ---------------------------------------------------
@@ -57,11 +60,10 @@ def reference_csr(rows, ids, values, offsets, n_ids):
 
 def reference_features(X, index, grow):
     """CSR of a dict corpus under ``index`` (a dict, grown in place with ``grow``)."""
-    fx = FeatureExtractor()
     tokens, lengths = _flatten_corpus(X, "")
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    names, values, counts = fx._dict_pairs(tokens, lengths, "")
+    names, values, counts = dict_pairs(tokens, lengths, "")
     ids = reference_intern(index, names, grow)
     rows = np.repeat(np.arange(len(tokens)), counts)
     return reference_csr(rows, ids, np.array(values, dtype=np.float64), offsets, len(index))
@@ -395,13 +397,13 @@ TEMPLATE_CORPUS = [
 @pytest.mark.parametrize("slice_tokens", [1, 2, 3, 7])
 @pytest.mark.parametrize("min_freq", [1, 2])
 def test_template_slices_give_the_whole_corpus_result(slice_tokens, min_freq, monkeypatch):
-    from sscrf import features
+    from sscrf.features import extractor
 
     lines = ["U00:%x[-1,0]", "U01:%x[0,0]/%x[1,1]", "U02:%x[0,1]", "U02:%x[0,1]", "U04:bias"]
     other = [[["He", "NN"], ["unseen", "XX"]]]
     whole = FeatureExtractor(lines, min_freq=min_freq)
     want = whole.fit_transform(TEMPLATE_CORPUS, other)
-    monkeypatch.setattr(features, "_TEMPLATE_SLICE_TOKENS", slice_tokens)
+    monkeypatch.setattr(extractor, "TEMPLATE_SLICE_TOKENS", slice_tokens)
     fx = FeatureExtractor(lines, min_freq=min_freq)
     got = fx.fit_transform(TEMPLATE_CORPUS, other)
     assert fx.attributes_ == whole.attributes_ and fx.n_columns_ == whole.n_columns_

@@ -508,3 +508,10 @@ def test_conllu_bad_id(tmp_path):
     path = write_text(tmp_path, "x\ta\ta\tX\t_\t_\t0\troot\t_\t_\n", "bad.conllu")
     with raises_at(path, 1, "bad ID 'x'"):
         read_conllu(path)
+
+
+def test_a_first_cell_starting_with_a_byte_order_mark_reads_back(tmp_path):
+    path = tmp_path / "bom.conll"
+    write_conll(path, [[["\ufeff"], ["b"]]], [[":", "O"]])
+    corpus = read_conll(path)
+    assert corpus.tokens == [[["\ufeff"], ["b"]]] and corpus.labels == [[":", "O"]]

@@ -500,7 +500,7 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
     if predicted is not None:
         predicted = _check_lengths(tokens, predicted, "predicted labels")
 
-    def write_to(f):
+    def write_to(f, at_start=True):
         for i, sent in enumerate(tokens):
             gold = None if labels is None else labels[i]
             pred = None if predicted is None else predicted[i]
@@ -508,10 +508,20 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
             if rows is None:  # label sets, None, or a bad cell (raises here)
                 rows = [_formatted_row(token, i, j, gold, pred) for j, token in enumerate(sent)]
             rows.append("")
-            f.write("\n".join(map(sep.join, rows)) + "\n")
+            text = "\n".join(map(sep.join, rows)) + "\n"
+            if at_start and text.startswith("\ufeff"):
+                # The readers drop a byte-order mark at the start of a file;
+                # one written before a cell that starts with U+FEFF keeps it.
+                text = "\ufeff" + text
+            at_start = False
+            f.write(text)
 
     if hasattr(path_or_file, "write"):
-        write_to(path_or_file)
+        try:
+            at_start = path_or_file.tell() == 0
+        except (AttributeError, OSError, ValueError):
+            at_start = False
+        write_to(path_or_file, at_start)
         return
     replace_file(path_or_file, write_to, "w", encoding)
 

@@ -1,0 +1,489 @@
+"""FeatureExtractor: sentences of template columns or feature dicts to interned CSR matrices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain
+from operator import itemgetter
+
+import numpy as np
+
+from .. import _core
+from ..errors import SscrfError, SscrfTypeError
+from ..inputs import check_integer, is_integer
+from .csr import Features, csr_from_matrix, is_ones, ones, renumber
+from .dicts import dict_pairs
+from .sentences import flatten_corpus, locate
+from .templates import parse_templates
+from .vocabulary import AttributeCounts, Vocabulary, frequency_order, token_counts
+
+__all__ = ["FeatureExtractor", "TEMPLATE_SLICE_TOKENS"]
+
+# Template extraction runs on slices of whole sentences of about this many
+# tokens, so that its per-token temporaries exist for one slice at a time.
+TEMPLATE_SLICE_TOKENS = 1 << 15
+
+_COLUMN_TOKEN_TYPES = {list, tuple}
+
+
+class FeatureExtractor:
+    """Turns sentences into interned attribute matrices.
+
+    Parameters
+    ----------
+    templates : None, Templates, str or list of str
+        With templates (a ``Templates``, template text or its lines), a token
+        is a list or tuple of column strings and attributes come from the
+        templates. With ``None``, a token is a feature dict:
+
+        - ``"name": "str"`` → attribute ``name=str``, value 1.0;
+        - ``"name": 2.5`` (int or float, finite) → attribute ``name``, value 2.5
+          (an explicit 0 is stored and counts as firing);
+        - ``"name": True`` → ``name`` with 1.0; ``False`` → no attribute;
+        - ``"name": ["a", "b"]`` (list, tuple or set of str) → ``name=a`` and
+          ``name=b``, 1.0 each (a set in sorted order);
+        - ``"name": {"k": v}`` → the same rules under the name ``name:k``
+          (sklearn-crfsuite's flattening), recursively.
+
+        An attribute appearing more than once in a token (e.g. two identical
+        template lines) is stored once with the values summed.
+    min_freq : int
+        Attributes firing at fewer than ``min_freq`` tokens over everything
+        given to :meth:`fit` are dropped from the vocabulary.
+
+    Attributes
+    ----------
+    templates : Templates or None
+    attributes_ : list of str or None
+        Id → attribute string, most frequent first (the number of tokens an
+        attribute occurs in, over every corpus given to ``fit``; ties in order
+        of first occurrence); None before fit.
+    n_columns_ : int or None
+        Template mode: the fewest columns any token given to ``fit`` had
+        (None in dict mode, before fit, or when ``fit`` saw no token).
+
+    Notes
+    -----
+    ``fit_transform`` extracts each sentence once; ``fit`` followed by
+    ``transform`` on the same data extracts it twice.
+    """
+
+    def __init__(self, templates=None, min_freq=1):
+        self.templates = None if templates is None else parse_templates(templates)
+        self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
+        self.attributes_ = None
+        self.n_columns_ = None
+        self._lookup = None  # attribute -> id (_core.AttributeIndex), built when first needed
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_lookup"] = None  # compiled; rebuilt from attributes_ when needed
+        return state
+
+    def __repr__(self):
+        mode = "dicts" if self.templates is None else f"{len(self.templates)} templates"
+        size = "unfitted" if self.attributes_ is None else f"{len(self.attributes_)} attributes"
+        return f"<FeatureExtractor: {mode}, min_freq={self.min_freq}, {size}>"
+
+    # -- public API -----------------------------------------------------------
+
+    def fit(self, *corpora):
+        """Build the vocabulary from all sentences of all given corpora.
+
+        Parameters
+        ----------
+        *corpora : list of sentences
+            E.g. labeled, partially labeled and unlabeled inputs together; the
+            ``min_freq`` cutoff counts over all of them.
+
+        Returns
+        -------
+        self
+        """
+        self._fit(corpora)
+        return self
+
+    def fit_transform(self, *corpora):
+        """Fit on all corpora and return each one's matrix.
+
+        Returns
+        -------
+        list of Features
+            One per corpus, in the order given.
+        """
+        return self._fit(corpora)
+
+    def transform(self, X):
+        """Interned attribute matrix of a corpus.
+
+        Attributes outside the vocabulary (unseen at fit, or cut by
+        ``min_freq``) are ignored.
+
+        Parameters
+        ----------
+        X : list of sentences
+            A sentence is a list or tuple of tokens; it may be empty.
+
+        Returns
+        -------
+        Features
+        """
+        if self.attributes_ is None:
+            raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
+        if self._lookup is None:
+            self._lookup = _core.AttributeIndex(self.attributes_)
+        features, _ = self._features(X, self._lookup, "")
+        return features
+
+    def count(self, *corpora):
+        """Count attributes over all sentences of the given corpora (no fit).
+
+        The first step of building a vocabulary; counts of several shards are
+        merged with :func:`merge_counts` and frozen with
+        :meth:`AttributeCounts.freeze`, see :mod:`sscrf.features.vocabulary`.
+        ``min_freq`` is not applied here.
+
+        Parameters
+        ----------
+        *corpora : list of sentences
+
+        Returns
+        -------
+        AttributeCounts
+        """
+        index, strings, provisional, n_columns = self._provisional(corpora, "count")
+        return AttributeCounts(strings, token_counts(provisional, len(index)), n_columns)
+
+    def set_vocabulary(self, vocabulary):
+        """Take a frozen vocabulary as this extractor's, as ``fit`` would set it.
+
+        Parameters
+        ----------
+        vocabulary : Vocabulary
+
+        Returns
+        -------
+        self
+        """
+        if not isinstance(vocabulary, Vocabulary):
+            raise SscrfTypeError(f"set_vocabulary takes a Vocabulary, not {type(vocabulary).__name__}")
+        self._lookup = vocabulary.index()
+        self.attributes_ = list(vocabulary.attributes)
+        self.n_columns_ = vocabulary.n_columns
+        return self
+
+    def vocabulary(self):
+        """The fitted vocabulary.
+
+        Returns
+        -------
+        Vocabulary
+        """
+        if self.attributes_ is None:
+            raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
+        return Vocabulary(self.attributes_, self.n_columns_)
+
+    def attribute_index(self):
+        """Attribute string → id (a fresh dict).
+
+        Returns
+        -------
+        dict of str to int
+        """
+        if self.attributes_ is None:
+            raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
+        return dict(zip(self.attributes_, range(len(self.attributes_))))
+
+    def attribute_strings(self, sentence):
+        """Per-token attributes of one sentence before interning (no fit needed).
+
+        The same extraction as :meth:`transform`, for debugging and for
+        constraint features ("which attributes fire at this token").
+
+        Parameters
+        ----------
+        sentence : list or tuple of tokens
+
+        Returns
+        -------
+        list of list of (str, float)
+            Entry t lists token t's attributes in template (or dict) order,
+            duplicates kept, without the vocabulary or ``min_freq`` applied.
+        """
+        tokens, lengths = flatten_corpus([sentence], "")
+        if self.templates is not None:
+            columns, _ = self._columns(tokens, lengths, "")
+            factors = self.templates.apply(columns, lengths)
+            return [
+                [(strings[inverse[t]], 1.0) for inverse, _, strings in factors]
+                for t in range(len(tokens))
+            ]
+        names, values, counts = dict_pairs(tokens, lengths, "")
+        out, start = [], 0
+        for count in counts:
+            out.append(list(zip(names[start : start + count], values[start : start + count])))
+            start += count
+        return out
+
+    def to_state(self):
+        """JSON-serialisable state for model files.
+
+        Returns
+        -------
+        dict
+            ``templates`` (list of str, or None in dict mode), ``min_freq``
+            (int), ``attributes`` (list of str, or None before fit) and
+            ``n_columns`` (int or None).
+        """
+        return {
+            "templates": None if self.templates is None else list(self.templates.lines),
+            "min_freq": self.min_freq,
+            "attributes": None if self.attributes_ is None else list(self.attributes_),
+            "n_columns": self.n_columns_,
+        }
+
+    @classmethod
+    def from_state(cls, state):
+        """Rebuild an extractor from :meth:`to_state`'s output, validating it.
+
+        Raises
+        ------
+        SscrfError
+            If the state is malformed (wrong keys or types, repeated attributes).
+        """
+        if not isinstance(state, Mapping):
+            raise SscrfError(f"feature state must be a dict, not {type(state).__name__}")
+        expected = {"templates", "min_freq", "attributes", "n_columns"}
+        if set(state) != expected:
+            raise SscrfError(
+                f"feature state has keys {sorted(state)}, expected {sorted(expected)}"
+            )
+        templates = state["templates"]
+        if templates is not None and not (
+            isinstance(templates, list) and all(isinstance(x, str) for x in templates)
+        ):
+            raise SscrfError("feature state: 'templates' must be a list of str or null")
+        self = cls(templates, state["min_freq"])
+        attributes = state["attributes"]
+        n_columns = state["n_columns"]
+        if n_columns is not None and (not is_integer(n_columns) or n_columns < 0):
+            raise SscrfError(f"feature state: bad 'n_columns' {n_columns!r}")
+        if attributes is not None:
+            if not isinstance(attributes, list) or not all(isinstance(a, str) for a in attributes):
+                raise SscrfError("feature state: 'attributes' must be a list of str or null")
+            try:
+                self._lookup = _core.AttributeIndex(attributes)
+            except ValueError:
+                raise SscrfError("feature state: 'attributes' contains repeated strings") from None
+            self.attributes_ = list(attributes)
+        self.n_columns_ = n_columns
+        return self
+
+    # -- extraction -----------------------------------------------------------
+
+    def _provisional(self, corpora, what):
+        """Each corpus' Features under ids handed out in first-occurrence order.
+
+        Returns
+        -------
+        index : _core.AttributeIndex
+        strings : list of str
+            Id → attribute string.
+        features : list of Features
+        n_columns : int or None
+            Template mode: the fewest columns of any token (None without tokens).
+        """
+        if not corpora:
+            raise SscrfError(f"{what} needs at least one corpus (a list of sentences)")
+        index, strings = _core.AttributeIndex(), []
+        provisional = []
+        n_columns = None
+        for k, corpus in enumerate(corpora):
+            prefix = f"corpus {k}, " if len(corpora) > 1 else ""
+            features, shortest = self._features(corpus, index, prefix, grow=True,
+                                                new_strings=strings)
+            provisional.append(features)
+            if shortest is not None:
+                n_columns = shortest if n_columns is None else min(n_columns, shortest)
+        return index, strings, provisional, n_columns
+
+    def _fit(self, corpora):
+        """Build the vocabulary; return each corpus' Features under it.
+
+        The steps of :meth:`count` and :meth:`AttributeCounts.freeze`, fused
+        so that each sentence is extracted once: the provisional matrices are
+        renumbered instead of extracted again.
+        """
+        index, strings, provisional, n_columns = self._provisional(corpora, "fit")
+        n_ids = len(index)
+        order = frequency_order(token_counts(provisional, n_ids), self.min_freq)
+        new_id = np.full(n_ids, -1, dtype=np.int64)
+        new_id[order] = np.arange(len(order))
+        if len(order) == n_ids and (np.diff(order) > 0).all():
+            self.attributes_ = strings  # the provisional ids are the final ones
+            self._lookup = index
+            self.n_columns_ = n_columns
+            return [f._replace(n_attributes=n_ids) for f in provisional]
+        attributes = [strings[i] for i in order.tolist()]
+        del strings
+        if len(order) == n_ids:
+            index.renumber(new_id)
+        else:
+            index = None  # the index of the kept attributes is built when first needed
+        self.attributes_ = attributes
+        self._lookup = index
+        self.n_columns_ = n_columns
+        return [renumber(f, new_id, len(attributes)) for f in provisional]
+
+    def _features(self, X, index, prefix, grow=False, new_strings=None):
+        """CSR matrix of a corpus under ``index`` (attribute -> id).
+
+        ``index`` is an ``_core.AttributeIndex``. With ``grow`` (fitting), new
+        attributes are added to ``index`` in order of first occurrence: token
+        by token, and within a token in template or dict order; their strings
+        are appended to ``new_strings``. Without, attributes outside ``index``
+        are dropped.
+
+        Returns
+        -------
+        features : Features
+        shortest : int or None
+            Template mode: the fewest columns of any token (None without tokens).
+        """
+        tokens, lengths = flatten_corpus(X, prefix)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        if self.templates is None:
+            # One compiled pass: no string per (token, attribute) is built
+            # (the key bytes are formed in a buffer), tokens of the common
+            # kinds are read in C, any other token through dict_pairs.
+            def slow(i):
+                names, values, _ = dict_pairs([tokens[i]], lengths, prefix, i)
+                return names, values
+
+            indptr, indices, values = index.dict_tokens_to_csr(
+                tokens, grow, slow, [] if new_strings is None else new_strings)
+            if values is None:
+                values = ones(len(indices))
+            elif not (np.abs(values) <= _core.MAX_SCORE).all():
+                # refused here, where the sentence and token can be named,
+                # rather than by the core
+                k = int(np.flatnonzero(~(np.abs(values) <= _core.MAX_SCORE))[0])
+                i = int(np.searchsorted(indptr, k, side="right")) - 1
+                s = int(np.searchsorted(offsets, i, side="right")) - 1
+                why = (f"a feature's value (summed over its repeats in the token) is "
+                       f"{float(values[k]):g}, above {_core.MAX_SCORE:g}, where the lattice "
+                       "sums would overflow" if np.isfinite(values[k]) else
+                       "summing the values of a repeated attribute overflowed to infinity")
+                raise SscrfError(f"{prefix}sentence {s}, token {i - int(offsets[s])}: {why}")
+            return Features(indptr, indices, values, offsets, len(index)), None
+
+        columns, shortest = self._columns(tokens, lengths, prefix)
+        # Slices of whole sentences of about TEMPLATE_SLICE_TOKENS tokens:
+        # the factorisation's per-token temporaries (int64 per cell and per
+        # template) then exist for one slice at a time. Interning slice after
+        # slice in each slice's reading order is interning in the corpus'
+        # reading order, so ids are those of one pass over the whole corpus.
+        ends = offsets[1:]
+        indptr_parts, index_parts, value_parts = [], [], []
+        begin, s0, nnz = 0, 0, 0
+        while s0 < len(lengths):
+            s1 = max(int(np.searchsorted(ends, begin + TEMPLATE_SLICE_TOKENS, side="right")),
+                     s0 + 1)
+            end = int(ends[s1 - 1])
+            part = self._template_slice({c: v[begin:end] for c, v in columns.items()},
+                                        lengths[s0:s1], index, grow, new_strings)
+            indptr_parts.append(part.indptr[1:] + nnz)
+            nnz += part.nnz
+            index_parts.append(part.indices)
+            value_parts.append(part.values)
+            begin, s0 = end, s1
+        del columns
+        indptr = np.concatenate([np.zeros(1, np.int64)] + indptr_parts)
+        indices = np.concatenate(index_parts) if index_parts else np.zeros(0, np.int32)
+        del index_parts
+        if all(map(is_ones, value_parts)):
+            values = ones(len(indices))
+        else:
+            values = np.concatenate([np.ones(len(v)) if is_ones(v) else v for v in value_parts])
+        return Features(indptr, indices, values, offsets, len(index)), shortest
+
+    def _template_slice(self, columns, lengths, index, grow, new_strings):
+        """CSR of a run of whole sentences (template mode); see :meth:`_features`."""
+        factors = self.templates.apply(columns, lengths)
+        # One id per distinct (template, attribute) pair.
+        strings = list(chain.from_iterable(s for _, _, s in factors))
+        if grow:
+            # Intern in order of first occurrence (by token, then template)
+            # so that new attributes are numbered in reading order.
+            first = np.concatenate([f for _, f, _ in factors])
+            template = np.repeat(np.arange(len(factors)), [len(f) for _, f, _ in factors])
+            order = np.lexsort((template, first))
+            ids = np.empty(len(strings), dtype=np.int64)
+            ids[order] = index.intern(list(map(strings.__getitem__, order.tolist())), True,
+                                      new_strings)
+        else:
+            ids = index.intern(strings, False, [])
+        del strings
+        # matrix[t, j]: the id of template j's attribute at token t.
+        matrix = np.empty((int(lengths.sum()), len(factors)), dtype=np.int32)
+        start = 0
+        for j, (inverse, _, template_strings) in enumerate(factors):
+            matrix[:, j] = ids[start : start + len(template_strings)][inverse]
+            start += len(template_strings)
+        del factors
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return csr_from_matrix(matrix, offsets, len(index))
+
+    def _columns(self, tokens, lengths, prefix):
+        """The columns the templates read, checked: lists of str, one per token.
+
+        Returns
+        -------
+        columns : dict of int to list of str
+        shortest : int or None
+            Fewest columns of any token (None without tokens).
+        """
+        templates = self.templates
+        if not tokens:
+            return {c: [] for c in templates.columns}, None
+        if not set(map(type, tokens)) <= _COLUMN_TOKEN_TYPES:
+            for i, token in enumerate(tokens):
+                if not isinstance(token, (list, tuple)):
+                    hint = (
+                        "; feature dicts need templates=None "
+                        "(CRF's default; FeatureExtractor(None))"
+                        if isinstance(token, Mapping)
+                        else ""
+                    )
+                    raise SscrfTypeError(
+                        f"{locate(prefix, lengths, i)}: with templates a token must be a list "
+                        f"or tuple of column strings, not {type(token).__name__}{hint}"
+                    )
+        shortest = min(map(len, tokens))
+        if shortest <= templates.max_column:
+            i = next(i for i, token in enumerate(tokens) if len(token) <= templates.max_column)
+            width = len(tokens[i])
+            column, user = next(
+                (p[1], src)
+                for src, pieces in zip(templates.sources, templates.unigrams)
+                for p in pieces
+                if type(p) is tuple and p[1] >= width
+            )
+            raise SscrfError(
+                f"{locate(prefix, lengths, i)}: token has {width} column(s) but template "
+                f"{user!r} uses column {column}"
+            )
+        columns = {}
+        for c in templates.columns:
+            values = list(map(itemgetter(c), tokens))
+            if set(map(type, values)) != {str}:
+                for i, v in enumerate(values):
+                    if not isinstance(v, str):
+                        raise SscrfTypeError(
+                            f"{locate(prefix, lengths, i)}: column {c} is "
+                            f"{type(v).__name__}, not str"
+                        )
+            columns[c] = values
+        return columns, shortest

@@ -1,0 +1,41 @@
+"""A corpus as one flat token list with sentence lengths, and where token i sits in it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import SscrfTypeError
+
+__all__ = ["flatten_corpus", "locate"]
+
+
+def flatten_corpus(X, prefix):
+    """All tokens of a corpus in one list, and the sentence lengths.
+
+    Returns
+    -------
+    tokens : list
+    lengths : ndarray of int64, shape (n_sentences,)
+    """
+    if isinstance(X, (str, bytes, Mapping)) or not hasattr(X, "__iter__"):
+        raise SscrfTypeError(f"{prefix}X must be a list of sentences, not {type(X).__name__}")
+    tokens, lengths = [], []
+    for s, sentence in enumerate(X):
+        if type(sentence) is not list and not isinstance(sentence, (list, tuple)):
+            raise SscrfTypeError(
+                f"{prefix}sentence {s}: a sentence must be a list or tuple of tokens, "
+                f"not {type(sentence).__name__}"
+            )
+        tokens += sentence
+        lengths.append(len(sentence))
+    return tokens, np.array(lengths, dtype=np.int64)
+
+
+def locate(prefix, lengths, i):
+    """'[corpus k, ]sentence s, token t' for the i-th token of a corpus."""
+    ends = np.cumsum(lengths)
+    s = int(np.searchsorted(ends, i, side="right"))
+    t = i - int(ends[s] - lengths[s])
+    return f"{prefix}sentence {s}, token {t}"

@@ -1,0 +1,408 @@
+"""CRF++/Wapiti-style feature templates: parsing, the default set, and factorised application.
+
+A token is a list of column strings, e.g. ``["Confidence", "NN"]``; a template
+line such as ``U05:%x[-1,0]/%x[0,0]`` gives the attribute
+``U05:<col 0 at t-1>/<col 0 at t>`` with value 1.0. Positions outside the
+sentence read as CRF++'s pads ``_B-1``, ``_B-2``, ... before the start and
+``_B+1``, ``_B+2``, ... after the end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from itertools import repeat
+
+import numpy as np
+
+from .. import _core
+from ..errors import SscrfError, SscrfTypeError
+from ..inputs import check_integer
+
+__all__ = ["DEFAULT_TEMPLATES", "Templates", "default_templates", "parse_templates",
+           "read_templates"]
+
+# `%x[row,col]`; the sign of col is accepted here so that a negative column
+# gets a clear message instead of "unsupported macro".
+_MACRO = re.compile(r"%x\[\s*([+-]?\d+)\s*,\s*([+-]?\d+)\s*\]")
+
+
+def _bos(k):
+    """CRF++'s pad for the k-th position before the sentence start (k ≥ 1)."""
+    return f"_B-{k}"
+
+
+def _eos(k):
+    """CRF++'s pad for the k-th position after the sentence end (k ≥ 1)."""
+    return f"_B+{k}"
+
+
+class Templates:
+    """Parsed CRF++/Wapiti-style feature templates.
+
+    Build with :func:`parse_templates`, :func:`read_templates` or
+    :func:`default_templates`.
+
+    Attributes
+    ----------
+    lines : tuple of str
+        The lines as given, comments and blank lines included (saved in model
+        files and parsed again on load).
+    unigrams : tuple of tuple
+        One compiled template per ``U`` line, in file order: a tuple of pieces,
+        each a literal ``str`` or a ``(row, col)`` pair of ints meaning
+        "column ``col`` of the token at offset ``row``".
+    sources : tuple of str
+        The ``U`` line each compiled template came from (for messages).
+    max_column : int
+        The largest column index any template reads; -1 when none reads one.
+    columns : list of int
+        The column indices the templates read, ascending.
+    """
+
+    def __init__(self, lines, unigrams, sources):
+        self.lines = tuple(lines)
+        self.unigrams = tuple(unigrams)
+        self.sources = tuple(sources)
+        cells = [p for pieces in self.unigrams for p in pieces if type(p) is tuple]
+        self.max_column = max((c for _, c in cells), default=-1)
+        # CRF++ pads needed on each side of a sentence.
+        self._before = max([0] + [-r for r, _ in cells])
+        self._after = max([0] + [r for r, _ in cells])
+        self._cells = sorted(set(cells))
+        self.columns = sorted({c for _, c in cells})
+
+    def __len__(self):
+        """Number of unigram (``U``) templates."""
+        return len(self.unigrams)
+
+    def __eq__(self, other):
+        if not isinstance(other, Templates):
+            return NotImplemented
+        return self.unigrams == other.unigrams
+
+    def __hash__(self):
+        return hash(self.unigrams)
+
+    def __repr__(self):
+        return f"<Templates: {len(self.unigrams)} unigram templates, max_column={self.max_column}>"
+
+    @property
+    def text(self):
+        """The template lines joined into one string (a template file's content)."""
+        return "\n".join(self.lines) + "\n"
+
+    def apply(self, columns, lengths):
+        """Each template's attribute at every token of a corpus, factorised.
+
+        Rather than build one string per token and template (millions on a
+        corpus of 10^5 tokens, each hashed and looked up), column values are
+        interned to small ints, each template's cells are combined into one
+        integer key per token with numpy, and a string is built only for each
+        distinct key.
+
+        Parameters
+        ----------
+        columns : dict of int to list of str
+            Column ``c`` of all N tokens of the corpus, sentence after
+            sentence, for every column the templates read.
+        lengths : ndarray of int64, shape (S,)
+            Sentence lengths; they sum to N.
+
+        Returns
+        -------
+        list of (inverse, first, strings), one per unigram template
+            ``inverse`` : ndarray of int64, shape (N,), the distinct
+            attribute that fires at each token; ``first`` : ndarray of int64,
+            shape (U,), the first token where distinct attribute u fires;
+            ``strings`` : list of U str, the attribute strings.
+        """
+        n = int(lengths.sum())
+        if n == 0:
+            return [(np.zeros(0, np.int64), np.zeros(0, np.int64), []) for _ in self.unigrams]
+        # Per column: value ids, with the pads interned first so that
+        # _bos(k) has id k - 1 and _eos(k) has id before + k - 1. A real value
+        # spelled like a pad shares its id, as it shares its string.
+        pads = [_bos(k) for k in range(1, self._before + 1)]
+        pads += [_eos(k) for k in range(1, self._after + 1)]
+        value_ids, value_strings = {}, {}
+        for c in self.columns:
+            table, strings = _core.AttributeIndex(pads), list(pads)
+            value_ids[c] = table.intern(columns[c], True, strings)
+            value_strings[c] = np.array(strings, dtype=object)
+
+        # Position of each token in its sentence, and that sentence's length.
+        length_of = np.repeat(lengths, lengths)
+        position = np.arange(n) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        cell_ids = {}
+        for row, col in self._cells:
+            cell_ids[row, col] = self._shift(value_ids[col], position, length_of, row)
+
+        out = []
+        every_token = np.arange(n)
+        for pieces in self.unigrams:
+            # key = Σ value_id · Π K over the template's cells (mixed radix,
+            # K = size of the column's value table); compacted first when the
+            # next digit could overflow int64.
+            key = np.zeros(n, dtype=np.int64)
+            bound = 1
+            for piece in pieces:
+                if type(piece) is str:
+                    continue
+                radix = len(value_strings[piece[1]])
+                if bound * radix >= 1 << 62:
+                    key, bound = _factorize(key, bound)
+                key = key * radix + cell_ids[piece]
+                bound *= radix
+            inverse, n_distinct = _factorize(key, bound)
+            first = np.full(n_distinct, n, dtype=np.int64)
+            np.minimum.at(first, inverse, every_token)
+            if all(type(piece) is str for piece in pieces):  # a constant attribute
+                strings = ["".join(pieces)] * n_distinct
+            else:
+                parts = [
+                    repeat(piece)
+                    if type(piece) is str
+                    else value_strings[piece[1]][cell_ids[piece][first]].tolist()
+                    for piece in pieces
+                ]
+                strings = list(map("".join, zip(*parts)))
+            out.append((inverse, first, strings))
+        return out
+
+    def _shift(self, ids, position, length_of, row):
+        """Value ids at offset ``row`` from every token, pads outside the sentence.
+
+        Parameters
+        ----------
+        ids : ndarray of int64, shape (N,)
+            A column's value ids.
+        position, length_of : ndarray of int64, shape (N,)
+            Each token's position in its sentence and that sentence's length.
+        row : int
+
+        Returns
+        -------
+        ndarray of int64, shape (N,)
+        """
+        if row == 0:
+            return ids
+        target = position + row
+        inside = (target >= 0) & (target < length_of)
+        out = np.empty_like(ids)
+        out[inside] = ids[np.flatnonzero(inside) + row]
+        outside = ~inside
+        if row < 0:
+            # target = -k → _bos(k), id k - 1
+            out[outside] = -target[outside] - 1
+        else:
+            # target = length - 1 + k → _eos(k), id before + k - 1
+            out[outside] = self._before + (target - length_of)[outside]
+        return out
+
+
+_MAX_TEMPLATE_OFFSET = 1000  # padding strings are built per offset; keep that bounded
+
+
+def _parse_line(line, where):
+    """Compile one ``U`` template line into literal and (row, col) pieces."""
+    pieces = []
+    pos = 0
+    for m in _MACRO.finditer(line):
+        literal = line[pos : m.start()]
+        if "%" in literal:
+            raise SscrfError(
+                f"{where}: unsupported macro in template {line!r} (only %x[row,col] is supported)"
+            )
+        if literal:
+            pieces.append(literal)
+        if len(m.group(1)) > 12 or len(m.group(2)) > 12:
+            raise SscrfError(f"{where}: row or column number in template {line!r} is too large")
+        row, col = int(m.group(1)), int(m.group(2))
+        if abs(row) > _MAX_TEMPLATE_OFFSET:
+            raise SscrfError(f"{where}: row offset {row} in template {line!r} is too large "
+                             f"(at most ±{_MAX_TEMPLATE_OFFSET})")
+        if col < 0:
+            raise SscrfError(f"{where}: negative column {col} in template {line!r}")
+        pieces.append((row, col))
+        pos = m.end()
+    tail = line[pos:]
+    if "%" in tail:
+        raise SscrfError(
+            f"{where}: unsupported or malformed macro in template {line!r} "
+            "(only %x[row,col] is supported)"
+        )
+    if tail:
+        pieces.append(tail)
+    return tuple(pieces)
+
+
+def parse_templates(text_or_lines, source="<templates>"):
+    """Parse CRF++/Wapiti-style feature templates.
+
+    Blank lines and lines starting with ``#`` are ignored; surrounding
+    whitespace of a line is ignored. A line starting with ``U`` is a unigram
+    (state) template: its text with each ``%x[row,col]`` replaced by column
+    ``col`` of the token at offset ``row`` from the current one is the
+    attribute, with value 1.0 (a ``U`` line without macros, e.g. ``U99:bias``,
+    fires on every token). A line starting with ``B`` and no macro stands for
+    the first-order label transitions, which every model has anyway.
+
+    Parameters
+    ----------
+    text_or_lines : str or sequence of str or Templates
+        Template text, or its lines (a ``Templates`` is returned as is).
+    source : str
+        Name used in error messages (``read_templates`` passes the path).
+
+    Returns
+    -------
+    Templates
+
+    Raises
+    ------
+    SscrfError
+        On a ``B`` line with macros (observation-conditioned transitions are
+        not supported yet), a line starting with any other letter, a malformed
+        or unsupported macro, a negative column, or no ``U`` line at all.
+    """
+    if isinstance(text_or_lines, Templates):
+        return text_or_lines
+    if isinstance(text_or_lines, str):
+        lines = text_or_lines.splitlines()
+    elif isinstance(text_or_lines, (list, tuple)):
+        lines = []
+        for k, item in enumerate(text_or_lines):
+            if not isinstance(item, str):
+                raise SscrfTypeError(
+                    f"{source}: template line {k + 1} is {type(item).__name__}, not str"
+                )
+            item = item.rstrip("\r\n")
+            if "\n" in item or "\r" in item:
+                raise SscrfError(f"{source}: template line {k + 1} contains a line break")
+            lines.append(item)
+    else:
+        raise SscrfTypeError(
+            f"templates must be a str, a list of lines or a Templates, "
+            f"not {type(text_or_lines).__name__}"
+        )
+
+    unigrams, sources = [], []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        where = f"{source}, line {number}"
+        if not line or line.startswith("#"):
+            continue
+        if line[0] == "U":
+            unigrams.append(_parse_line(line, where))
+            sources.append(line)
+        elif line[0] == "B":
+            if "%" in line:
+                raise SscrfError(
+                    f"{where}: {line!r}: observation-conditioned transition templates "
+                    "(B with %x macros) are not supported yet; use a bare 'B' line"
+                )
+        else:
+            raise SscrfError(
+                f"{where}: {line!r}: a template line must start with 'U' (unigram) or 'B' (bigram)"
+            )
+    if not unigrams:
+        raise SscrfError(f"{source}: no unigram ('U') templates, so no token would get attributes")
+    return Templates(lines, unigrams, sources)
+
+
+def read_templates(path):
+    """Read a template file (UTF-8); see :func:`parse_templates`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    Templates
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is no template
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise SscrfError(f"{os.fspath(path)}: template file is not UTF-8 ({e})") from None
+    return parse_templates(text, source=os.fspath(path))
+
+
+def default_templates(n_columns=2):
+    """Default templates for tokens with ``n_columns`` columns.
+
+    Column 0 (the word) gets unigrams at offsets -2..2 and the bigrams
+    (-1, 0) and (0, 1). Every further column (POS tags and the like, whose
+    vocabulary is small enough for longer n-grams) gets unigrams at -2..2,
+    bigrams (-2,-1), (-1,0), (0,1), (1,2) and trigrams (-2,-1,0), (-1,0,1),
+    (0,1,2). A bare ``B`` line closes the set.
+
+    For ``(word, POS)`` columns these are the 19 templates of CRF++'s and
+    CRFsuite's CoNLL-2000 chunking examples, except that positions outside the
+    sentence give CRF++'s ``_B-k``/``_B+k`` pads where CRFsuite's example
+    omits the attribute (and adds ``__BOS__``/``__EOS__`` instead).
+
+    Parameters
+    ----------
+    n_columns : int
+        Number of token columns, ≥ 1 (the label is not a token column).
+
+    Returns
+    -------
+    Templates
+        Named ``U00``, ``U01``, ... in order.
+    """
+    n_columns = check_integer(n_columns, "n_columns", minimum=1)
+    cell_groups = []
+    for c in range(n_columns):
+        cell_groups += [[(r, c)] for r in (-2, -1, 0, 1, 2)]
+        bigrams = [(-1, 0), (0, 1)] if c == 0 else [(-2, -1), (-1, 0), (0, 1), (1, 2)]
+        cell_groups += [[(a, c), (b, c)] for a, b in bigrams]
+        if c > 0:
+            cell_groups += [[(r, c) for r in rows] for rows in ((-2, -1, 0), (-1, 0, 1), (0, 1, 2))]
+    lines = [
+        f"U{k:02d}:" + "/".join(f"%x[{r},{c}]" for r, c in cells)
+        for k, cells in enumerate(cell_groups)
+    ]
+    lines.append("B")
+    return parse_templates(lines, source="default_templates")
+
+
+#: The default templates for two-column ``word POS`` tokens (CoNLL-2000 style):
+#: the text of ``default_templates(2)``. Use :func:`default_templates` for
+#: other column counts.
+DEFAULT_TEMPLATES = default_templates(2).text
+
+
+def _factorize(keys, bound):
+    """Compact codes for integer keys.
+
+    Parameters
+    ----------
+    keys : ndarray of int64, shape (N,)
+        Values in ``[0, bound)``.
+    bound : int
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (N,)
+        ``codes[i] < codes[j]`` iff ``keys[i] < keys[j]``; codes are 0..U-1.
+    n_distinct : int
+        U, the number of distinct keys.
+    """
+    if bound <= 4 * len(keys) + (1 << 16):
+        # Small key range (one column's values, POS n-grams): a presence
+        # table, no sort.
+        present = np.zeros(bound, dtype=bool)
+        present[keys] = True
+        code = np.cumsum(present) - 1
+        return code[keys], int(code[-1]) + 1
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    codes = np.empty(len(keys), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes, int(new.sum())
