@@ -21,7 +21,7 @@ import pytest
 import sscrf
 from reference import brute_force, labeling_score
 from sscrf import CRF, SscrfError
-from sscrf.trainer import TrainResult
+from sscrf.training import TrainResult
 
 # ---------------------------------------------------------------------------
 # A tiny synthetic language
@@ -555,7 +555,7 @@ def test_warm_start_initial_values(warm_data, monkeypatch):
         seen["theta0"] = np.array(theta0)
         return TrainResult(np.array(theta0), 0.0, 0, 0, "fake", 0.0, [])
 
-    monkeypatch.setattr(sscrf.model, "minimize", fake_minimize)
+    monkeypatch.setattr(sscrf.training, "minimize", fake_minimize)
     second = CRF(verbose=False, n_threads=1).fit(X, y, init=first)
     np.testing.assert_array_equal(second.coef_, seen["theta0"])
     check_warm_values(first, second)
@@ -592,7 +592,7 @@ def test_warm_start_from_a_subset_model(warm_data, monkeypatch):
         seen["theta0"] = np.array(theta0)
         return TrainResult(np.array(theta0), 0.0, 0, 0, "fake", 0.0, [])
 
-    monkeypatch.setattr(sscrf.model, "minimize", fake_minimize)
+    monkeypatch.setattr(sscrf.training, "minimize", fake_minimize)
     second = CRF(verbose=False, n_threads=1).fit(X[:15], y[:15], init=other)
     np.testing.assert_array_equal(second.coef_, seen["theta0"])
     w_other, w2 = all_weights(other), all_weights(second)

@@ -498,7 +498,7 @@ def test_a_model_too_big_for_memory_is_an_error_not_a_crash(tmp_path, compact_mo
                                                           monkeypatch):
     # a small compact file can describe a large model (a dense layout and
     # few non-zero weights); where memory runs out, loading says so
-    import sscrf.model
+    import sscrf.model_file
 
     _, sparse, _ = compact_models
     path = _saved(sparse, tmp_path / "big")
@@ -506,7 +506,7 @@ def test_a_model_too_big_for_memory_is_an_error_not_a_crash(tmp_path, compact_mo
     def out_of_memory(*args):
         raise MemoryError
 
-    monkeypatch.setattr(sscrf.model, "_weights_from_nonzero", out_of_memory)
+    monkeypatch.setattr(sscrf.model_file, "_weights_from_nonzero", out_of_memory)
     with pytest.raises(SscrfError, match=f"{path}: not enough memory to load this model "
                                          f"\\({len(sparse.coef_):,} weights\\)"):
         CRF.load(path)

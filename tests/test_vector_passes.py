@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sscrf import _core
-from sscrf.optimize import _Run
+from sscrf.optim import _Run
 
 N = 3 * 8192 + 1237
 THREADS = (1, 2, 3, 8)

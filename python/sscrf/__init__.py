@@ -26,7 +26,11 @@ try:
 finally:
     if _spin_set_here:
         del _os.environ[_SPIN_SETTING]
-from .errors import SscrfError  # noqa: E402
+from .errors import SscrfError, SscrfTypeError  # noqa: E402
+
+_SUBMODULES = ("lattice", "io", "metrics", "features", "objectives", "active", "constraints",
+               "partial", "optimize", "annotations", "inputs", "layout", "corpus", "training",
+               "decoding", "model_file", "optim")
 
 __version__ = "0.1.0"
 
@@ -58,16 +62,11 @@ def __getattr__(name):
         from .self_training import self_train
 
         return self_train
-    if name in {"lattice", "io", "metrics", "features", "objectives", "active", "constraints",
-                "partial", "optimize"}:
+    if name in _SUBMODULES:
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'sscrf' has no attribute {name!r}")
 
 
-__all__ = [
-    "CRF", "SscrfError", "build_info", "self_train",
-    "lattice", "io", "metrics", "features", "objectives", "active", "constraints", "partial",
-    "optimize",
-]
+__all__ = ["CRF", "SscrfError", "SscrfTypeError", "build_info", "self_train", *_SUBMODULES]

@@ -1,37 +1,31 @@
 """The CRF estimator: scikit-learn style hyperparameters, fit, predict, save.
 
 A model is an attribute vocabulary (:mod:`sscrf.features`), a label list, a
-layout saying which labels each attribute may score, and one flat parameter
-vector ``coef_ = [W entries | T (S×S) | start (S) | end (S)]`` that the C++
-core reads directly.
+layout saying which labels each attribute may score
+(:class:`sscrf.layout.ParameterLayout`), and one flat parameter vector
+``coef_ = [W entries | T (S×S) | start (S) | end (S)]`` that the C++ core
+reads directly. This module is the estimator's face: fitting is
+:mod:`sscrf.training`, decoding :mod:`sscrf.decoding`, the file format
+:mod:`sscrf.model_file`.
 """
 
-import copy
 import inspect
-import numbers
 import os
-import sys
-import time
-import warnings
 
 import numpy as np
 
-from . import _core, serialization
-from . import constraints as _constraints
-from . import partial as _partial
+from . import training
 from .corpus import compile_corpus
+from .decoding import Decoder
 from .errors import SscrfError
-from .features import FeatureExtractor, default_templates
-from .inputs import (MAX_THREADS, check_labeled, check_sample_weight, check_sentences,
-                     check_threads, check_unlabeled, encode_labels, is_integer, is_number)
+from .inputs import MAX_THREADS, check_labeled, check_threads, encode_labels  # noqa: F401
 from .layout import SLICE_TOKENS, ParameterLayout
-from .objectives import OBJECTIVES, Objective
-from .optimize import STOP_CALLBACK, STOP_INTERRUPTED
-from .trainer import minimize
+from .model_file import read_model, write_model
+from .training import FEATURE_SETS  # noqa: F401
 
-FEATURE_SETS = ("auto", "observed", "dense")
-_MODEL_KIND = "sscrf.CRF"
-_STOPPED = (STOP_INTERRUPTED, STOP_CALLBACK)  # stop reasons that end a fit
+# The attributes a fit sets, all at once (see _commit).
+_FITTED = ("classes_", "extractor_", "feature_set_", "row_ptr_", "label_ids_", "coef_",
+           "training_", "constraints_")
 
 
 class CRF:
@@ -60,8 +54,9 @@ class CRF:
         sscrf runs on one thread there and warns once; use ``spawn`` or
         ``forkserver`` for threads in workers. A fitted model may predict
         from several Python threads at once (the compiled core releases the
-        GIL); ``fit`` replaces the model's attributes one by one, so fit a
-        new model rather than refit one that other threads are using.
+        GIL); ``fit`` replaces the model's attributes when it has succeeded
+        (a fit that raises leaves the model as it was), one by one, so fit
+        a new model rather than refit one that other threads are using.
     feature_set : {"auto", "observed", "dense"}
         ``observed`` keeps the attribute-label pairs seen in labeled data
         (CRFsuite's default); ``dense`` keeps every pair; ``auto`` is
@@ -244,204 +239,38 @@ class CRF:
         -------
         self
         """
-        started = time.perf_counter()
-        self._check_hyperparameters()
-        X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
-        unlabeled = None if X_unlabeled is None else check_unlabeled(X_unlabeled)
-        use_entropy = self.entropy_weight > 0 and bool(unlabeled)
-        use_ge = constraints is not None
-        if not X and not unlabeled:
-            raise SscrfError("the training data is empty")
-        # A weight with nothing to act on would train a supervised model unasked
-        # (an empty X_unlabeled is data that happens to be empty: supervised).
-        if self.entropy_weight > 0 and X_unlabeled is None:
-            raise SscrfError(f"entropy_weight={self.entropy_weight!r} needs unlabeled data: give "
-                             "X_unlabeled, or set entropy_weight=0 for a supervised fit")
-        if self.ge_weight > 0 and not use_ge:
-            raise SscrfError(f"ge_weight={self.ge_weight!r} needs constraints (labeled features) "
-                             "and X_unlabeled: give constraints=, or set ge_weight=0")
-        if use_ge:
-            if self.ge_weight <= 0:
-                raise SscrfError("constraints are given but ge_weight is 0; set ge_weight > 0")
-            if not unlabeled:
-                raise SscrfError("constraints need unlabeled data: give X_unlabeled")
-            constraints = _constraints.check_constraints(constraints, self.labels)
-            if not constraints:
-                raise SscrfError("constraints is empty")
-        if unlabeled and not (use_entropy or use_ge):
-            raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0, "
-                             "or ge_weight > 0 and give constraints")
-        weights = check_sample_weight(sample_weight, len(X))
         if isinstance(init, (str, os.PathLike)):
             init = CRF.load(init)
-        elif init is self:
-            init = copy.copy(self)  # fitting replaces the attributes init is read from
-        label_source = _partial.label_view(y, self.labels)
-        if use_ge and self.labels is None:  # labels named by constraints join the label set
-            named = _constraints.constraint_labels(constraints)
-            seen = {label for seq in label_source for label in seq}
-            only_named = [label for label in named if label not in seen]
-            if seen and only_named:  # with labeled data, most likely a misspelling
-                shown = ", ".join(map(repr, only_named[:5]))
-                warnings.warn(f"label(s) {shown} are named by the constraints but by no labeled "
-                              "token (misspelt?); each becomes a label of its own (give the "
-                              "label set, labels= or --labels, to refuse unknown labels)",
-                              UserWarning, stacklevel=2)
-            label_source = list(label_source) + [named]
-        self.classes_ = self._label_set(label_source)
-        if len(self.classes_) == 1:  # e.g. a label column of '_' only, or the wrong column
-            warnings.warn(f"the label set is the one label {self.classes_[0]!r}: the model will "
-                          "give it to every token", UserWarning, stacklevel=2)
-        label_index = {label: i for i, label in enumerate(self.classes_)}
-        templates = self.templates
-        if isinstance(templates, str) and templates.strip() == "default":
-            templates = default_templates(_n_columns(X or unlabeled))
-        self.extractor_ = FeatureExtractor(templates, self.min_freq)
-        corpora = [X] + ([unlabeled] if use_entropy or use_ge else [])
-        features = self.extractor_.fit_transform(*corpora)
-        token_labels = encode_labels(y, label_index)
-        self.feature_set_ = self.feature_set
-        if self.feature_set == "auto":
-            self.feature_set_ = "dense" if use_entropy or use_ge else "observed"
-        elif self.feature_set == "observed" and (use_entropy or use_ge):
-            raise SscrfError("feature_set='observed' does not go with the "
-                             f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
-                             "on unlabeled data train every attribute with every label; use "
-                             "'dense' or 'auto'")
-        parameters = ParameterLayout.for_feature_set(features[0], token_labels,
-                                                     len(self.classes_), self.feature_set_)
-        self.row_ptr_, self.label_ids_ = parameters.row_ptr, parameters.label_ids
-        layout = self._layout()
-        if self.verbose:  # before the first evaluation: what the model will hold
-            print(f"features: {len(self.extractor_.attributes_):,} attributes, "
-                  f"{len(self.classes_)} labels, {layout.n_parameters:,} parameters "
-                  f"({self.feature_set_} feature set), {time.perf_counter() - started:.1f} s",
-                  file=sys.stderr)
-        n_threads = self._threads()
-        supervised, partial_terms = [], []
-        if X:  # complete sentences: likelihood; sets, None, alternatives: marginalised
-            supervised, partial_terms = _partial.labeled_terms(
-                features[0], y, label_index, weights, layout, n_threads, token_labels)
-        terms = list(supervised) + partial_terms
-        unlabeled_corpus = (compile_corpus(features[1], n_labels=layout.n_labels)
-                            if use_entropy or use_ge else None)
-        if use_entropy:
-            terms.append(OBJECTIVES["entropy"](unlabeled_corpus, layout, n_threads,
-                                               weight=self.entropy_weight,
-                                               method=self.entropy_method))
-        if use_ge:
-            constraint_of_attribute, targets, self.constraints_ = _ge_constraints(
-                constraints, self.extractor_, features[1], self.classes_)
-            terms.append(OBJECTIVES["ge"](unlabeled_corpus, layout, n_threads,
-                                          weight=self.ge_weight,
-                                          constraint_of_attribute=constraint_of_attribute,
-                                          targets=targets, penalty=self.ge_penalty))
-        # The terms hold compiled corpora; the numpy matrices are not needed
-        # any more and would otherwise stay alive through the optimiser.
-        del features, unlabeled_corpus
-        theta0 = np.zeros(layout.n_parameters)
-        if init is not None:
-            self._warm_start(init, theta0)
-        if checkpoint is not None:
-            callback = self._checkpointing(callback, checkpoint, checkpoint_every)
-        options = dict(max_iterations=self.max_iterations, epsilon=self.epsilon,
-                       period=self.period, delta=self.delta, callback=callback,
-                       verbose=self.verbose, c1=self.c1, n_threads=n_threads)
-        stages = {}
-        result = None
-        if len(terms) > len(supervised) and supervised and init is None:
-            # Non-concave objective: start from the supervised optimum.
-            if self.verbose:
-                print("stage 1/2: supervised warm start", file=sys.stderr)
-            warm = minimize(Objective(supervised, self.c2, n_threads, reuse_gradient=True),
-                            theta0, **options)
-            stages["supervised"] = _training_record(warm)
-            theta0 = warm.theta
-            if warm.stop_reason in _STOPPED:
-                result = warm  # Ctrl-C or the callback ended training: no second stage
-            else:
-                if self.verbose:
-                    added = ", ".join(dict.fromkeys(t.name for t in terms[len(supervised):]))
-                    pull = ""
-                    if use_entropy:  # the term's weight grows with the unlabeled data
-                        ratio = (self.entropy_weight * sum(map(len, unlabeled))
-                                 / sum(map(len, X)))
-                        pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
-                    print(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}",
-                          file=sys.stderr)
-                if callback is not None:  # iterations count on across the stages
-                    options["callback"] = _shifted_callback(callback, warm.n_iterations)
-        if result is None:
-            result = minimize(Objective(terms, self.c2, n_threads, reuse_gradient=True), theta0,
-                              **options)
-        self.coef_ = result.theta
-        self.training_ = _training_record(result)
-        if stages:
-            self.training_["stages"] = stages
+        elif init is not None:
+            init._check_fitted()
+        state = training.fit(self.get_params(), X, y, X_unlabeled=X_unlabeled, init=init,
+                             callback=callback, sample_weight=sample_weight,
+                             checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                             constraints=constraints)
+        self._commit(state)
         return self
 
-    def _checkpointing(self, callback, path, every):
-        if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-            raise SscrfError(f"checkpoint_every must be a positive integer, not {every!r}")
-        serialization.check_writable(path)
-
-        def save_then_call(iteration, loss, theta):
-            if iteration % every == 0:
-                self.coef_ = np.array(theta, dtype=np.float64)
-                self.training_ = {"iterations": iteration, "loss": loss,
-                                  "stop_reason": "checkpoint"}
-                self.save(path)
-            return callback(iteration, loss, theta) if callback is not None else False
-
-        return save_then_call
+    def _commit(self, state):
+        """Replace the fitted attributes by those of ``state`` (a fit's result)."""
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        self.__dict__.pop("_layout_cache", None)
+        self.__dict__.update(state)
 
     def _check_hyperparameters(self):
-        for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight"):
-            value = getattr(self, name)
-            if not (is_number(value) and np.isfinite(value) and value >= 0):
-                raise SscrfError(f"{name} must be a finite number ≥ 0, not {value!r}")
-        for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
-            value = getattr(self, name)
-            if not (is_integer(value) and value >= least):
-                raise SscrfError(f"{name} must be an integer ≥ {least}, not {value!r}")
-        if self.entropy_method not in ("fast", "jiao"):
-            raise SscrfError(f"entropy_method must be 'fast' or 'jiao', not {self.entropy_method!r}")
-        if self.ge_penalty not in ("kl", "l2"):
-            raise SscrfError(f"ge_penalty must be 'kl' or 'l2', not {self.ge_penalty!r}")
-        if self.feature_set not in FEATURE_SETS:
-            raise SscrfError(f"feature_set must be one of {FEATURE_SETS}, not {self.feature_set!r}")
-        self._threads()
+        training.check_params(self.get_params())
 
     def _threads(self):
         return check_threads(self.n_threads)
 
-    def _label_set(self, y):
-        if self.labels is not None:
-            if isinstance(self.labels, (str, bytes)):
-                raise SscrfError("labels= must be a list of label strings, not one string")
-            labels = list(self.labels)
-            if len(set(labels)) != len(labels) or not all(isinstance(l, str) for l in labels):
-                raise SscrfError("labels must be distinct strings")
-            known = set(labels)
-            for s, seq in enumerate(y):
-                for t, label in enumerate(seq):
-                    if label not in known:
-                        raise SscrfError(f"sentence {s}, token {t}: label {label!r} is not in labels=")
-            return labels
-        labels = sorted({label for seq in y for label in seq})
-        if not labels:
-            raise SscrfError("no labels: without labeled data, give the label set with labels=")
-        return labels
+    def decoder(self):
+        """The :class:`sscrf.decoding.Decoder` of this fitted model: the kernels behind
+        ``predict``, the marginals, probabilities and entropies (e.g. the token and
+        transition entropies that active learning's span selection reads)."""
+        self._check_fitted()
+        return Decoder(self.extractor_, self.classes_, self.layout_, self.coef_, self._threads())
 
-    def _warm_start(self, init, theta):
-        init._check_fitted()
-        new_index = self.extractor_.attribute_index()
-        old_to_new_attr = np.array([new_index.get(a, -1) for a in init.extractor_.attributes_],
-                                   dtype=np.int64)
-        label_map = {label: i for i, label in enumerate(self.classes_)}
-        old_to_new_label = np.array([label_map.get(l, -1) for l in init.classes_], dtype=np.int64)
-        self.layout_.warm_start(theta, init.layout_, init.coef_, old_to_new_attr,
-                                old_to_new_label)
+    _decoder = decoder
 
     # -- inference ----------------------------------------------------------
 
@@ -462,13 +291,7 @@ class CRF:
         list of list of str
             An empty sentence gets an empty labeling.
         """
-        self._check_fitted()
-        corpus, offsets, features, inexact = self._decoding_inputs(X, allowed)
-        labels, _ = _core.viterbi_corpus(corpus, self._layout(), self.coef_, self._threads())
-        for s, (ids, lp) in _partial.exact_alternatives(self, features, inexact).items():
-            labels[offsets[s]:offsets[s + 1]] = ids[int(np.argmax(lp))]
-        names = np.asarray(self.classes_, dtype=object)[labels]
-        return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
+        return self._decoder().viterbi(X, allowed)
 
     def predict_nbest(self, X, k, allowed=None):
         """The k most probable labelings of each sentence, exactly.
@@ -485,13 +308,7 @@ class CRF:
             Per sentence, up to k pairs ``(labels, log p(labels | x))``, best
             first; exact ties go to the lexicographically smaller labeling.
         """
-        self._check_fitted()
-        self._threads()  # validated like every other method, though n-best runs serially
-        from .nbest import nbest_from_model
-
-        if allowed is not None:
-            return _partial.constrained_nbest(self, X, k, allowed)
-        return nbest_from_model(self, X, k)
+        return self._decoder().nbest(X, k, allowed)
 
     def predict_single(self, x):
         """Viterbi labeling of one sentence (a list of tokens)."""
@@ -503,15 +320,7 @@ class CRF:
         With ``allowed`` (as in :meth:`predict`), the marginals of
         ``p(y | x, y allowed)``.
         """
-        self._check_fitted()
-        corpus, offsets, features, inexact = self._decoding_inputs(X, allowed)
-        node, _ = _core.marginals_corpus(corpus, self._layout(), self.coef_, self._threads())
-        for s, (ids, lp) in _partial.exact_alternatives(self, features, inexact).items():
-            q = np.exp(lp - lp.max())
-            rows = np.zeros((ids.shape[1], len(self.classes_)))
-            for k in range(len(ids)):
-                rows[np.arange(ids.shape[1]), ids[k]] += q[k] / q.sum()
-            node[offsets[s]:offsets[s + 1]] = rows
+        node, offsets = self._decoder().marginals(X, allowed)
         classes = self.classes_
         out = []
         for s in range(len(offsets) - 1):
@@ -525,9 +334,7 @@ class CRF:
 
     def predict_marginals_array(self, X):
         """Node marginals as arrays: a list of (n_s, S) ndarrays, columns in ``classes_`` order."""
-        self._check_fitted()
-        corpus, offsets = self._compile_inputs(X)
-        node, _ = _core.marginals_corpus(corpus, self._layout(), self.coef_, self._threads())
+        node, offsets = self._decoder().marginals(X)
         return [node[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)]
 
     def sequence_log_probability(self, X, y=None):
@@ -537,31 +344,9 @@ class CRF:
         -------
         ndarray (n_sentences,)
         """
-        self._check_fitted()
-        if y is None:
-            # the Viterbi labels as ids, on the features extracted once (as
-            # predict() finds them; active learning's least_confidence)
-            features = self.extractor_.transform(check_sentences(X, "X"))
-            labels, _ = _core.viterbi_corpus(compile_corpus(features), self._layout(), self.coef_,
-                                             self._threads())
-            corpus = compile_corpus(features, labels=labels)
-            return _core.log_probability_corpus(corpus, self._layout(), self.coef_,
-                                                self._threads())
-        X, y = check_labeled(X, y, allow_empty_sentences=True)
-        label_index = {label: i for i, label in enumerate(self.classes_)}
-        features = self.extractor_.transform(X)
-        token_labels = encode_labels(y, label_index, unknown="error")
-        corpus = compile_corpus(features, labels=token_labels)
-        return _core.log_probability_corpus(corpus, self._layout(), self.coef_, self._threads())
+        return self._decoder().log_probability(X, y)
 
     # -- uncertainty (for active learning) ------------------------------------
-
-    def _entropies(self, X):
-        self._check_fitted()
-        corpus, offsets = self._compile_inputs(X)
-        seq, token, transition = _core.entropy_corpus(corpus, self._layout(), self.coef_,
-                                                      self._threads())
-        return seq, token, transition, offsets
 
     def sequence_entropy(self, X):
         """Exact H(Y | x) of each sentence (0 for an empty one).
@@ -570,7 +355,7 @@ class CRF:
         -------
         ndarray (n_sentences,)
         """
-        return self._entropies(X)[0]
+        return self._decoder().entropies(X)[0]
 
     def token_entropy(self, X):
         """Per-token marginal entropies H(Y_t | x).
@@ -579,7 +364,7 @@ class CRF:
         -------
         list of ndarray (n_s,)
         """
-        _, token, _, offsets = self._entropies(X)
+        _, token, _, offsets = self._decoder().entropies(X)
         return [token[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)]
 
     def most_uncertain_span(self, X, width):
@@ -594,23 +379,7 @@ class CRF:
         -------
         list of (begin, stop, entropy)
         """
-        if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
-            raise SscrfError(f"width must be a positive integer, not {width!r}")
-        from .lattice import spans_from_lattices
-
-        _, token, transition, offsets = self._entropies(X)
-        out = []
-        for s in range(len(offsets) - 1):
-            a, b = offsets[s], offsets[s + 1]
-            n = b - a
-            if n == 0:
-                out.append((0, 0, 0.0))
-                continue
-            w = min(int(width), n)
-            spans = spans_from_lattices(token[a:b], transition[a:b], w)
-            i = int(np.argmax(spans))
-            out.append((i, i + w, float(spans[i])))
-        return out
+        return self._decoder().most_uncertain_span(X, width)
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors."""
@@ -695,34 +464,10 @@ class CRF:
         Files with every array, as earlier versions wrote them, still load.
         """
         self._check_fitted()
-        # templates are restored from the extractor; numpy scalars as Python ones
-        params = {k: _plain(v) for k, v in self.get_params().items() if k != "templates"}
-        meta = {
-            "kind": _MODEL_KIND,
-            "labels": list(self.classes_),
-            "features": self.extractor_.to_state(),
-            "params": params,
-            "feature_set": self.feature_set_,
-            "training": _saved_training_record(getattr(self, "training_", {})),
-        }
-        arrays = {}
-        if self.layout_.is_every_pair:
-            meta["layout"] = "every pair"  # rebuilt on load: 4 bytes per weight saved
-        else:
-            arrays["row_ptr"] = self.row_ptr_.astype(np.int64)
-            arrays["label_ids"] = self.label_ids_.astype(np.int32)
-        coef = self.coef_.astype(np.float64)
-        # Weights that are not +0.0 bit for bit (an L1 model's few), by index
-        # and value when they are under a third: 16 bytes each against 8 for
-        # every weight.
-        nonzero = np.flatnonzero(coef.view(np.int64))
-        if 3 * len(nonzero) < len(coef):
-            meta["n_weights"] = len(coef)
-            arrays["coef_index"] = nonzero.astype(np.int64)
-            arrays["coef_values"] = coef[nonzero]
-        else:
-            arrays["coef"] = coef
-        serialization.save(path, meta, arrays)
+        write_model(path, params=self.get_params(), classes=self.classes_,
+                    extractor=self.extractor_, feature_set=self.feature_set_,
+                    training=getattr(self, "training_", {}), layout=self.layout_,
+                    coef=self.coef_)
 
     @classmethod
     def load(cls, path):
@@ -733,45 +478,15 @@ class CRF:
         SscrfError
             If the file is not a valid sscrf model.
         """
-        meta, arrays = serialization.load(path)
-        try:
-            if meta.get("kind") != _MODEL_KIND:
-                raise SscrfError("not a CRF model")
-            labels = meta["labels"]
-            if not (isinstance(labels, list) and labels and all(isinstance(l, str) for l in labels)
-                    and len(set(labels)) == len(labels)):
-                raise SscrfError("bad label list")
-            params = {k: v for k, v in meta["params"].items() if k in cls._param_names()}
-            model = cls(**params)
+        def new_model(saved, labels):
+            model = cls(**{k: v for k, v in saved.items() if k in cls._param_names()})
             model._check_hyperparameters()
             if model.labels is not None and not (isinstance(model.labels, list)
                                                  and set(model.labels) <= set(labels)):
                 raise SscrfError("the labels= setting names labels the model does not have")
-            model.extractor_ = FeatureExtractor.from_state(meta["features"])
-            model.templates = (None if model.extractor_.templates is None
-                               else list(model.extractor_.templates.lines))
-            model.classes_ = labels
-            model.feature_set_ = meta["feature_set"]
-            model.training_ = dict(meta.get("training", {}))
-            n_attr = len(model.extractor_.attributes_ or [])
-            S = len(labels)
-            model.row_ptr_, model.label_ids_, model.coef_ = _stored_weights(meta, arrays,
-                                                                            n_attr, S)
-            if model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1:
-                raise SscrfError("array sizes do not match the vocabulary and labels")
-            if not np.all(np.isfinite(model.coef_)):
-                raise SscrfError("non-finite weights")
-            if not np.all(np.abs(model.coef_) <= _core.MAX_SCORE):
-                raise SscrfError(f"weights above {_core.MAX_SCORE:g}, which the core refuses")
-            model._layout()  # validates row_ptr and label ids
-        except SscrfError as e:
-            raise SscrfError(f"{os.fspath(path)}: invalid model file: {e}") from None
-        except MemoryError:
-            raise SscrfError(f"{os.fspath(path)}: not enough memory to load this model "
-                             f"({_n_weights(meta, arrays):,} weights)") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise SscrfError(f"{os.fspath(path)}: invalid model file: {e!r}") from None
-        return model
+            return model
+
+        return read_model(path, new_model)
 
     # -- internals ----------------------------------------------------------
 
@@ -792,38 +507,19 @@ class CRF:
         return self._layout_cache[1]
 
     def _layout(self):
-        """The compiled layout the kernels read."""
+        """The compiled layout the kernels read (``layout_.core``)."""
         return self.layout_.core
 
-    def _decoding_inputs(self, X, allowed):
-        """Corpus and offsets to decode, with the masks of ``allowed``; also the
-        features and the sentences whose alternatives masks cannot represent
-        (decoded exactly by :func:`sscrf.partial.exact_alternatives`)."""
-        if allowed is None:
-            corpus, offsets = self._compile_inputs(X)
-            return corpus, offsets, None, {}
-        corpus, features, _, inexact = _partial.constrained_inputs(self, X, allowed)
-        return corpus, features.offsets, features, inexact
-
     def _compile_inputs(self, X):
-        X = check_sentences(X, "X")
-        features = self.extractor_.transform(X)
-        return compile_corpus(features), features.offsets
+        return self._decoder().compile(X)
+
+    def _entropies(self, X):
+        return self._decoder().entropies(X)
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_layout_cache", None)
         return state
-
-
-# -- helpers ------------------------------------------------------------------
-
-
-def _shifted_callback(callback, offset):
-    """``callback`` with iteration numbers that go on from ``offset``."""
-    return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)
-
-
 
 
 def _same_value(value, default):
@@ -836,139 +532,11 @@ def _same_value(value, default):
         return False
 
 
-def _plain(value):
-    """A hyperparameter as JSON can hold it: numpy scalars and arrays as Python values."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _saved_training_record(record):
-    """``training_`` as saved: without the loss history and wall-clock seconds,
-    so that the same data, settings and thread count give the same file bytes."""
-    saved = {k: v for k, v in record.items() if k not in ("history", "seconds")}
-    if "stages" in saved:
-        saved["stages"] = {name: _saved_training_record(stage)
-                           for name, stage in saved["stages"].items()}
-    return saved
-
-
-def _training_record(result):
-    return {"iterations": result.n_iterations, "evaluations": result.n_evaluations,
-            "loss": result.loss, "stop_reason": result.stop_reason,
-            "seconds": result.seconds, "history": list(result.history)}
-
-
-def _ge_constraints(constraints, extractor, unlabeled, classes):
-    """Constraint map (A,), targets (M, S) and the constraints kept, for the ``ge`` term.
-
-    Drops, with a warning, constraints whose attribute is not in the
-    vocabulary or never fires in the unlabeled data.
-    """
-    index = extractor.attribute_index()
-    fires = np.bincount(unlabeled.indices, minlength=unlabeled.n_attributes) > 0
-    absent = [a for a in constraints if a not in index]
-    silent = [a for a in constraints if a in index and not fires[index[a]]]
-    for what, dropped in (("not in the vocabulary (never in the training data, or cut by "
-                           "min_freq)", absent), ("never present in X_unlabeled", silent)):
-        if dropped:
-            shown = ", ".join(map(repr, dropped[:10])) + (" ..." if len(dropped) > 10 else "")
-            warnings.warn(f"{len(dropped)} constraint attribute(s) {what}; dropped: {shown}",
-                          UserWarning, stacklevel=3)
-    kept = {a: d for a, d in constraints.items() if a in index and fires[index[a]]}
-    if not kept:
-        examples = ", ".join(map(repr, extractor.attributes_[:3]))
-        raise SscrfError("no constraint attribute fires in X_unlabeled (the unlabeled "
-                         "sentences); nothing for the ge term. Attributes are named as the "
-                         f"features name them, e.g. {examples}")
-    attributes, targets = _constraints.target_matrix(kept, classes)
-    constraint_of_attribute = np.full(unlabeled.n_attributes, -1, dtype=np.int64)
-    constraint_of_attribute[[index[a] for a in attributes]] = np.arange(len(attributes))
-    return constraint_of_attribute, targets, kept
-
-
-
-
-
-def _n_columns(X):
-    """Columns of the first token (1 without tokens), for templates="default"."""
-    for s, sentence in enumerate(X):
-        for t, token in enumerate(sentence):
-            if isinstance(token, (list, tuple)) and len(token) == 0:
-                raise SscrfError(f"sentence {s}, token {t}: templates='default' needs tokens "
-                                 "of at least one column, not an empty list")
-            return len(token)
-    return 1
-
-
-
-
-
-
-def _n_weights(meta, arrays):
-    """The weight count a model file gives, for messages."""
-    if "coef" in arrays:
-        return arrays["coef"].size
-    n = meta.get("n_weights")
-    return n if is_integer(n) else 0
-
-
-def _stored_weights(meta, arrays, n_attr, S):
-    """``row_ptr``, ``label_ids`` and the weights of a model file: every array
-    (as before compact files), or a layout of every pair (``dense``) rebuilt
-    and / or the non-zero weights by index. The sizes are checked before
-    anything is allocated; a file holds one form of each, not two."""
-    every_pair = meta.get("layout") == "every pair"
-    if "layout" in meta and not every_pair:
-        raise SscrfError(f"unknown layout {meta['layout']!r}")
-    if every_pair == ("row_ptr" in arrays or "label_ids" in arrays):
-        raise SscrfError("the layout must be stored as arrays or named 'every pair', "
-                         "one of the two")
-    listed = "coef_index" in arrays or "coef_values" in arrays or "n_weights" in meta
-    if listed == ("coef" in arrays):
-        raise SscrfError("the weights must be stored as 'coef' or as 'coef_index' and "
-                         "'coef_values' with 'n_weights', one of the two")
-    n_pairs = n_attr * S if every_pair else len(arrays["label_ids"])
-    expected = n_pairs + S * S + 2 * S
-    if listed:
-        n = meta.get("n_weights")
-        if not is_integer(n) or n != expected:
-            raise SscrfError(f"weight count {n!r}, but the layout and labels give {expected}")
-    elif arrays["coef"].ndim != 1 or len(arrays["coef"]) != expected:
-        raise SscrfError("array sizes do not match the vocabulary and labels")
-    if every_pair:
-        every = ParameterLayout.every_pair(n_attr, S)
-        row_ptr, label_ids = every.row_ptr, every.label_ids
-    else:
-        row_ptr, label_ids = arrays["row_ptr"], arrays["label_ids"]
-    if not listed:
-        return row_ptr, label_ids, arrays["coef"]
-    return row_ptr, label_ids, _weights_from_nonzero(expected, arrays["coef_index"],
-                                                     arrays["coef_values"])
-
-
-def _weights_from_nonzero(n, index, values):
-    """The ``n`` weights of a model file that lists its non-zero ones."""
-    if (index.ndim != 1 or values.ndim != 1 or len(index) != len(values)
-            or index.dtype != np.int64 or values.dtype != np.float64):
-        raise SscrfError("coef_index and coef_values must be 1-D int64 and float64 arrays "
-                         "of one length")
-    if len(index) and not (index[0] >= 0 and index[-1] < n and (np.diff(index) > 0).all()):
-        raise SscrfError("coef_index must increase strictly within the weight count")
-    coef = np.zeros(n)
-    coef[index] = values
-    return coef
-
-
 # Old private names that tests outside this module's brief still import; use
 # sscrf.corpus.compile_corpus, sscrf.inputs.encode_labels and
 # sscrf.layout.ParameterLayout.for_feature_set instead.
 _compile = compile_corpus
 _encode_labels = encode_labels
-
-
 _LAYOUT_SLICE_TOKENS = SLICE_TOKENS
 
 
@@ -976,4 +544,3 @@ def _layout_arrays(features, token_labels, S, feature_set):
     layout = ParameterLayout.for_feature_set(features, token_labels, S, feature_set,
                                              _LAYOUT_SLICE_TOKENS)
     return layout.row_ptr, layout.label_ids
-

@@ -4,7 +4,8 @@ Each term owns its data (a compiled corpus) and exposes
 ``value_and_gradient(theta, out=None) -> (float, ndarray)`` on the flat parameter
 vector ``theta = [W entries | T (S×S) | start (S) | end (S)]``, returning its
 contribution to the loss (already multiplied by its weight). The L2 prior is
-not a term: it belongs to the trainer, as in CRFsuite.
+not a term: it belongs to the optimised objective (:class:`Objective`), as in
+CRFsuite, where the trainer adds it.
 
 New terms register with ``@register("name")`` and are looked up in
 ``OBJECTIVES``.
@@ -15,6 +16,10 @@ import threading
 import numpy as np
 
 from . import _core
+from .corpus import compile_corpus
+from .errors import SscrfError, SscrfTypeError
+from .inputs import (ENTROPY_METHODS, SUM_TOLERANCE, check_choice, check_positive_number,
+                     check_threads)
 
 OBJECTIVES = {}
 
@@ -24,7 +29,7 @@ def register(name):
 
     def decorate(cls):
         if name in OBJECTIVES:
-            raise ValueError(f"objective term {name!r} is already registered")
+            raise SscrfError(f"objective term {name!r} is already registered")
         cls.name = name
         OBJECTIVES[name] = cls
         return cls
@@ -49,12 +54,9 @@ class Term:
     name = None
 
     def __init__(self, corpus, layout, n_threads, weight=1.0):
-        if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) \
-                or not 1 <= n_threads <= 1024:
-            raise ValueError(f"n_threads must be an integer in [1, 1024], not {n_threads!r}")
         self.corpus = corpus
         self.layout = layout
-        self.n_threads = n_threads
+        self.n_threads = check_threads(n_threads, allow_none=False)
         self.weight = float(weight)
 
     def value_and_gradient(self, theta, out=None):
@@ -135,10 +137,10 @@ class Objective:
             if (not isinstance(out, np.ndarray) or out.dtype != np.float64
                     or out.shape != theta.shape or not out.flags.c_contiguous
                     or not out.flags.writeable):
-                raise ValueError(f"out must be a writeable C-contiguous float64 array of "
+                raise SscrfTypeError(f"out must be a writeable C-contiguous float64 array of "
                                  f"shape {theta.shape}")
             if np.may_share_memory(out, theta):
-                raise ValueError("out must not overlap theta")
+                raise SscrfError("out must not overlap theta")
         if grad is None or grad.shape != theta.shape:
             grad = np.empty_like(theta)
             if self.reuse_gradient and keep:
@@ -192,10 +194,8 @@ class Entropy(Term):
     """
 
     def __init__(self, corpus, layout, n_threads, weight=1.0, method="fast"):
-        if method not in ("fast", "jiao"):
-            raise ValueError(f"entropy method must be 'fast' or 'jiao', not {method!r}")
         super().__init__(corpus, layout, n_threads, weight)
-        self.method = method
+        self.method = check_choice(method, "entropy method", ENTROPY_METHODS)
 
     def _evaluate(self, theta, out):
         return _core.entropy_objective(self.corpus, self.layout, theta, self.n_threads,
@@ -283,19 +283,17 @@ class GE(Term):
     def __init__(self, corpus, layout, n_threads, weight=1.0, *, constraint_of_attribute,
                  targets, penalty="kl", smoothing=DEFAULT_SMOOTHING):
         super().__init__(corpus, layout, n_threads, weight)
-        if penalty not in ("kl", "l2"):
-            raise ValueError(f"ge penalty must be 'kl' or 'l2', not {penalty!r}")
-        smoothing = float(smoothing)
-        if not (np.isfinite(smoothing) and smoothing > 0):
-            raise ValueError(f"ge smoothing must be a finite number > 0, not {smoothing!r}")
+        penalty = check_choice(penalty, "ge penalty", ("kl", "l2"))
+        smoothing = check_positive_number(smoothing, "ge smoothing")
         targets = np.array(targets, dtype=np.float64, ndmin=2)
         S = layout.n_labels
         if targets.ndim != 2 or targets.shape[1] != S or targets.shape[0] == 0:
-            raise ValueError(f"ge targets must be an array (M ≥ 1, {S}), got shape "
+            raise SscrfError(f"ge targets must be an array (M ≥ 1, {S}), got shape "
                              f"{targets.shape}")
         if (not np.all(np.isfinite(targets)) or np.any(targets < 0)
-                or np.any(np.abs(targets.sum(axis=1) - 1.0) > 1e-6)):
-            raise ValueError("ge targets must be non-negative and each row must sum to 1")
+                or np.any(np.abs(targets.sum(axis=1) - 1.0) > SUM_TOLERANCE)):
+            raise SscrfError("ge targets must be non-negative and each row must sum to 1 "
+                             f"(tolerance {SUM_TOLERANCE:g})")
         self.targets = targets
         self.penalty = penalty
         self.smoothing = smoothing
@@ -306,7 +304,7 @@ class GE(Term):
         counts = self._firings.counts
         empty = np.flatnonzero(counts == 0)
         if len(empty):
-            raise ValueError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
+            raise SscrfError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
         self.counts = counts
         # KL terms only where the target is positive (0·log 0 = 0).
         self._positive = targets > 0
@@ -372,3 +370,40 @@ class GE(Term):
             if cached:
                 self._emissions_in_use.release()
         return value, grad
+
+
+@register("alternatives")
+class AlternativesLikelihood(Term):
+    """``−Σ_x w_x log Σ_{y ∈ A_x} p(y | x)`` over explicit lists of alternative labelings.
+
+    For alternatives that node and edge masks cannot represent exactly
+    (see the module docstring). The corpus holds each sentence once;
+    ``groups[k]`` is the sentence of alternative ``k`` (0, 1, 2, ... in
+    order, each sentence at least once) and ``labels`` the alternatives'
+    label ids one after another, each as long as its sentence. A labeling
+    listed twice counts twice. ``sentence_weights`` are the sentences'
+    weights ``w_x``.
+
+    Since ``p(y_k | x) = exp(score(y_k)) / Z(x)``, the value per sentence is
+    ``w_x (log Z(x) − log Σ_k exp score(y_k))`` and the gradient
+    ``w_x (E_p[F] − Σ_k q_k F(y_k))`` with ``q_k = softmax_k score(y_k)``:
+    one forward-backward per sentence, however many alternatives it has.
+
+    Parameters
+    ----------
+    features : sscrf.features.Features
+        The sentences' rows, one sequence per sentence.
+    labels : ndarray (Σ_k n_{groups[k]},) int
+    groups : ndarray (n_alternatives,) int
+    sentence_weights : ndarray (n_sentences,) or None
+    """
+
+    def __init__(self, features, labels, groups, layout, n_threads, weight=1.0,
+                 sentence_weights=None):
+        super().__init__(compile_corpus(features, weights=sentence_weights,
+                                        n_labels=layout.n_labels), layout, n_threads, weight)
+        self.alternatives = _core.AlternativeLabelings(self.corpus, labels, groups)
+
+    def _evaluate(self, theta, out):
+        return _core.alternatives_likelihood(self.corpus, self.layout, theta, self.n_threads,
+                                             self.alternatives, out=out)

@@ -1,4 +1,6 @@
-"""Model files: a JSON header plus raw numpy arrays, no pickle.
+"""The file container of models: a JSON header plus raw numpy arrays, no pickle.
+
+What a model file holds is :mod:`sscrf.model_file`.
 
 Layout of a file::
 
@@ -26,6 +28,7 @@ import struct
 import numpy as np
 
 from .errors import SscrfError
+from .inputs import check_writable  # noqa: F401  (its former home)
 
 MAGIC = b"SSCRF\0"
 # 2: model files may name their layout instead of storing it, and list their
@@ -36,18 +39,6 @@ READABLE_VERSIONS = (1, 2)
 _ALLOWED_DTYPES = {"<f8", "<i4", "<i8", "|u1", "|b1"}
 _PREFIX = struct.Struct("<6sIQ")
 _DIGEST_SIZE = 32
-
-
-def check_writable(path):
-    """Raise SscrfError now if ``path`` could not be written later."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise SscrfError(f"{path}: is a directory")
-    if not os.path.isdir(directory):
-        raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise SscrfError(f"{path}: cannot write, folder {directory} is not writable")
 
 
 def replace_file(path, write, mode="wb", encoding=None):

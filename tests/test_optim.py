@@ -1,4 +1,4 @@
-"""L-BFGS and OWL-QN (sscrf.optimize) against independent solvers and the KKT conditions.
+"""L-BFGS and OWL-QN (sscrf.optim) against independent solvers and the KKT conditions.
 
 References are computed here, never by the code under test: np.linalg.solve for
 quadratics, Newton's method for logistic regression, coordinate descent with
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-import sscrf.optimize
+import sscrf.optim
 from sscrf.errors import SscrfError
-from sscrf.optimize import NonFiniteObjective, OptimizeResult, lbfgs
+from sscrf.optim import NonFiniteObjective, OptimizeResult, lbfgs
 
 TIGHT = dict(epsilon=1e-11, delta=0.0, max_iterations=2000)
 
@@ -425,7 +425,7 @@ def test_memory_is_the_history_and_5_vectors(c1, history, gradient_out, monkeypa
     # The optimiser holds the (m, P) s and y histories and 4 float64 vectors,
     # fun's gradient is one more (with gradient_out, the optimiser's fifth);
     # small blocks keep the block temporaries far below one vector.
-    monkeypatch.setattr(sscrf.optimize, "_BLOCK", 4096)
+    monkeypatch.setattr(sscrf.optim, "_BLOCK", 4096)
     n, memory = 100_000, 6
     rng = np.random.default_rng(0)
     diagonal = rng.uniform(1.0, 100.0, n)

@@ -1,0 +1,206 @@
+"""Decoding with a fitted model: Viterbi, marginals, N-best, probabilities and entropies.
+
+A :class:`Decoder` holds a fitted model's parts (vocabulary, labels,
+parameter layout, θ and a thread count) and runs the compiled corpus kernels
+on sentences, optionally restricted by annotations (``allowed``: per-token
+label sets or :class:`sscrf.annotations.Alternatives`). Alternatives that
+node and edge masks over-approximate are decoded exactly afterwards, by
+scoring each listed labeling.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core, lattice
+from .annotations import corpus_masks, sentence_masks
+from .corpus import compile_corpus, subset_features
+from .errors import SscrfError
+from .inputs import check_integer, check_labeled, check_sentences, encode_labels
+
+__all__ = ["Decoder", "labelings_with_log_p"]
+
+
+def labelings_with_log_p(paths, scores, log_z, classes):
+    """``(labels, log p)`` of lattice.nbest's paths and scores under log Z."""
+    # log p <= 0: rounding can put a near-certain labeling's score above log Z
+    return [([classes[i] for i in path], min(0.0, float(score - log_z)))
+            for path, score in zip(paths.tolist(), scores.tolist())]
+
+
+def _check_allowed(allowed, X):
+    if isinstance(allowed, (str, bytes, dict)) or not hasattr(allowed, "__len__"):
+        raise SscrfError(f"allowed must be a list with one entry per sentence, "
+                         f"not {type(allowed).__name__}")
+    allowed = list(allowed)
+    if len(allowed) != len(X):
+        raise SscrfError(f"X has {len(X)} sentences but allowed has {len(allowed)}")
+    return allowed
+
+
+class Decoder:
+    """The decoding side of a fitted CRF.
+
+    Parameters
+    ----------
+    extractor : sscrf.features.FeatureExtractor
+        The frozen vocabulary.
+    classes : list of str
+        The labels, S of them.
+    layout : sscrf.layout.ParameterLayout
+    coef : ndarray (layout.size,)
+        θ.
+    n_threads : int
+    """
+
+    def __init__(self, extractor, classes, layout, coef, n_threads):
+        self.extractor, self.classes, self.layout = extractor, list(classes), layout
+        self.coef, self.n_threads = coef, n_threads
+        self.label_index = {label: i for i, label in enumerate(self.classes)}
+
+    # -- compiling ------------------------------------------------------------------
+
+    def compile(self, X):
+        """The corpus of sentences ``X`` and its sentence offsets."""
+        features = self.extractor.transform(check_sentences(X, "X"))
+        return compile_corpus(features), features.offsets
+
+    def _constrained(self, X, allowed):
+        """Corpus, offsets, features and the inexact alternatives (dict s → SentenceMasks)
+        of ``X`` under ``allowed`` (None: unconstrained)."""
+        if allowed is None:
+            corpus, offsets = self.compile(X)
+            return corpus, offsets, None, {}
+        X = check_sentences(X, "X")
+        allowed = _check_allowed(allowed, X)
+        features = self.extractor.transform(X)
+        node, edge, inexact = corpus_masks(allowed, np.diff(features.offsets), self.label_index)
+        return compile_corpus(features, mask=node, edge_mask=edge), features.offsets, features, \
+            inexact
+
+    def _exact_alternatives(self, features, inexact):
+        """Per inexact sentence, the alternatives' label ids (K, n) and log p(y_k | x)."""
+        out = {}
+        if not inexact:
+            return out
+        sentences = sorted(inexact)
+        repeats = [s for s in sentences for _ in range(len(inexact[s].alternatives))]
+        sub, _ = subset_features(features, repeats)
+        labels = np.concatenate([row for s in sentences for row in inexact[s].alternatives])
+        corpus = compile_corpus(sub, labels=labels.astype(np.int32))
+        lp = _core.log_probability_corpus(corpus, self.layout.core, self.coef, self.n_threads)
+        k = 0
+        for s in sentences:
+            K = len(inexact[s].alternatives)
+            out[s] = (inexact[s].alternatives, lp[k:k + K])
+            k += K
+        return out
+
+    # -- decoding ---------------------------------------------------------------------
+
+    def viterbi(self, X, allowed=None):
+        """Per sentence, the best labeling (among those ``allowed``), as label strings."""
+        corpus, offsets, features, inexact = self._constrained(X, allowed)
+        labels, _ = _core.viterbi_corpus(corpus, self.layout.core, self.coef, self.n_threads)
+        for s, (ids, lp) in self._exact_alternatives(features, inexact).items():
+            labels[offsets[s]:offsets[s + 1]] = ids[int(np.argmax(lp))]
+        names = np.asarray(self.classes, dtype=object)[labels]
+        return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
+
+    def marginals(self, X, allowed=None):
+        """Node marginals (n_tokens, S) of ``p(y | x, y allowed)`` and the sentence offsets."""
+        corpus, offsets, features, inexact = self._constrained(X, allowed)
+        node, _ = _core.marginals_corpus(corpus, self.layout.core, self.coef, self.n_threads)
+        for s, (ids, lp) in self._exact_alternatives(features, inexact).items():
+            q = np.exp(lp - lp.max())
+            rows = np.zeros((ids.shape[1], len(self.classes)))
+            for k in range(len(ids)):
+                rows[np.arange(ids.shape[1]), ids[k]] += q[k] / q.sum()
+            node[offsets[s]:offsets[s + 1]] = rows
+        return node, offsets
+
+    def log_probability(self, X, y=None):
+        """log p(y | x) per sentence (n_sentences,), of the Viterbi labelings when y is None."""
+        core = self.layout.core
+        if y is None:
+            # the Viterbi labels as ids, on the features extracted once
+            features = self.extractor.transform(check_sentences(X, "X"))
+            labels, _ = _core.viterbi_corpus(compile_corpus(features), core, self.coef,
+                                             self.n_threads)
+            corpus = compile_corpus(features, labels=labels)
+            return _core.log_probability_corpus(corpus, core, self.coef, self.n_threads)
+        X, y = check_labeled(X, y, allow_empty_sentences=True)
+        features = self.extractor.transform(X)
+        corpus = compile_corpus(features, labels=encode_labels(y, self.label_index))
+        return _core.log_probability_corpus(corpus, core, self.coef, self.n_threads)
+
+    def entropies(self, X):
+        """Sequence entropies (n_sentences,), token entropies and transition entropies
+        (n_tokens,) (``_core.entropy_corpus``), and the sentence offsets."""
+        corpus, offsets = self.compile(X)
+        seq, token, transition = _core.entropy_corpus(corpus, self.layout.core, self.coef,
+                                                      self.n_threads)
+        return seq, token, transition, offsets
+
+    def most_uncertain_span(self, X, width):
+        """Per sentence, ``(begin, stop, entropy)`` of the ``width`` tokens whose labels are
+        most uncertain (see :meth:`sscrf.CRF.most_uncertain_span`)."""
+        width = check_integer(width, "width", minimum=1)
+        _, token, transition, offsets = self.entropies(X)
+        out = []
+        for s in range(len(offsets) - 1):
+            a, b = offsets[s], offsets[s + 1]
+            n = b - a
+            if n == 0:
+                out.append((0, 0, 0.0))
+                continue
+            w = min(width, n)
+            spans = lattice.spans_from_lattices(token[a:b], transition[a:b], w)
+            i = int(np.argmax(spans))
+            out.append((i, i + w, float(spans[i])))
+        return out
+
+    # -- N-best ---------------------------------------------------------------------
+
+    def emissions(self, features):
+        """``E = X · W`` (n_tokens, S) of compiled-feature rows, densely."""
+        layout = self.layout
+        coef = np.asarray(self.coef, dtype=np.float64)
+        W = sp.csr_matrix((layout.split(coef)[0], np.asarray(layout.label_ids),
+                           np.asarray(layout.row_ptr)),
+                          shape=(layout.n_attributes, layout.n_labels))
+        design = sp.csr_matrix((features.values, features.indices, features.indptr),
+                               shape=(features.n_tokens, layout.n_attributes))
+        return np.asarray((design @ W).todense(), dtype=np.float64).reshape(
+            features.n_tokens, layout.n_labels)
+
+    def nbest(self, X, k, allowed=None):
+        """Per sentence, up to k ``(labels, log p(labels | x))``, best first (see
+        :meth:`sscrf.CRF.predict_nbest`); ``allowed`` restricts the labelings."""
+        k = check_integer(k, "k", minimum=1)
+        X = check_sentences(X, "X")
+        if allowed is not None:
+            _, offsets, features, inexact = self._constrained(X, allowed)
+            allowed = list(allowed)
+        else:
+            features, inexact = self.extractor.transform(X), {}
+            offsets = features.offsets
+        E = self.emissions(features)
+        _, T, start, end = self.layout.split(np.asarray(self.coef, dtype=np.float64))
+        exact = self._exact_alternatives(features, inexact)
+        out = []
+        for s in range(len(offsets) - 1):
+            Es = E[offsets[s]:offsets[s + 1]]
+            log_z = lattice.log_partition(Es, T, start, end)
+            if s in exact:
+                ids, lp = exact[s]
+                order = sorted(range(len(lp)), key=lambda i: (-lp[i], tuple(ids[i])))[:k]
+                out.append([([self.classes[i] for i in ids[j]], float(lp[j])) for j in order])
+                continue
+            if allowed is None or allowed[s] is None:
+                mask = edge = None
+            else:
+                m = sentence_masks(allowed[s], self.label_index, f"allowed[{s}]")
+                mask, edge = m.node, (None if m.edge is None else m.edge[1:])
+            paths, scores = lattice.nbest(Es, T, k, start, end, mask, edge)
+            out.append(labelings_with_log_p(paths, scores, log_z, self.classes))
+        return out

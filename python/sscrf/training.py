@@ -1,0 +1,532 @@
+"""Fitting a CRF in stages: plan, compile, terms, optimise, finish.
+
+:func:`fit` validates everything it is given, builds the vocabulary, the
+layout and the objective terms, runs the optimiser (the supervised warm
+start first when a non-concave term takes part, as Jiao et al. do) and
+returns the fitted state as a dict of the estimator's attributes. Nothing is
+written to the estimator here: :meth:`sscrf.CRF.fit` assigns the dict in one
+place once everything has succeeded, so a fit that raises leaves the
+estimator as it was. (Ctrl-C during optimisation is not an error: the
+optimiser keeps the best parameters so far and the fit finishes with them.)
+
+The optimise stage is :func:`minimize`: :func:`sscrf.optim.lbfgs` with
+CRFsuite's stopping rules, a progress display, and the handling of Ctrl-C
+and of a non-finite loss.
+"""
+
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _core
+from . import constraints as _constraints
+from .annotations import is_complete, label_view, sentence_masks
+from .corpus import compile_corpus, subset_features
+from .errors import SscrfError
+from .features import FeatureExtractor, default_templates
+from .inputs import (ENTROPY_METHODS, check_choice, check_integer, check_label_list,
+                     check_labeled, check_number, check_sample_weight, check_threads,
+                     check_unlabeled, check_writable, encode_labels)
+from .layout import ParameterLayout
+from .model_file import write_model
+from .objectives import OBJECTIVES, Objective
+from .optim import STOP_CALLBACK, STOP_INTERRUPTED, NonFiniteObjective, lbfgs
+
+__all__ = ["FEATURE_SETS", "NonFiniteLoss", "TrainResult", "check_params", "fit", "ge_constraints",
+           "label_set", "labeled_terms", "minimize"]
+
+FEATURE_SETS = ("auto", "observed", "dense")
+_STOPPED = (STOP_INTERRUPTED, STOP_CALLBACK)  # stop reasons that end a fit
+
+
+def check_params(params):
+    """Validate the estimator's hyperparameters (a ``get_params()`` dict); returns the
+    thread count they give."""
+    for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight"):
+        check_number(params[name], name, minimum=0)
+    for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
+        check_integer(params[name], name, minimum=least)
+    check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
+    check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
+    check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
+    return check_threads(params["n_threads"])
+
+
+# -- plan -------------------------------------------------------------------------------
+
+
+def _plan(params, X, y, X_unlabeled, constraints):
+    """Checked data and which terms take part."""
+    X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
+    unlabeled = None if X_unlabeled is None else check_unlabeled(X_unlabeled)
+    entropy_weight, ge_weight = params["entropy_weight"], params["ge_weight"]
+    use_entropy = entropy_weight > 0 and bool(unlabeled)
+    use_ge = constraints is not None
+    if not X and not unlabeled:
+        raise SscrfError("the training data is empty")
+    # A weight with nothing to act on would train a supervised model unasked
+    # (an empty X_unlabeled is data that happens to be empty: supervised).
+    if entropy_weight > 0 and X_unlabeled is None:
+        raise SscrfError(f"entropy_weight={entropy_weight!r} needs unlabeled data: give "
+                         "X_unlabeled, or set entropy_weight=0 for a supervised fit")
+    if ge_weight > 0 and not use_ge:
+        raise SscrfError(f"ge_weight={ge_weight!r} needs constraints (labeled features) "
+                         "and X_unlabeled: give constraints=, or set ge_weight=0")
+    if use_ge:
+        if ge_weight <= 0:
+            raise SscrfError("constraints are given but ge_weight is 0; set ge_weight > 0")
+        if not unlabeled:
+            raise SscrfError("constraints need unlabeled data: give X_unlabeled")
+        constraints = _constraints.check_constraints(constraints, params["labels"])
+        if not constraints:
+            raise SscrfError("constraints is empty")
+    if unlabeled and not (use_entropy or use_ge):
+        raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0, "
+                         "or ge_weight > 0 and give constraints")
+    return X, y, unlabeled, use_entropy, use_ge, constraints
+
+
+def label_set(labels, y):
+    """The model's labels: ``labels`` (checked against ``y``), else every label of ``y``."""
+    if labels is not None:
+        labels = check_label_list(labels)
+        known = set(labels)
+        for s, seq in enumerate(y):
+            for t, label in enumerate(seq):
+                if label not in known:
+                    raise SscrfError(f"sentence {s}, token {t}: label {label!r} is not in labels=")
+        return labels
+    labels = sorted({label for seq in y for label in seq})
+    if not labels:
+        raise SscrfError("no labels: without labeled data, give the label set with labels=")
+    return labels
+
+
+def _classes(params, y, use_ge, constraints):
+    label_source = label_view(y, params["labels"])
+    if use_ge and params["labels"] is None:  # labels named by constraints join the label set
+        named = _constraints.constraint_labels(constraints)
+        seen = {label for seq in label_source for label in seq}
+        only_named = [label for label in named if label not in seen]
+        if seen and only_named:  # with labeled data, most likely a misspelling
+            shown = ", ".join(map(repr, only_named[:5]))
+            warnings.warn(f"label(s) {shown} are named by the constraints but by no labeled "
+                          "token (misspelt?); each becomes a label of its own (give the "
+                          "label set, labels= or --labels, to refuse unknown labels)",
+                          UserWarning, stacklevel=4)
+        label_source = list(label_source) + [named]
+    classes = label_set(params["labels"], label_source)
+    if len(classes) == 1:  # e.g. a label column of '_' only, or the wrong column
+        warnings.warn(f"the label set is the one label {classes[0]!r}: the model will "
+                      "give it to every token", UserWarning, stacklevel=4)
+    return classes
+
+
+def n_columns(X):
+    """Columns of the first token (1 without tokens), for templates="default"."""
+    for s, sentence in enumerate(X):
+        for t, token in enumerate(sentence):
+            if isinstance(token, (list, tuple)) and len(token) == 0:
+                raise SscrfError(f"sentence {s}, token {t}: templates='default' needs tokens "
+                                 "of at least one column, not an empty list")
+            return len(token)
+    return 1
+
+
+# -- terms ------------------------------------------------------------------------------
+
+
+def labeled_terms(features, y, label_index, weights, layout, n_threads, token_labels=None):
+    """The training terms of annotated sentences.
+
+    Complete sentences go to the ``likelihood`` term; sentences with sets,
+    ``None`` or alternatives to ``partial_likelihood`` (through node masks,
+    and node plus edge masks for alternatives the masks represent exactly)
+    or to ``alternatives`` (the rest). Sentences whose annotation allows
+    every labeling add nothing and are left out.
+
+    ``layout`` is the compiled ``_core.Layout``; ``token_labels``: the label
+    ids of the tokens when already encoded (only used when every sentence
+    is complete).
+
+    Returns
+    -------
+    (list, list)
+        The ``likelihood`` term (if any), then the others.
+    """
+    if all(is_complete(seq) for seq in y):
+        labels = encode_labels(y, label_index) if token_labels is None else token_labels
+        return [OBJECTIVES["likelihood"](compile_corpus(features, labels=labels, weights=weights,
+                                                        n_labels=layout.n_labels),
+                                         layout, n_threads)], []
+    masks = [sentence_masks(seq, label_index, f"sentence {s}") for s, seq in enumerate(y)]
+    complete, node_only, with_edges, inexact = [], [], [], []
+    for s, m in enumerate(masks):
+        if m.complete:
+            complete.append(s)
+        elif m.unconstrained:
+            continue
+        elif m.edge is None:
+            node_only.append(s)
+        elif m.exact:
+            with_edges.append(s)
+        else:
+            inexact.append(s)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+
+    def sub_weights(ids):
+        return None if w is None else np.ascontiguousarray(w[ids])
+
+    supervised, others = [], []
+    if complete:
+        sub, _ = subset_features(features, complete)
+        labels = np.concatenate([masks[s].singleton_ids() for s in complete])
+        supervised.append(OBJECTIVES["likelihood"](
+            compile_corpus(sub, labels=labels, weights=sub_weights(complete),
+                           n_labels=layout.n_labels), layout, n_threads))
+    for ids, edges in ((node_only, False), (with_edges, True)):
+        if not ids:
+            continue
+        sub, _ = subset_features(features, ids)
+        node = np.concatenate([masks[s].node for s in ids])
+        edge = np.concatenate([masks[s].edge for s in ids]) if edges else None
+        corpus = compile_corpus(sub, weights=sub_weights(ids), mask=node, edge_mask=edge,
+                                n_labels=layout.n_labels)
+        others.append(OBJECTIVES["partial_likelihood"](corpus, layout, n_threads))
+    if inexact:
+        groups = [g for g, s in enumerate(inexact) for _ in range(len(masks[s].alternatives))]
+        sub, _ = subset_features(features, inexact)
+        labels = np.concatenate([row for s in inexact for row in masks[s].alternatives])
+        sw = None if w is None else w[inexact]
+        others.append(OBJECTIVES["alternatives"](sub, labels.astype(np.int32), groups, layout,
+                                                 n_threads, sentence_weights=sw))
+    return supervised, others
+
+
+def ge_constraints(constraints, extractor, unlabeled, classes):
+    """Constraint map (A,), targets (M, S) and the constraints kept, for the ``ge`` term.
+
+    Drops, with a warning, constraints whose attribute is not in the
+    vocabulary or never fires in the unlabeled data.
+    """
+    index = extractor.attribute_index()
+    fires = np.bincount(unlabeled.indices, minlength=unlabeled.n_attributes) > 0
+    absent = [a for a in constraints if a not in index]
+    silent = [a for a in constraints if a in index and not fires[index[a]]]
+    for what, dropped in (("not in the vocabulary (never in the training data, or cut by "
+                           "min_freq)", absent), ("never present in X_unlabeled", silent)):
+        if dropped:
+            shown = ", ".join(map(repr, dropped[:10])) + (" ..." if len(dropped) > 10 else "")
+            warnings.warn(f"{len(dropped)} constraint attribute(s) {what}; dropped: {shown}",
+                          UserWarning, stacklevel=4)
+    kept = {a: d for a, d in constraints.items() if a in index and fires[index[a]]}
+    if not kept:
+        examples = ", ".join(map(repr, extractor.attributes_[:3]))
+        raise SscrfError("no constraint attribute fires in X_unlabeled (the unlabeled "
+                         "sentences); nothing for the ge term. Attributes are named as the "
+                         f"features name them, e.g. {examples}")
+    attributes, targets = _constraints.target_matrix(kept, classes)
+    constraint_of_attribute = np.full(unlabeled.n_attributes, -1, dtype=np.int64)
+    constraint_of_attribute[[index[a] for a in attributes]] = np.arange(len(attributes))
+    return constraint_of_attribute, targets, kept
+
+
+# -- the stages together ------------------------------------------------------------------
+
+
+def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
+        checkpoint=None, checkpoint_every=10, constraints=None):
+    """Train a CRF; returns its fitted attributes as a dict (see :meth:`sscrf.CRF.fit`).
+
+    ``params`` is the estimator's ``get_params()``; ``init`` a fitted CRF or None.
+    """
+    started = time.perf_counter()
+    verbose = params["verbose"]
+    # plan: every check before any work
+    n_threads = check_params(params)
+    X, y, unlabeled, use_entropy, use_ge, constraints = _plan(params, X, y, X_unlabeled,
+                                                              constraints)
+    weights = check_sample_weight(sample_weight, len(X))
+    if checkpoint is not None:
+        check_integer(checkpoint_every, "checkpoint_every", minimum=1)
+        check_writable(checkpoint)
+    classes = _classes(params, y, use_ge, constraints)
+    label_index = {label: i for i, label in enumerate(classes)}
+    feature_set = params["feature_set"]
+    if feature_set == "auto":
+        feature_set = "dense" if use_entropy or use_ge else "observed"
+    elif feature_set == "observed" and (use_entropy or use_ge):
+        raise SscrfError("feature_set='observed' does not go with the "
+                         f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
+                         "on unlabeled data train every attribute with every label; use "
+                         "'dense' or 'auto'")
+    # compile: vocabulary, features, layout
+    templates = params["templates"]
+    if isinstance(templates, str) and templates.strip() == "default":
+        templates = default_templates(n_columns(X or unlabeled))
+    extractor = FeatureExtractor(templates, params["min_freq"])
+    corpora = [X] + ([unlabeled] if use_entropy or use_ge else [])
+    features = extractor.fit_transform(*corpora)
+    token_labels = encode_labels(y, label_index)
+    layout = ParameterLayout.for_feature_set(features[0], token_labels, len(classes), feature_set)
+    core = layout.core
+    if verbose:  # before the first evaluation: what the model will hold
+        print(f"features: {len(extractor.attributes_):,} attributes, "
+              f"{len(classes)} labels, {core.n_parameters:,} parameters "
+              f"({feature_set} feature set), {time.perf_counter() - started:.1f} s",
+              file=sys.stderr)
+    state = {"classes_": classes, "extractor_": extractor, "feature_set_": feature_set,
+             "row_ptr_": layout.row_ptr, "label_ids_": layout.label_ids}
+    # terms: complete sentences, likelihood; sets, None, alternatives, marginalised
+    supervised, partial_terms = [], []
+    if X:
+        supervised, partial_terms = labeled_terms(features[0], y, label_index, weights, core,
+                                                  n_threads, token_labels)
+    terms = list(supervised) + partial_terms
+    unlabeled_corpus = (compile_corpus(features[1], n_labels=core.n_labels)
+                        if use_entropy or use_ge else None)
+    if use_entropy:
+        terms.append(OBJECTIVES["entropy"](unlabeled_corpus, core, n_threads,
+                                           weight=params["entropy_weight"],
+                                           method=params["entropy_method"]))
+    if use_ge:
+        constraint_of_attribute, targets, state["constraints_"] = ge_constraints(
+            constraints, extractor, features[1], classes)
+        terms.append(OBJECTIVES["ge"](unlabeled_corpus, core, n_threads,
+                                      weight=params["ge_weight"],
+                                      constraint_of_attribute=constraint_of_attribute,
+                                      targets=targets, penalty=params["ge_penalty"]))
+    # The terms hold compiled corpora; the numpy matrices are not needed
+    # any more and would otherwise stay alive through the optimiser.
+    del features, unlabeled_corpus
+    # optimise
+    theta0 = np.zeros(layout.size)
+    if init is not None:
+        _warm_start(layout, classes, extractor, init, theta0)
+    if checkpoint is not None:
+        callback = _checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
+    options = dict(max_iterations=params["max_iterations"], epsilon=params["epsilon"],
+                   period=params["period"], delta=params["delta"], callback=callback,
+                   verbose=verbose, c1=params["c1"], n_threads=n_threads)
+    stages = {}
+    result = None
+    if len(terms) > len(supervised) and supervised and init is None:
+        # Non-concave objective: start from the supervised optimum.
+        if verbose:
+            print("stage 1/2: supervised warm start", file=sys.stderr)
+        warm = minimize(Objective(supervised, params["c2"], n_threads, reuse_gradient=True),
+                        theta0, **options)
+        stages["supervised"] = _training_record(warm)
+        theta0 = warm.theta
+        if warm.stop_reason in _STOPPED:
+            result = warm  # Ctrl-C or the callback ended training: no second stage
+        else:
+            if verbose:
+                _announce_second_stage(terms[len(supervised):], params, use_entropy, X,
+                                       unlabeled)
+            if callback is not None:  # iterations count on across the stages
+                options["callback"] = _shifted_callback(callback, warm.n_iterations)
+    if result is None:
+        result = minimize(Objective(terms, params["c2"], n_threads, reuse_gradient=True), theta0,
+                          **options)
+    # finish
+    state["coef_"] = result.theta
+    state["training_"] = _training_record(result)
+    if stages:
+        state["training_"]["stages"] = stages
+    return state
+
+
+def _warm_start(layout, classes, extractor, init, theta):
+    """Start θ from ``init``'s weights of the attributes and labels both models have."""
+    new_index = extractor.attribute_index()
+    old_to_new_attr = np.array([new_index.get(a, -1) for a in init.extractor_.attributes_],
+                               dtype=np.int64)
+    label_map = {label: i for i, label in enumerate(classes)}
+    old_to_new_label = np.array([label_map.get(l, -1) for l in init.classes_], dtype=np.int64)
+    layout.warm_start(theta, init.layout_, init.coef_, old_to_new_attr, old_to_new_label)
+
+
+def _announce_second_stage(added_terms, params, use_entropy, X, unlabeled):
+    added = ", ".join(dict.fromkeys(t.name for t in added_terms))
+    pull = ""
+    if use_entropy:  # the term's weight grows with the unlabeled data
+        ratio = params["entropy_weight"] * sum(map(len, unlabeled)) / sum(map(len, X))
+        pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
+    print(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}",
+          file=sys.stderr)
+
+
+def _checkpointing(callback, path, every, params, state, layout):
+    """``callback`` that first writes the model so far to ``path`` every ``every`` iterations."""
+
+    def save_then_call(iteration, loss, theta):
+        if iteration % every == 0:
+            write_model(path, params=params, classes=state["classes_"],
+                        extractor=state["extractor_"], feature_set=state["feature_set_"],
+                        training={"iterations": iteration, "loss": loss,
+                                  "stop_reason": "checkpoint"},
+                        layout=layout, coef=np.array(theta, dtype=np.float64))
+        return callback(iteration, loss, theta) if callback is not None else False
+
+    return save_then_call
+
+
+def _shifted_callback(callback, offset):
+    """``callback`` with iteration numbers that go on from ``offset``."""
+    return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)
+
+
+def _training_record(result):
+    return {"iterations": result.n_iterations, "evaluations": result.n_evaluations,
+            "loss": result.loss, "stop_reason": result.stop_reason,
+            "seconds": result.seconds, "history": list(result.history)}
+
+
+# -- optimise ------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainResult:
+    """Outcome of :func:`minimize`.
+
+    Attributes
+    ----------
+    theta : ndarray
+        Best parameters found (lowest loss evaluated).
+    loss : float
+    n_iterations, n_evaluations : int
+    stop_reason : str
+    seconds : float
+    history : list of float
+        Loss after each iteration.
+    """
+
+    theta: np.ndarray
+    loss: float
+    n_iterations: int
+    n_evaluations: int
+    stop_reason: str
+    seconds: float
+    history: list = field(default_factory=list)
+
+
+class NonFiniteLoss(SscrfError):
+    """The loss or its gradient became NaN or infinite during training."""
+
+
+def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
+             memory=6, callback=None, verbose=False, c1=0.0, n_threads=1):
+    """Minimise ``objective(theta) -> (loss, grad)`` (plus ``c1·‖θ‖₁``) by L-BFGS / OWL-QN.
+
+    Runs :func:`sscrf.optim.lbfgs` with CRFsuite's stopping tests (relative
+    improvement over the last ``period`` iterations below ``delta``;
+    gradient norm below ``epsilon·max(1, ‖θ‖)``), a progress display on
+    stderr, a guard against a non-finite loss, and Ctrl-C handling that
+    keeps the best parameters so far.
+
+    Parameters
+    ----------
+    objective : callable
+    theta0 : ndarray (P,)
+    max_iterations : int
+    epsilon : float
+        Stop when ``‖g‖ / max(1, ‖θ‖) < epsilon``.
+    period, delta : int, float
+        Stop when ``(f[k-period] - f[k]) / f[k] < delta`` (CRFsuite's test).
+    memory : int
+        Number of correction pairs L-BFGS keeps (CRFsuite's default is 6).
+    callback : callable or None
+        ``callback(iteration, loss, theta)`` after each iteration; returning
+        True stops training.
+    verbose : bool
+        Print progress to stderr.
+    c1 : float
+        L1 coefficient: with c1 > 0 the loss is ``objective + c1·‖θ‖₁``,
+        minimised by OWL-QN.
+    n_threads : int
+        Threads for the optimiser's vector passes (results do not depend on it).
+
+    Returns
+    -------
+    TrainResult
+    """
+    try:
+        return _minimize(objective, theta0, c1, max_iterations=max_iterations, epsilon=epsilon,
+                         period=period, delta=delta, memory=memory, callback=callback,
+                         show=_Progress(verbose, max_iterations), started=time.perf_counter(),
+                         n_threads=n_threads)
+    finally:
+        # The kernels keep their large scratch from one evaluation to the
+        # next (cpp/block_cache.hpp); training is over, so it goes back.
+        _core.release_scratch()
+
+
+def _minimize(objective, theta0, c1, *, max_iterations, epsilon, period, delta, memory,
+                    callback, show, started, n_threads):
+    state = {"evaluations": 0}
+    # An Objective writes its gradient into the optimiser's buffers: none is
+    # allocated or copied per evaluation.
+    gradient_out = isinstance(objective, Objective)
+
+    def fun(theta, *out):
+        state["evaluations"] += 1
+        return objective(theta, *out)
+
+    def on_iteration(k, loss, theta):
+        terms = getattr(objective, "last_terms", None)
+        if terms and c1 > 0:  # the loss also holds c1·‖θ‖₁, which the objective does not
+            terms = terms + [("l1", loss - math.fsum(value for _, value in terms))]
+        show.line(k, loss, None, state["evaluations"], time.perf_counter() - started, terms)
+        return bool(callback(k, loss, theta)) if callback is not None else False
+
+    try:
+        r = lbfgs(fun, np.asarray(theta0, dtype=np.float64), c1=c1, memory=memory,
+                  max_iterations=max_iterations, epsilon=epsilon, period=period, delta=delta,
+                  callback=on_iteration, n_threads=n_threads, gradient_out=gradient_out)
+    except KeyboardInterrupt as e:
+        r = e.result
+        warnings.warn(f"training interrupted after {r.n_iterations} iterations; keeping the "
+                      "best parameters so far", RuntimeWarning, stacklevel=3)
+    except NonFiniteObjective as e:
+        r = e.result
+        error = NonFiniteLoss(f"the training loss became non-finite; the model keeps the last "
+                              f"good parameters ({e})")
+        error.result = TrainResult(r.x, r.fun, r.n_iterations, r.n_evaluations, r.stop_reason,
+                                   time.perf_counter() - started, list(r.history))
+        raise error from None
+    seconds = time.perf_counter() - started
+    show.done(r.n_iterations, r.fun, r.n_evaluations, seconds, r.stop_reason)
+    return TrainResult(r.x, r.fun, r.n_iterations, r.n_evaluations, r.stop_reason, seconds,
+                       list(r.history))
+
+
+class _Progress:
+    """One line per iteration on stderr (every tenth when stderr is not a terminal)."""
+
+    def __init__(self, enabled, max_iterations):
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self.width = len(str(max_iterations))
+
+    def line(self, k, loss, grad_norm, evaluations, seconds, terms=None):
+        """``terms``: (name, value) of the loss's parts at the iterate, shown when
+        there are several data terms (their values include their weights)."""
+        if not self.enabled or (not self.tty and k % 10 and k != 1):
+            return
+        norm = "" if grad_norm is None else f"  |g| {grad_norm:.3g}"
+        text = (f"iter {k:>{self.width}}  loss {loss:.6g}{norm}  "
+                f"evals {evaluations}  {seconds:.1f}s")
+        if terms and sum(name not in ("l1", "l2") for name, _ in terms) > 1:
+            text += "  (" + ", ".join(f"{name} {value:.4g}" for name, value in terms) + ")"
+        end = "\r" if self.tty else "\n"
+        print(text.ljust(70), end=end, file=sys.stderr, flush=True)
+
+    def done(self, k, loss, evaluations, seconds, reason):
+        if self.enabled:
+            print(f"done: {k} iterations, {evaluations} evaluations, loss {loss:.6g}, "
+                  f"{seconds:.1f}s ({reason})".ljust(70), file=sys.stderr, flush=True)
