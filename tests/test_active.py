@@ -19,7 +19,8 @@ from sscrf.active import (SELECTORS, ActiveLearner, NgramModel, gold_oracle, sel
 from sscrf.cli import SELECT_STRATEGIES, main
 from sscrf.demo import generate_hmm_corpus
 from sscrf.io import read_conll, write_conll
-from sscrf.model import _compile, _encode_labels
+from sscrf.corpus import compile_corpus as _compile
+from sscrf.inputs import encode_labels as _encode_labels
 from sscrf.objectives import OBJECTIVES
 
 # ---------------------------------------------------------------------------
@@ -361,7 +362,7 @@ def test_weighted_likelihood_gradient_by_finite_differences(model):
     label_index = {l: i for i, l in enumerate(model.classes_)}
     corpus = _compile(model.extractor_.transform(X), labels=_encode_labels(y, label_index),
                       weights=w)
-    term = OBJECTIVES["likelihood"](corpus, model._layout(), 1)
+    term = OBJECTIVES["likelihood"](corpus, model.layout_.core, 1)
     theta = model.coef_ + np.random.default_rng(0).normal(0, 0.3, size=len(model.coef_))
     _, grad = term.value_and_gradient(theta)
     probe = tiny_crf()
@@ -447,7 +448,7 @@ def test_span_loop_labels_fresh_tokens_and_retires_full_sentences(pool_data, par
 
 
 def test_partial_answers_fragments_and_native():
-    from sscrf.active import _partial_examples
+    from sscrf.active.learner import partial_examples as _partial_examples
     sentence = ["t0", "t1", "t2", "t3", "t4", "t5"]
     labels = [None, "A", "B", None, "C", None]
     assert _partial_examples(sentence, labels, "fragments") == [

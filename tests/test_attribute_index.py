@@ -332,45 +332,6 @@ def test_errors_name_sentence_and_token_from_the_compiled_path():
         FeatureExtractor().fit([[ok]], [[{"x": -math.inf}]])
 
 
-# -- the observed layout --------------------------------------------------------
-
-
-def reference_layout(features, token_labels, S):
-    token_of_entry = np.repeat(np.arange(features.n_tokens, dtype=np.int64),
-                               np.diff(features.indptr))
-    labels = token_labels[token_of_entry]
-    keep = labels >= 0
-    keys = np.unique(features.indices[keep].astype(np.int64) * S + labels[keep])
-    row_ptr = np.zeros(features.n_attributes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys // S, minlength=features.n_attributes), out=row_ptr[1:])
-    return row_ptr, (keys % S).astype(np.int32)
-
-
-@pytest.mark.parametrize("n_attributes", [7, 1 << 21])  # presence table, sorted keys
-@pytest.mark.parametrize("slice_tokens", [3, 1 << 16])
-def test_observed_layout_matches_the_whole_corpus_computation(n_attributes, slice_tokens,
-                                                              monkeypatch):
-    from sscrf import model
-
-    monkeypatch.setattr(model, "_LAYOUT_SLICE_TOKENS", slice_tokens)
-    rng = np.random.default_rng(n_attributes + slice_tokens)
-    S, n = 9, 40
-    counts = rng.integers(0, 5, size=n)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    indices = np.concatenate([np.sort(rng.choice(min(n_attributes, 50), k, replace=False))
-                              for k in counts]).astype(np.int32)
-    f = Features(indptr, indices, np.ones(len(indices)), np.array([0, 10, 40]), n_attributes)
-    token_labels = rng.integers(-1, S, size=n).astype(np.int32)
-    got = model._layout_arrays(f, token_labels, S, "observed")
-    want = reference_layout(f, token_labels, S)
-    for a, b in zip(got, want):
-        assert a.dtype == b.dtype and np.array_equal(a, b)
-    empty = Features(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0),
-                     np.zeros(1, np.int64), n_attributes)
-    row_ptr, label_ids = model._layout_arrays(empty, np.zeros(0, np.int32), S, "observed")
-    assert row_ptr.tolist() == [0] * (n_attributes + 1) and label_ids.tolist() == []
-
-
 # -- templates: the same index, slices of sentences -------------------------------
 
 

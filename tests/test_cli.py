@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from sscrf import CRF, cli
+from sscrf import CRF
+from sscrf.cli import reading as cli_reading
 from sscrf.cli import main
 from sscrf.demo import LABELS, generate_hmm_corpus
 from sscrf.io import read_conll, write_conll
@@ -408,13 +409,13 @@ def test_tag_in_batches_writes_what_one_batch_writes(capsys, data, tmp_path, mon
     argv += [constraints if option == "CONSTRAINTS" else option for option in options]
     whole = run(capsys, *argv)
     assert whole[0] == 0 and whole[1].count("\n\n") == len(data["X_test"]), whole[2]
-    monkeypatch.setattr(cli, "_BATCH_TOKENS", 5)
+    monkeypatch.setattr(cli_reading, "BATCH_TOKENS", 5)
     assert run(capsys, *argv) == whole
     out_path = tmp_path / "tagged.txt"
     assert run(capsys, *argv, "-o", out_path)[0] == 0
     assert out_path.read_text() == whole[1]
     whole_eval = run(capsys, "eval", "-m", data["model"], data["test"])
-    monkeypatch.setattr(cli, "_BATCH_TOKENS", 1 << 16)
+    monkeypatch.setattr(cli_reading, "BATCH_TOKENS", 1 << 16)
     assert run(capsys, "eval", "-m", data["model"], data["test"]) == whole_eval
 
 
@@ -424,7 +425,7 @@ def test_tag_streams_and_stops_at_a_malformed_line(capsys, data, tmp_path, monke
     path = tmp_path / "late_error.txt"
     text = data["test"].read_text()
     path.write_text(text + "a b c d e\n")
-    monkeypatch.setattr(cli, "_BATCH_TOKENS", 5)
+    monkeypatch.setattr(cli_reading, "BATCH_TOKENS", 5)
     code, out, err = run(capsys, "tag", "-m", data["model"], path)
     bad_line = text.count("\n") + 1
     assert_error(code, err, f"{path}:{bad_line}: expected 3 columns, found 5")
@@ -676,3 +677,15 @@ def test_console_script_entry_point():
 
     assert callable(sscrf.cli.main)
     assert os.path.exists(os.path.join(os.path.dirname(sscrf.cli.__file__), "__main__.py"))
+
+
+def test_option_choices_are_the_library_s():
+    # The parser lists them itself (it loads no numpy); they must not drift.
+    from sscrf.cli import build_parser
+    from sscrf.inputs import ENTROPY_METHODS
+    from sscrf.layout import FEATURE_SETS
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    choices = {a.dest: a.choices for a in train._actions if a.choices}
+    assert tuple(choices["entropy_method"]) == ENTROPY_METHODS
+    assert tuple(choices["feature_set"]) == ("auto",) + FEATURE_SETS

@@ -37,6 +37,11 @@ from bisect import bisect_right
 
 import numpy as np
 
+from .errors import SscrfError
+from .inputs import check_integer
+from .metrics import chunk_scores, format_chunk_report, token_accuracy
+from .model import CRF
+
 __all__ = [
     "LABELS",
     "START",
@@ -138,14 +143,11 @@ def generate_hmm_corpus(n_sentences, *, seed=0, min_length=4, max_length=20):
     ValueError
         For a negative ``n_sentences`` or bad lengths.
     """
-    for name, value in (("n_sentences", n_sentences), ("min_length", min_length),
-                        ("max_length", max_length)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"{name} must be an integer, not {value!r}")
-    if n_sentences < 0:
-        raise ValueError(f"n_sentences must be ≥ 0, not {n_sentences}")
+    n_sentences = check_integer(n_sentences, "n_sentences", minimum=0)
+    min_length = check_integer(min_length, "min_length")
+    max_length = check_integer(max_length, "max_length")
     if not 1 <= min_length <= max_length:
-        raise ValueError(f"need 1 ≤ min_length ≤ max_length, got {min_length}, {max_length}")
+        raise SscrfError(f"need 1 ≤ min_length ≤ max_length, got {min_length}, {max_length}")
 
     rng = np.random.default_rng(seed)
     # Cumulative tables as Python lists: bisect on a list is much faster than
@@ -220,11 +222,8 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
         ``n_train``, ``n_test``, ``n_train_tokens``, ``n_test_tokens``,
         ``iterations``, ``train_seconds`` and ``seconds`` (the whole demo).
     """
-    from .metrics import chunk_scores, format_chunk_report, token_accuracy
-    from .model import CRF
-
     if n_train < 1 or n_test < 1:
-        raise ValueError("run_demo needs n_train ≥ 1 and n_test ≥ 1")
+        raise SscrfError("run_demo needs n_train ≥ 1 and n_test ≥ 1")
     started = time.perf_counter()
 
     def say(text=""):

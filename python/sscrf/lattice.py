@@ -17,11 +17,11 @@ Wrong shapes, non-finite values, or masks that leave no labeling raise
 ``ValueError`` naming the argument. Integer and float32 inputs are converted.
 """
 
-import operator
-
 import numpy as np
 
 from . import _core
+from .errors import SscrfError
+from .inputs import check_integer
 
 __all__ = [
     "constrained_entropy",
@@ -109,14 +109,7 @@ def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=
     TypeError
         ``k`` is not an integer.
     """
-    if isinstance(k, bool):
-        raise TypeError("k must be an integer, got a bool")
-    try:
-        k = operator.index(k)
-    except TypeError:
-        raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
-    if k < 1:
-        raise ValueError(f"k must be a positive integer, got {k}")
+    k = check_integer(k, "k", minimum=1)
     # the core takes a C int; no chain can return more labelings anyway
     k = min(k, 2**31 - 1)
     return _core.nbest(emissions, transitions, k, start, end, mask, edge_mask)
@@ -238,18 +231,17 @@ def constrained_entropy(emissions, transitions, begin, labels, start=None, end=N
     n, S = h_alpha.shape
     labels = [int(l) for l in labels]
     if not labels:
-        raise ValueError("labels must name at least one label")
+        raise SscrfError("labels must name at least one label")
     begin, stop = _check_span(begin, begin + len(labels), n)
     if any(not 0 <= l < S for l in labels):
-        raise ValueError(f"labels must be label ids in [0, {S})")
+        raise SscrfError(f"labels must be label ids in [0, {S})")
     return float(h_alpha[begin, labels[0]] + h_beta[stop - 1, labels[-1]])
 
 
 def spans_from_lattices(token_entropy, transition_entropy, width):
     """Entropies of all spans of ``width`` from token and transition entropies (prefix sums)."""
     n = len(token_entropy)
-    if width < 1:
-        raise ValueError(f"width must be at least 1, got {width}")
+    width = check_integer(width, "width", minimum=1)
     if width > n:
         return np.zeros(0)
     prefix = np.concatenate([[0.0], np.cumsum(transition_entropy)])
@@ -261,7 +253,7 @@ def spans_from_lattices(token_entropy, transition_entropy, width):
 def _check_span(begin, stop, n):
     begin, stop = int(begin), int(stop)
     if not 0 <= begin <= stop <= n:
-        raise ValueError(f"span [{begin}, {stop}) is not inside a sequence of {n} tokens")
+        raise SscrfError(f"span [{begin}, {stop}) is not inside a sequence of {n} tokens")
     return begin, stop
 
 

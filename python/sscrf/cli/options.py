@@ -1,0 +1,79 @@
+"""What several commands share: the program name, argument types, common options, messages.
+
+Imports argparse and the standard library only, so that building the parser
+loads no numpy (see :func:`sscrf.cli.main`).
+"""
+
+import argparse
+import sys
+
+PROG = "sscrf"
+
+#: The strategies of ``sscrf select`` (the names of ``sscrf.active.SELECTORS``).
+SELECT_STRATEGIES = ("least_confidence", "most_uncertain_span", "quota_sampling", "random",
+                     "sequence_entropy", "token_entropy")
+
+
+# -- argument types --------------------------------------------------------------
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
+    return value
+
+
+def non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, not {value}")
+    return value
+
+
+def non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value >= 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number ≥ 0, not {text}")
+    return value
+
+
+def label_list(text):
+    labels = [label.strip() for label in text.split(",")]
+    if not all(labels):
+        raise argparse.ArgumentTypeError(f"empty label in {text!r}")
+    if len(set(labels)) != len(labels):
+        raise argparse.ArgumentTypeError(f"a label is repeated in {text!r}")
+    return labels
+
+
+# -- options of several commands --------------------------------------------------
+
+def conllu_options(sub, what):
+    """--conllu and --label-column; ``what`` names the file they describe."""
+    sub.add_argument("--conllu", action="store_true",
+                     help=f"{what} is CoNLL-U: FORM is the token, the label comes from "
+                          "--label-column")
+    sub.add_argument("--label-column", metavar="NAME", default=None,
+                     help="CoNLL-U column holding the label (default: upos); "
+                          "one of id form lemma upos xpos feats head deprel deps misc")
+
+
+def model_threads_option(sub):
+    """--threads for the commands that load a model."""
+    sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                     help="threads (default: the model's setting, every core unless it "
+                          "was trained with --threads); results do not depend on it")
+
+
+def error(message):
+    """Print ``sscrf: error: message`` on stderr."""
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,242 @@
+"""The ``sscrf`` argument parser, built one command at a time.
+
+Help texts are the program's documentation; ``tests/test_cli.py`` pins
+much of them.
+"""
+
+import argparse
+
+from .. import __version__
+from .options import (
+    PROG,
+    SELECT_STRATEGIES,
+    conllu_options,
+    label_list,
+    model_threads_option,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+)
+
+__all__ = ["build_parser"]
+
+DESCRIPTION = """\
+Linear-chain CRFs on CoNLL column files.
+
+A CoNLL file holds one token per line, columns separated by spaces or tabs,
+the label in the last column, and a blank line between sentences; '#' is an
+ordinary token. CoNLL-U files (--conllu) use FORM as the token and a chosen
+column (default UPOS) as the label.
+"""
+
+EPILOG = """\
+examples:
+  sscrf train train.txt -m chunk.model
+  sscrf tag -m chunk.model test.txt -o tagged.txt
+  sscrf eval tagged.txt
+  sscrf eval -m chunk.model test.txt
+  sscrf dump chunk.model --top 30
+  sscrf demo
+  sscrf select --model chunk.model --pool pool.txt --strategy least_confidence -m 20
+"""
+
+
+def build_parser():
+    """The ``argparse`` parser of the ``sscrf`` program."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (add_train, add_tag, add_eval, add_dump, add_demo, add_select):
+        add(commands)
+    return parser
+
+
+def _command(commands, name, help, description):
+    return commands.add_parser(name, help=help, description=description,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_train(commands):
+    """The parser of ``sscrf train``."""
+    sub = _command(
+        commands, "train", "train a CRF on a labeled file and save it",
+        "Train a CRF on TRAIN (labels in the last column, token columns before it) and\n"
+        "save it to MODEL. Attributes come from the --template file (CRF++ syntax:\n"
+        "'U01:%x[-1,0]' lines and a bare 'B'), or from the default templates for the\n"
+        "number of token columns: for 'word POS' columns, CRF++'s CoNLL-2000 set.\n"
+        "Prints training progress on stderr (unless --quiet) and a one-line summary.\n"
+        "Ctrl-C stops training: the best model so far is saved, and the exit status\n"
+        "is 130 so that a script does not take it for a finished training.")
+    sub.add_argument("train", metavar="TRAIN",
+                     help="training file (CoNLL, or CoNLL-U with --conllu)")
+    sub.add_argument("-m", "--model", metavar="MODEL", required=True,
+                     help="where to save the model")
+    sub.add_argument("--template", metavar="FILE",
+                     help="CRF++-style template file (default: built-in templates)")
+    sub.add_argument("--c1", type=non_negative_float, default=0.0, metavar="C1",
+                     help="L1 coefficient: the loss gains C1·‖θ‖₁, trained by OWL-QN; most "
+                          "weights become exactly 0 (default: 0)")
+    sub.add_argument("--c2", type=non_negative_float, default=1.0, metavar="C2",
+                     help="L2 coefficient: loss = -log-likelihood + C2·‖θ‖² (default: 1.0)")
+    sub.add_argument("--max-iterations", type=non_negative_int, default=100, metavar="N",
+                     help="L-BFGS iteration limit (default: 100); with --unlabeled, of each "
+                          "stage: the supervised warm start, then the full objective")
+    sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                     help="threads (default: every core); results do not depend on it")
+    sub.add_argument("--feature-set", choices=("auto", "observed", "dense"), default="auto",
+                     help="'observed': the attribute-label pairs seen in training data "
+                          "(CRFsuite's default); 'dense': every pair; 'auto' (default): "
+                          "observed for supervised training")
+    sub.add_argument("--min-freq", type=positive_int, default=1, metavar="N",
+                     help="drop attributes seen at fewer than N tokens (default: 1)")
+    sub.add_argument("--labels", type=label_list, metavar="A,B,...",
+                     help="the label set, in this order (default: every label in TRAIN); "
+                          "another label in TRAIN is an error")
+    sub.add_argument("--unlabeled", metavar="FILE",
+                     help="unlabeled sentences (CoNLL, the token columns of TRAIN; extra "
+                          "columns, e.g. labels, are ignored) for entropy regularisation or GE; "
+                          "training then weighs every attribute of TRAIN and FILE with every "
+                          "label (the dense feature set), so the model grows with FILE's "
+                          "vocabulary: --min-freq bounds it")
+    sub.add_argument("--entropy-weight", type=non_negative_float, default=0.0, metavar="G",
+                     help="weight γ of the entropy of the unlabeled sentences (default: 0; "
+                          "needs --unlabeled); the term sums over them, so start near "
+                          "0.1 x labeled / unlabeled tokens and tune on held-out data "
+                          "against a supervised model with --feature-set dense")
+    sub.add_argument("--entropy-method", choices=("fast", "jiao"), default="fast",
+                     help="entropy gradient: fast O(n S^2) (default) or Jiao et al.'s "
+                          "O(n^2 S^3) reference")
+    sub.add_argument("--constraints", metavar="FILE",
+                     help="labeled features for generalized expectation (GE) training on the "
+                          "--unlabeled sentences: one attribute per line with its target "
+                          "distribution, e.g. 'U02:john PERSON:0.95 ORG:0.05' (see "
+                          "sscrf.constraints); TRAIN may then be an empty file (the token "
+                          "columns are those of the unlabeled file, the labels --labels or "
+                          "those the constraints name)")
+    sub.add_argument("--ge-weight", type=non_negative_float, default=0.0, metavar="L",
+                     help="weight λ of the GE term (default: 0; needs --constraints and "
+                          "--unlabeled)")
+    sub.add_argument("--ge-penalty", choices=("kl", "l2"), default="kl",
+                     help="GE distance: KL(target ‖ model) (default) or squared L2")
+    conllu_options(sub, "TRAIN")
+    sub.add_argument("--partial", action="store_true",
+                     help="partial and ambiguous annotations: a label cell may be a set "
+                          "'A|B|C' (any of these) or '*' (not annotated); such sentences are "
+                          "trained by the marginalised likelihood (Tsuboi et al. 2008)")
+    sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+
+def add_tag(commands):
+    """The parser of ``sscrf tag``."""
+    sub = _command(
+        commands, "tag", "label a file with a trained model",
+        "Label the sentences of FILE with MODEL (Viterbi). Each output line is the\n"
+        "input line's columns followed by the predicted label, as CRF++'s crf_test\n"
+        "writes it. FILE has either the model's token columns, or one more: then the\n"
+        "last column is taken as the gold label and kept before the prediction, so\n"
+        "the output can go to 'sscrf eval'. With --conllu the output is CoNLL with\n"
+        "three columns: FORM, the --label-column value (gold) and the prediction\n"
+        "(spaces inside a FORM are written as U+00A0). -DOCSTART- lines are dropped.\n"
+        "FILE is read, tagged and written about 65,000 tokens at a time, so memory\n"
+        "does not grow with its length; on stdout, the batches before the one that\n"
+        "holds a malformed line are written by the time it is reported (-o OUT is\n"
+        "left as it was).")
+    sub.add_argument("-m", "--model", metavar="MODEL", required=True,
+                     help="a model saved by 'sscrf train'")
+    sub.add_argument("file", metavar="FILE", help="file to tag ('-': standard input)")
+    sub.add_argument("-o", "--output", metavar="OUT", type=lambda v: None if v == "-" else v,
+                     help="write here instead of stdout ('-': stdout)")
+    sub.add_argument("-n", "--nbest", type=positive_int, default=1, metavar="K",
+                     help="write the K most probable labelings of each sentence as K label "
+                          "columns, best first, after a '# nbest' line with their "
+                          "log-probabilities (default: 1, the Viterbi labeling)")
+    sub.add_argument("--constraints", metavar="CFILE",
+                     help="constrained decoding: a CoNLL file of the same sentences whose last "
+                          "column gives each token's allowed labels: a label, a set 'A|B' or "
+                          "'*' (any label)")
+    conllu_options(sub, "FILE")
+    model_threads_option(sub)
+
+
+def add_eval(commands):
+    """The parser of ``sscrf eval``."""
+    sub = _command(
+        commands, "eval", "chunk precision/recall/F1 and token accuracy",
+        "Score predictions the way conlleval does: chunk precision, recall and F1\n"
+        "(a chunk is right when its type and both ends are), overall and per chunk\n"
+        "type, and token accuracy.\n\n"
+        "  sscrf eval FILE            FILE's last column is the prediction, the one\n"
+        "                             before it the gold label ('sscrf tag' output)\n"
+        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score")
+    sub.add_argument("file", metavar="FILE",
+                     help="tagged file, or the test file with -m ('-': standard input)")
+    sub.add_argument("-m", "--model", metavar="MODEL", help="tag FILE with this model first")
+    sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
+                     help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
+    conllu_options(sub, "FILE (with -m)")
+    model_threads_option(sub)
+
+
+def add_dump(commands):
+    """The parser of ``sscrf dump``."""
+    sub = _command(
+        commands, "dump", "show a model's labels and weights",
+        "Print a model's labels, its number of parameters and of non-zero state\n"
+        "features, the state features of largest |weight| (attribute, label,\n"
+        "weight), the transition weights (row: previous label, column: next) and\n"
+        "the start and end weights.")
+    sub.add_argument("model", metavar="MODEL", help="a model saved by 'sscrf train'")
+    sub.add_argument("--top", type=non_negative_int, default=20, metavar="K",
+                     help="how many state features to show (default: 20)")
+
+
+def add_demo(commands):
+    """The parser of ``sscrf demo``."""
+    sub = _command(
+        commands, "demo", "train and score a CRF on a built-in HMM corpus",
+        "Sample a chunking corpus from a small built-in hidden Markov model (nothing\n"
+        "is downloaded; see sscrf.demo), train a CRF with the default templates, tag\n"
+        "a held-out sample and print chunk scores and a few tagged sentences.")
+    sub.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
+    sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                     help="threads (default: every core)")
+    sub.add_argument("--n-train", type=positive_int, default=800, metavar="N",
+                     help="training sentences (default: 800)")
+    sub.add_argument("--n-test", type=positive_int, default=300, metavar="N",
+                     help="test sentences (default: 300)")
+    sub.add_argument("-q", "--quiet", action="store_true", help="no training progress display")
+
+
+def add_select(commands):
+    """The parser of ``sscrf select``."""
+    sub = _command(
+        commands, "select", "choose pool sentences to label next (active learning)",
+        "Rank the sentences of the pool FILE (CoNLL: the model's token columns, a gold\n"
+        "label column after them is allowed and ignored) by a selection strategy and\n"
+        "print the best M, best first, one per line: the sentence number in FILE\n"
+        "(from 0), the line it starts on and the strategy's score; with\n"
+        "most_uncertain_span also the span's first token and the token after it.\n"
+        "random and quota_sampling need no model; quota_sampling estimates q(x) with\n"
+        "an n-gram model (--order) of the pool's first column and draws one sentence\n"
+        "from each of M groups of equal size sorted by q(x) (see sscrf.active).")
+    sub.add_argument("--model", metavar="MODEL",
+                     help="a model saved by 'sscrf train' (not needed for random and "
+                          "quota_sampling)")
+    sub.add_argument("--pool", metavar="FILE", required=True,
+                     help="the unlabeled pool ('-': standard input)")
+    sub.add_argument("--strategy", choices=SELECT_STRATEGIES, required=True)
+    sub.add_argument("-m", type=positive_int, default=20, metavar="M", dest="m",
+                     help="how many sentences to choose (default: 20)")
+    sub.add_argument("--width", type=positive_int, default=3, metavar="W",
+                     help="span width for most_uncertain_span (default: 3)")
+    sub.add_argument("--per-token", action="store_true",
+                     help="sequence_entropy and token_entropy: divide by the sentence length, "
+                          "so that long sentences are not chosen for their length")
+    sub.add_argument("--order", type=positive_int, default=4, metavar="N",
+                     help="n-gram order of q(x) for quota_sampling (default: 4)")
+    sub.add_argument("--seed", type=int, default=None,
+                     help="random seed for random and quota_sampling")
+    conllu_options(sub, "FILE")
+    model_threads_option(sub)

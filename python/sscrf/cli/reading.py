@@ -1,0 +1,155 @@
+"""Reading the files and models that commands take: training files, FILE to tag, MODEL."""
+
+import re
+import sys
+from typing import NamedTuple, Optional
+
+from ..errors import SscrfError
+from ..io import (
+    conll_sentences,
+    conllu_indices,
+    conllu_sentences,
+    gc_paused,
+    read_conll,
+    read_conllu,
+)
+from ..model import CRF
+
+__all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",
+           "model_columns", "no_spaces", "read_for_tagging", "read_labeled", "readable",
+           "sentences_to_tag"]
+
+
+def model_columns(model, path):
+    """Number of token columns the model's templates were trained on."""
+    extractor = model.extractor_
+    if extractor.templates is None:
+        raise SscrfError(f"{path}: the model reads feature dicts, not columns; the command "
+                         "line needs a model trained with templates")
+    if extractor.n_columns_ is not None:
+        return extractor.n_columns_
+    return max(extractor.templates.max_column + 1, 1)
+
+
+def label_column(args):
+    """The CoNLL-U label column of --label-column (refused without --conllu)."""
+    if args.label_column is not None and not args.conllu:
+        raise SscrfError("--label-column is for CoNLL-U input; add --conllu")
+    return args.label_column or "upos"
+
+
+def read_labeled(path, args, labels=None):
+    """Tokens and labels of a training file; returns the ConllCorpus."""
+    if args.conllu:
+        if getattr(args, "partial", False):
+            raise SscrfError("--partial reads label sets from CoNLL column files, not CoNLL-U")
+        corpus = read_conllu(path, label_column=label_column(args), token_columns=("form",))
+        if labels is not None:
+            known = set(labels)
+            for s, sentence in enumerate(corpus.labels):
+                for t, label in enumerate(sentence):
+                    if label not in known:
+                        raise SscrfError(f"{path}: sentence {s + 1} (from line "
+                                         f"{corpus.lines[s]}), token {t + 1}: label {label!r} "
+                                         "is not in --labels")
+        return corpus
+    label_column(args)
+    return read_conll(path, labels=labels, label_sets=getattr(args, "partial", False))
+
+
+# Sentences are tagged this many tokens at a time, so that the memory of
+# 'sscrf tag' and 'sscrf eval -m' does not grow with FILE; a batch is still
+# work enough for every thread.
+BATCH_TOKENS = 1 << 16
+
+
+def readable(path):
+    """FILE as the readers take it: '-' is standard input, whose bytes are
+    read as a file's are (the same line ends, exact lines in decoding errors)."""
+    if path == "-":
+        if sys.stdin is None:
+            raise SscrfError("standard input is closed")
+        return getattr(sys.stdin, "buffer", sys.stdin)
+    return path
+
+
+def file_name(path):
+    """FILE as messages name it."""
+    return "<stdin>" if path == "-" else path
+
+
+class ToTag(NamedTuple):
+    """A sentence of FILE: what the model reads, what the output shows, and more."""
+
+    tokens: list            # the model's token columns
+    shown: list             # the columns written out
+    gold: Optional[list]    # the gold labels, when FILE has them
+    line: int               # the sentence's first line in FILE
+    allowed: Optional[list] = None  # per token, the labels --constraints allows
+
+
+def sentences_to_tag(path, model, model_path, args, need_gold=False):
+    """FILE's sentences as they are read, as ToTag."""
+    expected = model_columns(model, model_path)
+    if args.conllu:
+        if expected != 1:
+            raise SscrfError(f"{model_path}: the model reads {expected} token columns, but "
+                             "CoNLL-U input gives one (FORM)")
+        columns = conllu_indices(label_column(args), ("form",))
+        for lineno, sentence, gold in conllu_sentences(readable(path), *columns, "utf-8"):
+            yield ToTag(sentence, [[no_spaces(token[0])] for token in sentence], gold, lineno)
+        return
+    label_column(args)
+    with_gold = None
+    for lineno, sentence, _ in conll_sentences(readable(path), False, False, None, "utf-8"):
+        if with_gold is None:  # the reader holds every line to the first one's columns
+            n_columns = len(sentence[0])
+            if n_columns == expected + 1 or (n_columns == expected and not need_gold):
+                with_gold = n_columns == expected + 1
+            elif need_gold:
+                raise SscrfError(f"{file_name(path)}:{lineno}: found {n_columns} columns, "
+                                 f"expected {expected + 1} (the model's {expected} token "
+                                 "column(s), then the gold label)")
+            else:
+                raise SscrfError(f"{file_name(path)}:{lineno}: found {n_columns} columns, "
+                                 f"expected {expected} (the model's token columns) or "
+                                 f"{expected + 1} (a gold label after them)")
+        if with_gold:
+            tokens = [token[:-1] for token in sentence]
+            yield ToTag(tokens, tokens, [token[-1] for token in sentence], lineno)
+        else:
+            yield ToTag(sentence, sentence, None, lineno)
+
+
+def batches(items):
+    """Lists of consecutive ToTag of about BATCH_TOKENS tokens."""
+    batch, size = [], 0
+    for item in items:
+        batch.append(item)
+        size += len(item.tokens)
+        if size >= BATCH_TOKENS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def read_for_tagging(path, model, model_path, args):
+    """All of FILE's sentences to tag, as model tokens, and their first lines."""
+    with gc_paused():
+        sentences = list(sentences_to_tag(path, model, model_path, args))
+    return [item.tokens for item in sentences], [item.line for item in sentences]
+
+
+def no_spaces(form):
+    """A CoNLL-U FORM as one CoNLL cell."""
+    # read_conll splits on ASCII whitespace only, so U+00A0 keeps the cell whole.
+    return re.sub(r"[ \t\r\n\f\v]", "\u00a0", form) if form else "_"
+
+
+def load_model(path, threads=None):
+    """The model saved at ``path``, with ``threads`` threads when given."""
+    model = CRF.load(path)
+    if threads is not None:
+        model.n_threads = threads
+    return model

@@ -1,0 +1,134 @@
+"""``sscrf train``: read a labeled file (and unlabeled text, GE constraints), fit, save."""
+
+import sys
+import time
+import warnings
+
+from ..constraints import read_constraints
+from ..errors import SscrfError
+from ..features import read_templates
+from ..inputs import check_writable
+from ..io import gc_paused, read_conll
+from ..model import CRF
+from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
+from .options import PROG, error
+from .reading import read_labeled
+
+__all__ = ["run"]
+
+
+def run(args):
+    """``sscrf train``: the exit status."""
+    started = time.perf_counter()
+    check_writable(args.model)
+    templates = "default"
+    if args.template is not None:
+        templates = read_templates(args.template)
+    constraints = _read_ge_constraints(args)
+    corpus = read_labeled(args.train, args, labels=args.labels)
+    if not (args.partial or args.conllu):
+        if corpus.tokens and all(len(t) == 9 and t[0] == str(i + 1)
+                                 for i, t in enumerate(corpus.tokens[0][:3])):
+            print(f"{PROG}: warning: {args.train}: the tokens look like CoNLL-U lines (ID and 8 "
+                  "more columns before the label): read it with --conllu", file=sys.stderr)
+        partial_like = sorted({label for sentence in corpus.labels for label in sentence
+                               if label == "*" or "|" in label})
+        if partial_like:
+            shown = ", ".join(map(repr, partial_like[:3]))
+            shown += ", ..." if len(partial_like) > 3 else ""
+            print(f"{PROG}: warning: {args.train}: labels {shown} look like partial annotations "
+                  "(* unknown, A|B a set of labels); without --partial each is a label of its "
+                  "own", file=sys.stderr)
+    if not corpus.tokens and constraints is None:
+        raise SscrfError(f"{args.train}: no sentences to train on")
+    unlabeled = None
+    if args.unlabeled is not None:
+        if args.feature_set == "observed":
+            raise SscrfError("--feature-set observed does not go with --unlabeled: the terms "
+                             "on unlabeled sentences train every attribute with every label; "
+                             "use dense or auto")
+        if args.entropy_weight <= 0 and constraints is None:
+            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
+                             "FILE with --ge-weight L")
+        unlabeled = read_conll(args.unlabeled, has_labels=False).tokens
+    columns_from = args.train if corpus.tokens else args.unlabeled
+    if not (corpus.tokens or unlabeled):
+        raise SscrfError(f"{args.train}: no sentences to train on, and {args.unlabeled} has "
+                         "none either")
+    n_columns = min(len(token) for sentence in corpus.tokens or unlabeled for token in sentence)
+    if args.template is not None and templates.max_column >= n_columns:
+        source = next(src for src, pieces in zip(templates.sources, templates.unigrams)
+                      if any(type(p) is tuple and p[1] >= n_columns for p in pieces))
+        raise SscrfError(f"{args.template}: template {source!r} reads column "
+                         f"{templates.max_column}, but {columns_from} has {n_columns} token "
+                         "column(s) (numbered from 0; the label column is not one)")
+    if unlabeled is not None:
+        with gc_paused():
+            unlabeled = [[token[:n_columns] for token in sentence] for sentence in unlabeled]
+        short = next(((s, len(t)) for s, sentence in enumerate(unlabeled) for t in sentence
+                      if len(t) < n_columns), None)
+        if short is not None:
+            raise SscrfError(f"{args.unlabeled}: sentence {short[0]} has {short[1]} column(s), "
+                             f"{args.train} has {n_columns} token column(s)")
+    elif args.entropy_weight > 0:
+        raise SscrfError("--entropy-weight needs --unlabeled FILE")
+    if (args.labels is None and constraints is None
+            and not any(label is not None for seq in corpus.labels for label in seq)):
+        raise SscrfError(f"{args.train}: no token has a label; give the label set with "
+                         "--labels A,B,...")
+    model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
+                n_threads=args.threads,
+                feature_set=args.feature_set, labels=args.labels, templates=templates,
+                min_freq=args.min_freq, entropy_weight=args.entropy_weight,
+                entropy_method=args.entropy_method, ge_weight=args.ge_weight,
+                ge_penalty=args.ge_penalty, verbose=not args.quiet)
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # shown below as the program's warnings
+            model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled,
+                      constraints=constraints)
+    finally:  # also before an error, which they may explain
+        for w in caught:
+            print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+    training = model.training_
+    if training["stop_reason"] == STOP_INTERRUPTED and training["iterations"] == 0:
+        error(f"interrupted before the first iteration; {args.model} not written")
+        return 130
+    model.save(args.model)
+    n_tokens = sum(map(len, corpus.labels))
+    ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
+    unlabeled_note = "" if unlabeled is None else f", {len(unlabeled)} unlabeled sentences"
+    iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
+    warm = training.get("stages", {}).get("supervised")
+    if warm is not None and warm["stop_reason"] in (STOP_INTERRUPTED, STOP_CALLBACK):
+        iterations = (f"{warm['iterations']} iterations (supervised warm start, "
+                      f"{warm['stop_reason']}; the second stage did not run)")
+    elif warm is not None:  # two stages: the supervised warm start, then the full objective
+        iterations = (f"{warm['iterations']} + {training['iterations']} iterations (supervised "
+                      f"warm start, then {training['stop_reason']})")
+    print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
+          f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
+          f"{f' ({model.n_active_features_} state weights not 0)' if args.c1 > 0 else ''}, "
+          f"{iterations}, {time.perf_counter() - started:.1f} s")
+    if training["stop_reason"] == STOP_INTERRUPTED:
+        error(f"interrupted: {args.model} holds the best model so far, not a finished training")
+        return 130
+    return 0
+
+
+def _read_ge_constraints(args):
+    """The --constraints file, after checking the GE options go together; None without it."""
+    if args.constraints is None:
+        if args.ge_weight > 0:
+            raise SscrfError("--ge-weight needs --constraints FILE (and --unlabeled FILE)")
+        return None
+    if args.ge_weight <= 0:
+        raise SscrfError("--constraints needs --ge-weight L with L > 0")
+    if args.unlabeled is None:
+        raise SscrfError("--constraints needs --unlabeled FILE (GE matches label "
+                         "distributions on unlabeled sentences)")
+    constraints = read_constraints(args.constraints, labels=args.labels)
+    if not constraints:
+        raise SscrfError(f"{args.constraints}: no constraints")
+    return constraints
