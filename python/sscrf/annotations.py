@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import SscrfError
+from .errors import SscrfError, SscrfTypeError
 
 __all__ = [
     "Alternatives",
@@ -74,17 +74,17 @@ class Alternatives(Sequence):
 
     def __init__(self, labelings):
         if isinstance(labelings, (str, bytes)) or not hasattr(labelings, "__iter__"):
-            raise SscrfError("Alternatives takes a list of label sequences")
+            raise SscrfTypeError("Alternatives takes a list of label sequences")
         out, seen = [], set()
         for k, seq in enumerate(labelings):
             if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
-                raise SscrfError(f"alternative {k} must be a sequence of labels, "
-                                 f"not {type(seq).__name__}")
+                raise SscrfTypeError(f"alternative {k} must be a sequence of labels, "
+                                     f"not {type(seq).__name__}")
             seq = tuple(seq)
             for t, label in enumerate(seq):
                 if not isinstance(label, str):
-                    raise SscrfError(f"alternative {k}, token {t}: a label must be a string, "
-                                     f"not {type(label).__name__}")
+                    raise SscrfTypeError(f"alternative {k}, token {t}: a label must be a "
+                                         f"string, not {type(label).__name__}")
             if out and len(seq) != len(out[0]):
                 raise SscrfError(f"alternative {k} has {len(seq)} labels, alternative 0 has "
                                  f"{len(out[0])}")
@@ -131,10 +131,10 @@ def label_members(label, where):
             raise SscrfError(f"{where}: empty label set (use None for 'any label')")
         for m in members:
             if not isinstance(m, str):
-                raise SscrfError(f"{where}: label set members must be strings, found {m!r}")
+                raise SscrfTypeError(f"{where}: label set members must be strings, found {m!r}")
         return members
-    raise SscrfError(f"{where}: a label must be a string, a set of strings or None, "
-                     f"not {type(label).__name__}")
+    raise SscrfTypeError(f"{where}: a label must be a string, a set of strings or None, "
+                         f"not {type(label).__name__}")
 
 
 def check_annotation(seq, n_tokens, s, name="y"):
@@ -145,7 +145,7 @@ def check_annotation(seq, n_tokens, s, name="y"):
                              "labels")
         return
     if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
-        raise SscrfError(f"{name}[{s}] must be a list of labels, not {type(seq).__name__}")
+        raise SscrfTypeError(f"{name}[{s}] must be a list of labels, not {type(seq).__name__}")
     if len(seq) != n_tokens:
         raise SscrfError(f"sentence {s}: {n_tokens} tokens but {len(seq)} labels")
     for t, label in enumerate(seq):

@@ -62,7 +62,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .errors import SscrfError
+from .errors import SscrfError, SscrfTypeError
+from .features import FeatureExtractor, default_templates
+from .inputs import SUM_TOLERANCE, check_integer, check_label_list, check_number, is_number
 
 __all__ = [
     "TOLERANCE",
@@ -80,8 +82,8 @@ __all__ = [
 ]
 
 #: How far a target distribution's sum may be from 1 (rows are then divided
-#: by their sum): hand-written thirds, 0.333333 each, sum to 0.999999.
-TOLERANCE = 1e-4
+#: by their sum): :data:`sscrf.inputs.SUM_TOLERANCE`.
+TOLERANCE = SUM_TOLERANCE
 
 #: The paper's heuristic probability of the majority label (§5.1).
 MAJORITY_PROBABILITY = 0.99
@@ -91,8 +93,9 @@ MAJORITY_PROBABILITY = 0.99
 
 
 def _check_probability(value, where):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SscrfError(f"{where}: a probability must be a number, not {type(value).__name__}")
+    if not is_number(value):
+        raise SscrfTypeError(f"{where}: a probability must be a number, not "
+                             f"{type(value).__name__}")
     value = float(value)
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise SscrfError(f"{where}: probability {value!r} is not in [0, 1]")
@@ -102,8 +105,8 @@ def _check_probability(value, where):
 def _check_distribution(attribute, dist, known, where):
     """A validated copy of one target distribution (values as given)."""
     if not isinstance(dist, Mapping):
-        raise SscrfError(f"{where}: the target of {attribute!r} must be a dict "
-                         f"{{label: probability}}, not {type(dist).__name__}")
+        raise SscrfTypeError(f"{where}: the target of {attribute!r} must be a dict "
+                             f"{{label: probability}}, not {type(dist).__name__}")
     if not dist:
         raise SscrfError(f"{where}: the target of {attribute!r} is empty")
     out = {}
@@ -147,8 +150,8 @@ def check_constraints(constraints, labels=None):
         than TOLERANCE (1e-4) from 1, or a label outside ``labels``.
     """
     if not isinstance(constraints, Mapping):
-        raise SscrfError(f"constraints must be a dict {{attribute: {{label: probability}}}}, "
-                         f"not {type(constraints).__name__}")
+        raise SscrfTypeError(f"constraints must be a dict {{attribute: {{label: probability}}}}, "
+                             f"not {type(constraints).__name__}")
     known = None if labels is None else list(labels)
     known_set = None if known is None else set(known)
     out = {}
@@ -216,15 +219,13 @@ def majority_constraints(majority, labels, probability=MAJORITY_PROBABILITY):
     dict
         ``{attribute: {label: probability}}`` over all labels.
     """
-    labels = list(labels)
-    if not labels or len(set(labels)) != len(labels) or not all(isinstance(l, str) for l in labels):
-        raise SscrfError("labels must be a non-empty list of distinct strings")
+    labels = _label_list(labels, ())
     probability = _check_probability(probability, "majority_constraints")
     if probability <= 0:
         raise SscrfError("majority_constraints: probability must be > 0")
     if not isinstance(majority, Mapping):
-        raise SscrfError(f"majority must be a dict {{attribute: label}}, not "
-                         f"{type(majority).__name__}")
+        raise SscrfTypeError(f"majority must be a dict {{attribute: label}}, not "
+                             f"{type(majority).__name__}")
     rest = (1.0 - probability) / (len(labels) - 1) if len(labels) > 1 else 0.0
     out = {}
     for attribute, label in majority.items():
@@ -275,8 +276,6 @@ def attribute_occurrences(X, attributes=None, templates=None):
 
 
 def _extract(X, templates):
-    from .features import FeatureExtractor, default_templates
-
     X = list(X)
     if isinstance(templates, str) and templates.strip() == "default":
         n = next((len(token) for sentence in X for token in sentence), 1)
@@ -296,7 +295,7 @@ def _flat_labels(X, y):
             raise SscrfError(f"sentence {s}: {len(xs)} tokens but {len(ys)} labels")
         for t, label in enumerate(ys):
             if not isinstance(label, str):
-                raise SscrfError(f"sentence {s}, token {t}: a label must be a string")
+                raise SscrfTypeError(f"sentence {s}, token {t}: a label must be a string")
         flat.extend(ys)
     return X, flat
 
@@ -304,8 +303,8 @@ def _flat_labels(X, y):
 def _label_list(labels, flat):
     if labels is None:
         labels = sorted(set(flat))
-    labels = list(labels)
-    if not labels or len(set(labels)) != len(labels):
+    labels = check_label_list(labels)
+    if not labels:
         raise SscrfError("labels must be a non-empty list of distinct strings")
     return labels
 
@@ -341,12 +340,8 @@ def estimate_constraints(X, y, attributes, n_per_feature, *, labels=None, templa
         ``{attribute: {label: probability}}`` for the attributes that fire
         at least once in ``X``; the others are left out with a warning.
     """
-    if isinstance(n_per_feature, bool) or not isinstance(n_per_feature, (int, np.integer)) \
-            or n_per_feature < 1:
-        raise SscrfError(f"n_per_feature must be a positive integer, not {n_per_feature!r}")
-    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) \
-            or not math.isfinite(smoothing) or smoothing < 0:
-        raise SscrfError(f"smoothing must be a finite number ≥ 0, not {smoothing!r}")
+    check_integer(n_per_feature, "n_per_feature", minimum=1)
+    check_number(smoothing, "smoothing", minimum=0)
     X, flat = _flat_labels(X, y)
     labels = _label_list(labels, flat)
     index = {label: i for i, label in enumerate(labels)}
@@ -411,9 +406,7 @@ def propose_features(X, y, n_per_label, *, labels=None, templates=None, prefix=N
         best first; a label may get fewer than ``n_per_label`` candidates.
         :func:`majority_constraints` turns ``{a: label}`` into targets.
     """
-    if isinstance(n_per_label, bool) or not isinstance(n_per_label, (int, np.integer)) \
-            or n_per_label < 1:
-        raise SscrfError(f"n_per_label must be a positive integer, not {n_per_label!r}")
+    check_integer(n_per_label, "n_per_label", minimum=1)
     X, flat = _flat_labels(X, y)
     labels = _label_list(labels, flat)
     index = {label: i for i, label in enumerate(labels)}

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from . import _core, lattice
 from .annotations import corpus_masks, sentence_masks
 from .corpus import compile_corpus, subset_features
-from .errors import SscrfError
+from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_labeled, check_sentences, encode_labels
 
 __all__ = ["Decoder", "labelings_with_log_p"]
@@ -29,8 +29,8 @@ def labelings_with_log_p(paths, scores, log_z, classes):
 
 def _check_allowed(allowed, X):
     if isinstance(allowed, (str, bytes, dict)) or not hasattr(allowed, "__len__"):
-        raise SscrfError(f"allowed must be a list with one entry per sentence, "
-                         f"not {type(allowed).__name__}")
+        raise SscrfTypeError(f"allowed must be a list with one entry per sentence, "
+                             f"not {type(allowed).__name__}")
     allowed = list(allowed)
     if len(allowed) != len(X):
         raise SscrfError(f"X has {len(X)} sentences but allowed has {len(allowed)}")

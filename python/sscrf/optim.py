@@ -97,7 +97,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _core
-from .errors import SscrfError
+from .errors import SscrfError, SscrfTypeError
+from .inputs import check_integer, check_number, check_threads
 
 __all__ = ["STOP_CALLBACK", "STOP_INTERRUPTED", "NonFiniteObjective", "OptimizeResult", "lbfgs"]
 
@@ -210,13 +211,10 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
         Invalid arguments, or a gradient of the wrong shape.
     """
     if not callable(fun):
-        raise SscrfError("fun must be callable as fun(x) -> (value, gradient)")
+        raise SscrfTypeError("fun must be callable as fun(x) -> (value, gradient)")
     for name, value, low in (("period", period, 1), ("epsilon", epsilon, None),
                              ("delta", delta, None)):
-        if not (isinstance(value, (int, float, np.integer, np.floating))
-                and math.isfinite(value)) or (low is not None and value < low):
-            raise SscrfError(f"{name} must be a finite number{'' if low is None else f' >= {low}'},"
-                             f" got {value!r}")
+        check_number(value, name, minimum=low)
     run = _Run(fun, x0, c1, memory, max_iterations, max_linesearch, n_threads, history_dtype,
                gradient_out)
     try:
@@ -239,16 +237,11 @@ class _Run:
                  history_dtype=np.float32, gradient_out=False):
         for name, value, low in (("memory", memory, 1), ("max_iterations", max_iterations, 0),
                                  ("max_linesearch", max_linesearch, 1)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-                raise SscrfError(f"{name} must be an integer >= {low}, got {value!r}")
-        if (isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer))
-                or not 1 <= n_threads <= 1024):
-            raise SscrfError(f"n_threads must be an integer in [1, 1024], got {n_threads!r}")
+            check_integer(value, name, minimum=low)
+        check_threads(n_threads, allow_none=False)
         if np.dtype(history_dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise SscrfError(f"history_dtype must be float32 or float64, got {history_dtype!r}")
-        if not (isinstance(c1, (int, float, np.integer, np.floating)) and math.isfinite(c1)
-                and c1 >= 0):
-            raise SscrfError(f"c1 must be a finite number >= 0, got {c1!r}")
+        check_number(c1, "c1", minimum=0)
         x = np.array(x0, dtype=np.float64)
         if x.ndim != 1:
             raise SscrfError(f"x0 must be a 1-D array, got shape {x.shape}")

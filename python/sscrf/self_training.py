@@ -8,6 +8,7 @@ unlabeled data stop changing or a round limit is reached.
 import sys
 
 from .errors import SscrfError
+from .inputs import check_integer, check_unlabeled
 
 
 def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
@@ -31,10 +32,10 @@ def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
         With ``self_training_`` : list of dicts per round (``round``,
         ``changed`` = number of unlabeled tokens whose label changed).
     """
+    X_unlabeled = check_unlabeled(X_unlabeled)
     if not X_unlabeled:
         raise SscrfError("self-training needs unlabeled sentences")
-    if max_rounds < 0:
-        raise SscrfError(f"max_rounds must be ≥ 0, not {max_rounds}")
+    max_rounds = check_integer(max_rounds, "max_rounds", minimum=0)
     verbose = model.verbose if verbose is None else verbose
     saved = model.entropy_weight
     model.set_params(entropy_weight=0.0)
