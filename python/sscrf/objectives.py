@@ -134,11 +134,12 @@ class Objective:
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         grad = out if out is not None else (self._gradient if keep else None)
         if out is not None:
-            if (not isinstance(out, np.ndarray) or out.dtype != np.float64
-                    or out.shape != theta.shape or not out.flags.c_contiguous
-                    or not out.flags.writeable):
-                raise SscrfTypeError(f"out must be a writeable C-contiguous float64 array of "
-                                 f"shape {theta.shape}")
+            rule = f"out must be a writeable C-contiguous float64 array of shape {theta.shape}"
+            if not isinstance(out, np.ndarray):
+                raise SscrfTypeError(rule)
+            if (out.dtype != np.float64 or out.shape != theta.shape
+                    or not out.flags.c_contiguous or not out.flags.writeable):
+                raise SscrfError(rule)
             if np.may_share_memory(out, theta):
                 raise SscrfError("out must not overlap theta")
         if grad is None or grad.shape != theta.shape:
