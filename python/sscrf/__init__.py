@@ -6,17 +6,15 @@ users need.
 
 import os as _os
 
-# How long an idle OpenMP thread spins before it sleeps. libgomp's default
-# (GOMP_SPINCOUNT 300000 pauses, milliseconds) made jobs that share cores
-# crawl: two 2-thread trainings on a 2-core machine took 6.5x the time each
-# (13 s against 2.0 s), a thread spinning at a barrier holding the core its
-# partner needed. 3000 keeps the waits inside an evaluation as short as
-# before on an idle machine (and sleeping outright, OMP_WAIT_POLICY=passive,
-# cost 4-10% there). The runtime reads this once, as it loads with _core; a
-# user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left alone, and the
-# environment is restored after the import, so child processes see theirs.
-# (LLVM's libomp, in clang builds, did not need it: its defaults took the
-# same time as sleeping outright.)
+# How long an idle OpenMP thread spins before it sleeps. With libgomp's
+# default (GOMP_SPINCOUNT 300000 pauses) a thread spinning at a barrier holds
+# the core its partner needs, so jobs that share cores crawl (two 2-thread
+# trainings on 2 cores took 6.5x the time each); 3000 keeps the waits inside
+# an evaluation short on an idle machine, where sleeping outright
+# (OMP_WAIT_POLICY=passive) costs time. The runtime reads this once, as it
+# loads with _core; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left
+# alone, and the environment is restored after the import, so child
+# processes see theirs.
 _SPIN_SETTING = "GOMP_SPINCOUNT"
 _spin_set_here = not any(k in _os.environ for k in ("OMP_WAIT_POLICY", _SPIN_SETTING))
 if _spin_set_here:

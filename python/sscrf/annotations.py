@@ -156,8 +156,8 @@ def is_complete(seq):
     """Whether an annotation gives exactly one label per token (plain strings)."""
     if isinstance(seq, Alternatives):
         return False
-    # the label types, collected in C: a generator over a large corpus's
-    # tokens took a visible part of fit()
+    # the label types, collected in C: a Python generator over every token
+    # of a large corpus would cost a visible part of fit()
     types = set(map(type, seq))
     return types <= {str} or all(issubclass(t, str) for t in types)
 

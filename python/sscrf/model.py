@@ -460,7 +460,7 @@ class CRF:
 
         A ``dense`` model (every attribute with every label) does not store
         its layout, and one whose weights are mostly zero (L1) stores the
-        others by index: 57 instead of 86 MB for 6.4M dense parameters.
+        others by index (16 bytes each, against 8 for every weight).
         Files with every array, as earlier versions wrote them, still load.
         """
         self._check_fitted()
