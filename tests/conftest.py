@@ -1,5 +1,10 @@
 """Shared test configuration."""
 
+import pytest
+
+# Helper modules shared by several test files: their asserts explain failures too.
+pytest.register_assert_rewrite("active_common", "features_common")
+
 
 def pytest_configure(config):
     # When a Hypothesis test fails, its plugin writes a patch with the failing

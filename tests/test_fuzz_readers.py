@@ -1,4 +1,4 @@
-"""Hostile files through the text readers (Hypothesis fuzz, issue 8).
+"""Hostile files through the text readers (Hypothesis fuzz).
 
 Readers: ``read_conll`` (plain, ``label_sets=True``, ``labels=``,
 ``has_labels=False``), ``read_conllu``, the template parser
