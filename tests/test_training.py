@@ -1,4 +1,7 @@
-"""Checkpointing during fit, and resuming from a checkpoint."""
+"""Fitting (sscrf.training): checkpoints and resuming, Ctrl-C, and a failed fit that leaves
+the estimator as it was."""
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -56,3 +59,47 @@ def test_interrupt_keeps_best_parameters(data):
     assert model.training_["stop_reason"] == "interrupted"
     assert np.all(np.isfinite(model.coef_)) and np.any(model.coef_ != 0)
     assert len(model.predict(X[:2])) == 2
+
+
+# -- a fit that raises leaves the estimator as it was -------------------------------
+
+
+def _fitted_state(model):
+    return {k: v for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_")}
+
+
+@pytest.mark.parametrize("failure", ["late value", "non-finite loss", "callback raises"])
+def test_a_failed_fit_leaves_the_fitted_model_as_it_was(data, failure, monkeypatch):
+    X, y = data
+    model = sscrf.CRF(templates="default", verbose=False, max_iterations=5).fit(X, y)
+    before = _fitted_state(model)
+    coef = model.coef_.copy()
+    predicted = model.predict(X[:3])
+    kwargs = {}
+    if failure == "late value":  # refused after the vocabulary and the layout are built
+        kwargs = dict(X_unlabeled=X[:5], constraints={"no such attribute": {y[0][0]: 1.0}})
+        model.set_params(ge_weight=1.0)
+        error = sscrf.SscrfError
+    elif failure == "non-finite loss":
+        def nan_objective(self, theta, out=None):
+            return float("nan"), np.zeros_like(theta)
+
+        monkeypatch.setattr(sscrf.objectives.Objective, "__call__", nan_objective)
+        error = sscrf.SscrfError
+    else:
+        class Boom(Exception):
+            pass
+
+        def callback(k, loss, theta):
+            raise Boom
+
+        kwargs = dict(callback=callback)
+        error = Boom
+    warns = pytest.warns(UserWarning) if failure == "late value" else contextlib.nullcontext()
+    with pytest.raises(error), warns:
+        model.fit(X[:40], [labels[::-1] for labels in y[:40]], **kwargs)
+    assert _fitted_state(model).keys() == before.keys()
+    for name, value in before.items():
+        assert _fitted_state(model)[name] is value, name
+    np.testing.assert_array_equal(model.coef_, coef)
+    assert model.predict(X[:3]) == predicted
