@@ -19,12 +19,14 @@ import pytest
 import sscrf
 from reference import brute_force, labeling_score, random_corpus
 from sscrf import _core
+from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES, Objective, Term
 
 
 def dense_layout(A, S):
     """row_ptr, label_ids with every (attribute, label) pair."""
-    return np.arange(A + 1, dtype=np.int64) * S, np.tile(np.arange(S, dtype=np.int32), A)
+    layout = ParameterLayout.every_pair(A, S)
+    return layout.row_ptr, layout.label_ids
 
 
 def observed_like_layout(rng, data, drop=0.3):

@@ -18,6 +18,7 @@ from sscrf import CRF, _core, lattice
 from sscrf.cli import main
 from sscrf.errors import SscrfError
 from sscrf.io import read_conll, write_conll
+from sscrf.layout import ParameterLayout
 from sscrf.metrics import apa
 from sscrf.objectives import OBJECTIVES, Objective
 from sscrf.partial import (Alternatives, BASELINES, ambiguous_words, annotation_cost,
@@ -143,10 +144,6 @@ def random_data(rng, lengths, A=5, max_attrs=3):
     return dict(features=features, X=rows["X"], offsets=rows["offsets"], A=A)
 
 
-def dense_layout(A, S):
-    return np.arange(A + 1, dtype=np.int64) * S, np.tile(np.arange(S, dtype=np.int32), A)
-
-
 def random_annotation(rng, gold):
     """A per-token annotation of a gold labeling: keep, set containing gold, or None."""
     out = []
@@ -172,8 +169,8 @@ def compile_(features, **kw):
 def setup_partial(seed, lengths=(3, 1, 4, 2, 5, 3)):
     rng = np.random.default_rng(seed)
     data = random_data(rng, list(lengths))
-    row_ptr, label_ids = dense_layout(data["A"], 3)
-    layout = _core.Layout(row_ptr, label_ids, 3)
+    dense = ParameterLayout.every_pair(data["A"], 3)
+    row_ptr, label_ids, layout = dense.row_ptr, dense.label_ids, dense.core
     theta = rng.normal(0, 1, size=layout.n_parameters)
     gold = [[CLASSES[i] for i in rng.integers(0, 3, size=n)] for n in lengths]
     return rng, data, row_ptr, label_ids, layout, theta, gold
@@ -348,8 +345,8 @@ def test_pinned_tokens_split_the_constrained_lattice_exactly(scale):
     rng = np.random.default_rng(11)
     lengths = [len(p) for p in PINNING_PATTERNS]
     data = random_data(rng, lengths)
-    row_ptr, label_ids = dense_layout(data["A"], S)
-    layout = _core.Layout(row_ptr, label_ids, S)
+    dense = ParameterLayout.every_pair(data["A"], S)
+    row_ptr, label_ids, layout = dense.row_ptr, dense.label_ids, dense.core
     theta = scale * rng.normal(0, 1, size=layout.n_parameters)
 
     def annotation(token):
@@ -380,8 +377,8 @@ def test_alternatives_term_sums_listed_labelings_by_enumeration():
     rng = np.random.default_rng(11)
     lengths = [3, 0, 4, 2, 1]
     data = random_data(rng, lengths)
-    row_ptr, label_ids = dense_layout(data["A"], 3)
-    layout = _core.Layout(row_ptr, label_ids, 3)
+    dense = ParameterLayout.every_pair(data["A"], 3)
+    row_ptr, label_ids, layout = dense.row_ptr, dense.label_ids, dense.core
     theta = rng.normal(0, 1, size=layout.n_parameters)
     alternatives = [[[0, 1, 2], [2, 0, 1], [0, 1, 2]],   # listed twice: counts twice
                     [[], []],                             # empty: log 2 of probability 1 each
@@ -421,8 +418,7 @@ def test_alternatives_term_sums_listed_labelings_by_enumeration():
 def test_alternatives_term_rejects_labelings_that_do_not_fit_the_corpus():
     rng = np.random.default_rng(12)
     data = random_data(rng, [2, 3])
-    row_ptr, label_ids = dense_layout(data["A"], 3)
-    layout = _core.Layout(row_ptr, label_ids, 3)
+    layout = ParameterLayout.every_pair(data["A"], 3).core
     theta = np.zeros(layout.n_parameters)
     make = OBJECTIVES["alternatives"]
     ok = np.array([0, 1, 2, 2, 0], dtype=np.int32)
