@@ -3,7 +3,7 @@
 import pytest
 
 # Helper modules shared by several test files: their asserts explain failures too.
-pytest.register_assert_rewrite("active_common", "features_common")
+pytest.register_assert_rewrite("active_common", "cli_common", "features_common")
 
 
 def pytest_configure(config):
