@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sscrf.layout import ParameterLayout
+
 
 def all_labelings(n, S):
     """All S**n labelings of a chain of n tokens, as an (S**n, n) int64 array.
@@ -334,3 +336,11 @@ def random_rows(rng, lengths, A, max_attrs=3):
         X=X,
         A=A,
     )
+
+
+def unpack(theta, row_ptr, label_ids, A, S):
+    """Dense W (A, S), T (S, S), start (S,), end (S,) from the flat vector θ of a layout."""
+    layout = ParameterLayout(row_ptr, label_ids, S)
+    assert layout.n_attributes == A and len(theta) == layout.size
+    _, T, start, end = layout.split(theta)
+    return layout.weight_matrix(theta), T, start, end

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 import sscrf
 from reference import (all_labelings, brute_force, corpus_of_emissions, random_chain,
-                       random_corpus)
+                       random_corpus, unpack)
 from sscrf import _core, lattice
+from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES
 
 # ---------------------------------------------------------------------------
@@ -903,14 +904,6 @@ def layout_arrays(kind, rng, A, S):
     return row_ptr, label_ids
 
 
-def unpack(theta, row_ptr, label_ids, A, S):
-    nw = len(label_ids)
-    assert len(theta) == nw + S * S + 2 * S
-    W = np.zeros((A, S))
-    W[np.repeat(np.arange(A), np.diff(row_ptr)), label_ids] = theta[:nw]
-    T = theta[nw:nw + S * S].reshape(S, S)
-    return W, T, theta[nw + S * S:nw + S * S + S], theta[nw + S * S + S:]
-
 
 def brute_entropy_term(data, row_ptr, label_ids, theta, weights):
     """Σ_x w_x H(x) and its gradient -Σ_x w_x Cov[F, s], by enumeration."""
@@ -987,9 +980,7 @@ def test_entropy_term_gradient_finite_differences(method, kind):
     term = OBJECTIVES["entropy"](corpus, layout, 1, weight=1.7, method=method)
     _, grad = term.value_and_gradient(theta)
     (fd,) = central_differences(lambda th: term.value_and_gradient(th)[0], [theta])
-    nw, S = len(label_ids), data["S"]
-    blocks = {"W": slice(0, nw), "T": slice(nw, nw + S * S),
-              "start": slice(nw + S * S, nw + S * S + S), "end": slice(nw + S * S + S, None)}
+    blocks = ParameterLayout(row_ptr, label_ids, data["S"]).blocks()
     for name, sl in blocks.items():
         np.testing.assert_allclose(grad[sl], fd[sl], rtol=1e-6, atol=1e-7, err_msg=name)
 

@@ -22,13 +22,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sscrf
-from reference import brute_force
+from reference import brute_force, unpack
 from sscrf import _core
 from sscrf import constraints as C
 from sscrf.cli import main
 from sscrf.demo import generate_hmm_corpus
 from sscrf.errors import SscrfError
 from sscrf.io import write_conll
+from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES
 
 SMOOTH = OBJECTIVES["ge"].DEFAULT_SMOOTHING
@@ -65,8 +66,8 @@ class Tiny:
         self.corpus = _core.Corpus(self.indptr, self.indices, self.values, self.offsets, A,
                                    None, None, None, chunk_tokens=4096)
         if dense:
-            row_ptr = np.arange(A + 1, dtype=np.int64) * S
-            label_ids = np.tile(np.arange(S, dtype=np.int32), A)
+            every = ParameterLayout.every_pair(A, S)
+            row_ptr, label_ids = every.row_ptr, every.label_ids
         else:  # a sparse layout: each attribute scores a random non-empty label subset
             rows, ids = [0], []
             for _ in range(A):
@@ -79,14 +80,7 @@ class Tiny:
         self.n_params = self.layout.n_parameters
 
     def unpack(self, theta):
-        S, nw = self.S, len(self.label_ids)
-        W = np.zeros((self.A, S))
-        attr = np.repeat(np.arange(self.A), np.diff(self.row_ptr))
-        W[attr, self.label_ids] = theta[:nw]
-        T = theta[nw:nw + S * S].reshape(S, S)
-        start = theta[nw + S * S:nw + S * S + S]
-        end = theta[nw + S * S + S:]
-        return W, T, start, end
+        return unpack(theta, self.row_ptr, self.label_ids, self.A, self.S)
 
     def node_marginals(self, theta):
         """(n_tokens, S) by enumeration, sentence by sentence."""
@@ -200,9 +194,9 @@ def test_peaked_models_and_zero_targets_stay_finite(penalty):
         # start and transitions force label 0 everywhere: the model gives ~0 (underflow
         # at 1e3) to the labels the targets want; emissions add random noise
         theta = np.random.default_rng(1).normal(size=tiny.n_params)
-        nw = len(tiny.label_ids)
-        theta[nw:nw + S * S] = scale * np.eye(S).ravel()
-        theta[nw + S * S:nw + S * S + S] = [scale, 0, 0]
+        _, T, start, _ = ParameterLayout(tiny.row_ptr, tiny.label_ids, S).split(theta)
+        T[:] = scale * np.eye(S)
+        start[:] = [scale, 0, 0]
         value, grad = term.value_and_gradient(theta)
         assert math.isfinite(value) and np.all(np.isfinite(grad))
         if penalty == "kl":

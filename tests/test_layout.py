@@ -61,6 +61,8 @@ def test_split_gives_writable_views_in_order():
     assert w.tolist() == [0, 1, 2]
     assert T.tolist() == [[3, 4], [5, 6]]
     assert start.tolist() == [7, 8] and end.tolist() == [9, 10]
+    assert layout.blocks() == {"W": slice(0, 3), "T": slice(3, 7), "start": slice(7, 9),
+                               "end": slice(9, 11)}
     T[1, 0] = -1
     assert theta[5] == -1
     W = layout.weight_matrix(theta)

@@ -141,8 +141,8 @@ def brute_log_p(model, sentence, labels, attributes=None):
 def all_weights(model):
     """(attribute, label) → weight for every pair in the layout, zeros included."""
     names, classes = model.extractor_.attributes_, model.classes_
-    attrs = np.repeat(np.arange(len(names)), np.diff(model.row_ptr_))
-    w = model.coef_[:len(model.label_ids_)]
+    attrs = model.layout_.attribute_of_pairs()
+    w = model.layout_.split(model.coef_)[0]
     return {(names[a], classes[l]): float(v)
             for a, l, v in zip(attrs.tolist(), model.label_ids_.tolist(), w.tolist())}
 

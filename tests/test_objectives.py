@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import sscrf
-from reference import brute_force, labeling_score, random_corpus
+from reference import brute_force, labeling_score, random_corpus, unpack
 from sscrf import _core
 from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES, Objective, Term
@@ -59,18 +59,6 @@ def corpus_of(data, weights=None):
     return _core.Corpus(data["indptr"], data["indices"], data["values"], data["offsets"],
                         data["A"], data["labels"], weights, None)
 
-
-def unpack(theta, row_ptr, label_ids, A, S):
-    """Dense W (A, S), T (S, S), start (S,), end (S,) from the flat vector."""
-    nw = len(label_ids)
-    assert len(theta) == nw + S * S + 2 * S
-    W = np.zeros((A, S))
-    attrs = np.repeat(np.arange(A), np.diff(row_ptr))
-    W[attrs, label_ids] = theta[:nw]
-    T = theta[nw:nw + S * S].reshape(S, S)
-    start = theta[nw + S * S:nw + S * S + S]
-    end = theta[nw + S * S + S:]
-    return W, T, start, end
 
 
 def brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights=None):
@@ -260,9 +248,7 @@ def test_likelihood_gradient_finite_differences(seed, kind, weighted):
     corpus = corpus_of(data, weights)
     _, grad = _core.likelihood(corpus, layout, theta, 1)
     fd = central_differences(lambda th: _core.likelihood(corpus, layout, th, 1)[0], theta)
-    nw, S = len(label_ids), data["S"]
-    blocks = {"W": slice(0, nw), "T": slice(nw, nw + S * S),
-              "start": slice(nw + S * S, nw + S * S + S), "end": slice(nw + S * S + S, None)}
+    blocks = ParameterLayout(row_ptr, label_ids, data["S"]).blocks()
     for name, sl in blocks.items():
         assert sl.stop is None or sl.stop > sl.start
         np.testing.assert_allclose(grad[sl], fd[sl], rtol=1e-6, atol=1e-7, err_msg=name)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from reference import all_labelings, brute_force, random_rows
+from reference import all_labelings, brute_force, random_rows, unpack
 from sscrf import CRF, _core, lattice
 from sscrf.cli import main
 from sscrf.errors import SscrfError
@@ -108,15 +108,6 @@ def brute_partial(data, row_ptr, label_ids, theta, annotations, classes, weights
     grad = np.concatenate([dW[attrs, label_ids], dT.ravel(), dstart, dend])
     return math.fsum(total), grad
 
-
-def unpack(theta, row_ptr, label_ids, A, S):
-    nw = len(label_ids)
-    W = np.zeros((A, S))
-    W[np.repeat(np.arange(A), np.diff(row_ptr)), label_ids] = theta[:nw]
-    T = theta[nw:nw + S * S].reshape(S, S)
-    start = theta[nw + S * S:nw + S * S + S]
-    end = theta[nw + S * S + S:]
-    return W, T, start, end
 
 
 def central_differences(f, theta, h=1e-5):

@@ -134,12 +134,18 @@ class ParameterLayout:
 
     # -- views of θ ------------------------------------------------------------------
 
+    def blocks(self):
+        """The slices of θ: ``{"W": ..., "T": ..., "start": ..., "end": ...}``, in that order."""
+        nw, S = self.n_pairs, self.n_labels
+        return {"W": slice(0, nw), "T": slice(nw, nw + S * S),
+                "start": slice(nw + S * S, nw + S * S + S), "end": slice(nw + S * S + S, self.size)}
+
     def split(self, theta):
         """Views ``(state_weights (n_pairs,), transitions (S, S) [previous, next], start (S,),
         end (S,))`` of θ; writing to them writes θ."""
-        nw, S = self.n_pairs, self.n_labels
-        return (theta[:nw], theta[nw:nw + S * S].reshape(S, S), theta[nw + S * S:nw + S * S + S],
-                theta[nw + S * S + S:nw + S * S + 2 * S])
+        w, T, start, end = (theta[b] for b in self.blocks().values())
+        S = self.n_labels
+        return w, T.reshape(S, S), start, end
 
     def attribute_of_pairs(self):
         """The attribute of each entry of ``W`` (n_pairs,) int64."""
