@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 import sscrf.lattice as lattice
 from sscrf import _core
+import strategies as shared
 from reference import all_labelings, brute_force, labeling_allowed, labeling_score, random_chain
 
 TINY = settings(max_examples=200, deadline=None)
@@ -24,30 +24,9 @@ TINY = settings(max_examples=200, deadline=None)
 @st.composite
 def chains(draw, integer, max_n=5, max_S=4):
     """(lattice arguments, k, scale); masks may allow no labeling."""
-    n = draw(st.integers(1, max_n))
-    S = draw(st.integers(1, max_S))
-    if integer:
-        scale = 2.0
-        elements = st.integers(-2, 2).map(float)
-    else:
-        scale = draw(st.sampled_from([1.0, 10.0, 1000.0]))
-        elements = st.floats(-scale, scale, allow_nan=False, allow_infinity=False)
-    args = dict(
-        emissions=draw(hnp.arrays(np.float64, (n, S), elements=elements)),
-        transitions=draw(hnp.arrays(np.float64, (S, S), elements=elements)),
-        start=None,
-        end=None,
-        mask=None,
-        edge_mask=None,
-    )
-    if draw(st.booleans()):
-        args["start"] = draw(hnp.arrays(np.float64, (S,), elements=elements))
-        args["end"] = draw(hnp.arrays(np.float64, (S,), elements=elements))
-    allowed = st.sampled_from([True, True, True, False])
-    if draw(st.booleans()):
-        args["mask"] = draw(hnp.arrays(np.bool_, (n, S), elements=allowed))
-    if draw(st.booleans()):
-        args["edge_mask"] = draw(hnp.arrays(np.bool_, (n - 1, S, S), elements=allowed))
+    args, scale = draw(shared.chains(max_n, max_S, scales=[2.0] if integer else [1.0, 10.0, 1000.0],
+                                     integer=integer, integer_bound=2))
+    n, S = args["emissions"].shape
     # up to every labeling, and beyond
     k = draw(st.integers(1, S**n + 3))
     return args, k, scale
