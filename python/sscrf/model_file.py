@@ -20,7 +20,7 @@ import numpy as np
 from . import _core, serialization
 from .errors import SscrfError
 from .features import FeatureExtractor
-from .inputs import is_integer
+from .inputs import check_label_list, is_integer
 from .layout import ParameterLayout
 
 __all__ = ["MODEL_KIND", "read_model", "write_model"]
@@ -76,9 +76,9 @@ def read_model(path, new_model):
         if meta.get("kind") != MODEL_KIND:
             raise SscrfError("not a CRF model")
         labels = meta["labels"]
-        if not (isinstance(labels, list) and labels and all(isinstance(l, str) for l in labels)
-                and len(set(labels)) == len(labels)):
-            raise SscrfError("bad label list")
+        if not isinstance(labels, list) or not labels:
+            raise SscrfError("bad label list: labels must be a non-empty list")
+        labels = check_label_list(labels)
         model = new_model(meta["params"], labels)
         model.extractor_ = FeatureExtractor.from_state(meta["features"])
         model.templates = (None if model.extractor_.templates is None
