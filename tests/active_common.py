@@ -1,4 +1,4 @@
-"""Shared by the sscrf.active tests: a tiny model on feature dicts, and brute force from its weights.
+"""Shared by the sscrf.active tests: a tiny model on feature dicts, and brute force.
 
 Every probability a selector uses is recomputed by enumerating all labelings of tiny
 chains, from the trained model's own weights rebuilt into dense emissions

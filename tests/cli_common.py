@@ -1,4 +1,7 @@
-"""Shared by the `sscrf` command-line tests: a trained model and its files, running main, reading reports."""
+"""Shared by the `sscrf` command-line tests.
+
+A trained model and its files, running main, reading reports.
+"""
 
 import re
 

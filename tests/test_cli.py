@@ -1,4 +1,8 @@
-"""The `sscrf` program (sscrf.cli): help, version, usage errors, files that are missing or bad, standard input, threads, the entry point."""
+"""The `sscrf` program (sscrf.cli).
+
+Help, version, usage errors, files that are missing or bad, standard input,
+threads, the entry point.
+"""
 
 import io
 import os

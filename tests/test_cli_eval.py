@@ -1,4 +1,7 @@
-"""`sscrf eval` (sscrf.cli.evaluate): conlleval's scores from a tagged file or a model, schemes, bad input."""
+"""`sscrf eval` (sscrf.cli.evaluate): conlleval's scores of a tagged file or of a model.
+
+Schemes, bad input.
+"""
 
 from sscrf.metrics import chunk_scores, token_accuracy
 from cli_common import assert_error, overall, reference_predictions, run

@@ -1,4 +1,7 @@
-"""`sscrf tag` (sscrf.cli.tag): gold columns, stdout, batches, streaming, constrained decoding, column counts."""
+"""`sscrf tag` (sscrf.cli.tag).
+
+Gold columns, stdout, batches, streaming, constrained decoding, column counts.
+"""
 
 import os
 

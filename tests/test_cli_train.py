@@ -1,4 +1,8 @@
-"""`sscrf train` (sscrf.cli.train): summary and progress, options, interrupts, templates, CoNLL-U, partial labels, two stages."""
+"""`sscrf train` (sscrf.cli.train).
+
+Summary and progress, options, interrupts, templates, CoNLL-U, partial labels,
+two stages.
+"""
 
 import re
 

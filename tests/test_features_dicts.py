@@ -1,4 +1,4 @@
-"""sscrf.features.dicts: how each kind of feature-dict value becomes attributes, and bad dict tokens."""
+"""sscrf.features.dicts: how each kind of feature-dict value becomes attributes; bad tokens."""
 
 import math
 from collections import Counter

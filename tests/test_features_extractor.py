@@ -1,4 +1,8 @@
-"""sscrf.features.extractor: the vocabulary (frequency order, min_freq), the CSR layout, empty and bad corpora, state round trips, the package example."""
+"""sscrf.features.extractor: FeatureExtractor.
+
+The vocabulary (frequency order, min_freq), the CSR layout, empty and bad
+corpora, state round trips, the package example.
+"""
 
 import json
 

@@ -1,4 +1,7 @@
-"""sscrf.features.templates: CRF++ template strings and pads, template files, the default set, bad lines."""
+"""sscrf.features.templates: CRF++ template strings and pads, template files, the default set.
+
+And bad template lines.
+"""
 
 import re
 from collections import Counter

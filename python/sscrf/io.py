@@ -17,7 +17,7 @@ import os
 import re
 from typing import List, NamedTuple, Optional
 
-from .errors import SscrfError
+from .errors import SscrfError, SscrfTypeError
 from .serialization import replace_file
 
 __all__ = [
@@ -178,12 +178,12 @@ def _ascii_compatible(encoding):
 def _label_list(labels, what="labels"):
     """Validate an explicit label list: unique strings, order kept."""
     if isinstance(labels, (str, bytes)):
-        raise SscrfError(f"{what} must be an iterable of label strings, not a single string")
+        raise SscrfTypeError(f"{what} must be an iterable of label strings, not a single string")
     out = list(labels)
     seen = set()
     for label in out:
         if not isinstance(label, str):
-            raise SscrfError(f"{what} must contain strings, found {label!r}")
+            raise SscrfTypeError(f"{what} must contain strings, found {label!r}")
         if label in seen:
             raise SscrfError(f"{what} contains {label!r} twice")
         seen.add(label)
@@ -345,7 +345,7 @@ def label_inventory(label_sequences, labels=None):
     for i, seq in enumerate(label_sequences):
         if isinstance(seq, str):
             # A bare string would be read as one label per character.
-            raise SscrfError(f"sentence {i}: labels must be a sequence of labels, not a string")
+            raise SscrfTypeError(f"sentence {i}: labels must be a sequence of labels, not a string")
         for j, label in enumerate(seq):
             if label is None:
                 continue
@@ -373,7 +373,7 @@ def label_inventory(label_sequences, labels=None):
 
 def _format_cell(value, i, what):
     if not isinstance(value, str):
-        raise SscrfError(f"sentence {i}: {what} must be str, found {type(value).__name__}")
+        raise SscrfTypeError(f"sentence {i}: {what} must be str, found {type(value).__name__}")
     # A cell that is empty or holds whitespace would not read back as one column.
     if not value or _CELL_FORBIDDEN.search(value):
         raise SscrfError(f"sentence {i}: {what} {value!r} is empty or contains whitespace")
@@ -427,8 +427,8 @@ def _formatted_row(token, i, j, gold, pred):
     try:
         cols = [token] if isinstance(token, str) else list(token)
     except TypeError:
-        raise SscrfError(f"sentence {i}: token {j} must be a str or a list of column "
-                         f"strings, found {type(token).__name__}") from None
+        raise SscrfTypeError(f"sentence {i}: token {j} must be a str or a list of column "
+                             f"strings, found {type(token).__name__}") from None
     if not cols:
         raise SscrfError(f"sentence {i}: token {j} has no columns")
     row = [_format_cell(c, i, "token column") for c in cols]
@@ -441,13 +441,13 @@ def _formatted_row(token, i, j, gold, pred):
 
 def _check_lengths(tokens, seqs, what):
     if isinstance(seqs, str):
-        raise SscrfError(f"{what} must be a list of label sequences, not a string")
+        raise SscrfTypeError(f"{what} must be a list of label sequences, not a string")
     seqs = list(seqs)
     if len(seqs) != len(tokens):
         raise SscrfError(f"{len(tokens)} sentences of tokens but {len(seqs)} of {what}")
     for i, (sent, seq) in enumerate(zip(tokens, seqs)):
         if isinstance(seq, str):
-            raise SscrfError(f"sentence {i}: {what} must be a sequence of labels, not a string")
+            raise SscrfTypeError(f"sentence {i}: {what} must be a sequence of labels, not a string")
         if len(seq) != len(sent):
             raise SscrfError(f"sentence {i}: {len(sent)} tokens but {len(seq)} {what}")
     return seqs
@@ -488,12 +488,12 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
     if not sep or sep.strip(" \t"):
         raise SscrfError(f"sep must be spaces or tabs, got {sep!r}")
     if isinstance(tokens, str):
-        raise SscrfError("tokens must be a list of sentences, not a string")
+        raise SscrfTypeError("tokens must be a list of sentences, not a string")
     tokens = list(tokens)
     for i, sent in enumerate(tokens):
         if isinstance(sent, str):
             # Iterating it would write one character per token.
-            raise SscrfError(f"sentence {i}: a sentence must be a list of tokens, not a string")
+            raise SscrfTypeError(f"sentence {i}: a sentence must be a list of tokens, not a string")
     if labels is not None:
         labels = _check_lengths(tokens, labels, "labels")
     if predicted is not None:

@@ -6,7 +6,7 @@ that script. Every function takes whole corpora: lists of sentences, each a
 list of label strings.
 """
 
-from .errors import SscrfError
+from .errors import SscrfError, SscrfTypeError
 
 __all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "apa"]
 
@@ -32,7 +32,7 @@ _START_IOBES = _START | {
 def _split_tag(label, where):
     """Split a label into conlleval's (tag, type): at the first hyphen, else (label, "")."""
     if not isinstance(label, str):
-        raise SscrfError(f"{where}: chunk labels must be str, found {label!r}")
+        raise SscrfTypeError(f"{where}: chunk labels must be str, found {label!r}")
     tag, hyphen, chunk_type = label.partition("-")
     if not hyphen:
         return label, ""
@@ -120,19 +120,19 @@ def chunks(labels, scheme="iob2"):
     """
     _check_scheme(scheme)
     if isinstance(labels, str):
-        raise SscrfError("labels must be a sequence of labels, not a string")
+        raise SscrfTypeError("labels must be a sequence of labels, not a string")
     return _chunks(list(labels), scheme)
 
 
 def _check_corpora(y_true, y_pred):
     if isinstance(y_true, str) or isinstance(y_pred, str):
-        raise SscrfError("y_true and y_pred must be lists of label sequences, not strings")
+        raise SscrfTypeError("y_true and y_pred must be lists of label sequences, not strings")
     y_true, y_pred = list(y_true), list(y_pred)
     if len(y_true) != len(y_pred):
         raise SscrfError(f"{len(y_true)} true sentences but {len(y_pred)} predicted sentences")
     for i, (t, p) in enumerate(zip(y_true, y_pred)):
         if isinstance(t, str) or isinstance(p, str):
-            raise SscrfError(f"sentence {i}: labels must be a sequence of labels, not a string")
+            raise SscrfTypeError(f"sentence {i}: labels must be a sequence of labels, not a string")
         if len(t) != len(p):
             raise SscrfError(f"sentence {i}: {len(t)} true labels but {len(p)} predicted labels")
     return y_true, y_pred
@@ -298,7 +298,7 @@ def apa(y_true, y_pred, words, ambiguous):
     y_true, y_pred = _check_corpora(y_true, y_pred)
     _, words = _check_corpora(y_true, words)
     if isinstance(ambiguous, str):
-        raise SscrfError("ambiguous must be a collection of words, not a string")
+        raise SscrfTypeError("ambiguous must be a collection of words, not a string")
     wanted = set(ambiguous)
     counts = {}  # word -> [occurrences, correct]
     for t_seq, p_seq, w_seq in zip(y_true, y_pred, words):

@@ -1,4 +1,7 @@
-"""``sscrf eval``: conlleval's chunk scores and token accuracy, of a tagged file or of MODEL on FILE."""
+"""``sscrf eval``: conlleval's chunk scores and token accuracy.
+
+Of a tagged file, or of MODEL on FILE.
+"""
 
 import sys
 

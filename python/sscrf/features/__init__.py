@@ -33,7 +33,13 @@ Example
 
 from .csr import Features
 from .extractor import FeatureExtractor
-from .templates import DEFAULT_TEMPLATES, Templates, default_templates, parse_templates, read_templates
+from .templates import (
+    DEFAULT_TEMPLATES,
+    Templates,
+    default_templates,
+    parse_templates,
+    read_templates,
+)
 from .vocabulary import AttributeCounts, Vocabulary, merge_counts
 
 __all__ = [

@@ -166,7 +166,8 @@ class FeatureExtractor:
         self
         """
         if not isinstance(vocabulary, Vocabulary):
-            raise SscrfTypeError(f"set_vocabulary takes a Vocabulary, not {type(vocabulary).__name__}")
+            raise SscrfTypeError(
+                f"set_vocabulary takes a Vocabulary, not {type(vocabulary).__name__}")
         self._lookup = vocabulary.index()
         self.attributes_ = list(vocabulary.attributes)
         self.n_columns_ = vocabulary.n_columns

@@ -77,7 +77,8 @@ class AttributeCounts:
     __hash__ = None
 
     def __repr__(self):
-        return f"<AttributeCounts: {len(self.strings)} attributes, {int(self.counts.sum())} firings>"
+        return (f"<AttributeCounts: {len(self.strings)} attributes, "
+                f"{int(self.counts.sum())} firings>")
 
     def merge(self, other):
         """Counts of ``self``'s sentences followed by ``other``'s.
