@@ -166,3 +166,24 @@ def test_the_checker_finds_a_loop_and_a_private_name(tmp_path, monkeypatch):
     assert _cycles(graph) == [["sscrf.a", "sscrf.b"]]
     assert sorted(text for _, text in private["sscrf.b"]) == ["from sscrf.c import _hidden",
                                                              "sscrf.a._secret"]
+
+
+def test_names_that_moved_are_importable_from_their_old_modules():
+    import sscrf
+    from sscrf import annotations, corpus, decoding, inputs, objectives, optim, optimize, partial
+    from sscrf import serialization, training
+    from sscrf.nbest import labelings_with_log_p, nbest_from_model
+
+    for name in ("Alternatives", "SentenceMasks", "check_annotation", "corpus_masks",
+                 "count_labelings", "is_complete", "label_view", "sentence_masks"):
+        assert getattr(partial, name) is getattr(annotations, name)
+    assert partial.compile_corpus is corpus.compile_corpus
+    assert partial.subset_features is corpus.subset_features
+    assert partial.AlternativesLikelihood is objectives.AlternativesLikelihood
+    assert objectives.OBJECTIVES["alternatives"] is objectives.AlternativesLikelihood
+    assert partial.labeled_terms is training.labeled_terms
+    for name in optimize.__all__:
+        assert getattr(optimize, name) is getattr(optim, name)
+    assert serialization.check_writable is inputs.check_writable
+    assert labelings_with_log_p is decoding.labelings_with_log_p and callable(nbest_from_model)
+    assert sscrf.SscrfError is sscrf.errors.SscrfError
