@@ -127,8 +127,10 @@ def test_sample_weight_two_equals_a_duplicated_sentence():
     a, b = weighted.state_features_, duplicated.state_features_
     assert a.keys() == b.keys()
     np.testing.assert_allclose([a[k] for k in a], [b[k] for k in a], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(weighted.coef_[len(weighted.label_ids_):],
-                               duplicated.coef_[len(duplicated.label_ids_):], rtol=1e-5, atol=1e-6)
+    # transitions, start and end weights
+    for got, want in zip(weighted.layout_.split(weighted.coef_)[1:],
+                         duplicated.layout_.split(duplicated.coef_)[1:]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_weighted_likelihood_gradient_by_finite_differences(model):

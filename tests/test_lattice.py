@@ -25,48 +25,11 @@ from reference import (
     node_marginal_at,
     random_chain,
 )
+from strategies import chains
 
 FUNCTIONS = [lattice.log_partition, lattice.marginals, lattice.viterbi]
-SCALES = [1.0, 10.0, 100.0, 1000.0]
 MARGINAL_ATOL = 1e-10
 TINY = settings(max_examples=150, deadline=None)
-
-
-# ---------------------------------------------------------------------------
-# Strategies
-# ---------------------------------------------------------------------------
-
-
-@st.composite
-def chains(draw, max_n=6, max_S=4, scales=SCALES, masks=True, integer=False):
-    """A dict of lattice arguments plus ``scale``; masks may allow no labeling."""
-    n = draw(st.integers(1, max_n))
-    S = draw(st.integers(1, max_S))
-    scale = draw(st.sampled_from(scales))
-    if integer:
-        # Small integers: sums are exact in any order, so ties are exact.
-        elements = st.integers(-3, 3).map(float)
-    else:
-        elements = st.floats(-scale, scale, allow_nan=False, allow_infinity=False)
-    args = dict(
-        emissions=draw(hnp.arrays(np.float64, (n, S), elements=elements)),
-        transitions=draw(hnp.arrays(np.float64, (S, S), elements=elements)),
-        start=None,
-        end=None,
-        mask=None,
-        edge_mask=None,
-    )
-    if draw(st.booleans()):
-        args["start"] = draw(hnp.arrays(np.float64, (S,), elements=elements))
-        args["end"] = draw(hnp.arrays(np.float64, (S,), elements=elements))
-    if masks:
-        # Mostly True, so that most draws still allow some labeling.
-        allowed = st.sampled_from([True, True, True, False])
-        if draw(st.booleans()):
-            args["mask"] = draw(hnp.arrays(np.bool_, (n, S), elements=allowed))
-        if draw(st.booleans()):
-            args["edge_mask"] = draw(hnp.arrays(np.bool_, (n - 1, S, S), elements=allowed))
-    return args, scale
 
 
 def reference_of(args):
