@@ -66,6 +66,11 @@ class FeatureExtractor:
     -----
     ``fit_transform`` extracts each sentence once; ``fit`` followed by
     ``transform`` on the same data extracts it twice.
+
+    ``fit`` is the vocabulary's steps on one machine; for shards of a corpus,
+    :meth:`count` each shard, :func:`~sscrf.features.merge_counts` the counts
+    in shard order, :meth:`~sscrf.features.AttributeCounts.freeze` them and
+    :meth:`set_vocabulary` (see :mod:`sscrf.features.vocabulary`).
     """
 
     def __init__(self, templates=None, min_freq=1):
