@@ -19,6 +19,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -238,6 +239,25 @@ def ge_constraints(constraints, extractor, unlabeled, classes):
 # -- the stages together ------------------------------------------------------------------
 
 
+class _Plan(NamedTuple):
+    """What the checked inputs ask for: the data, the terms that take part, the labels."""
+
+    X: list
+    y: list
+    unlabeled: list
+    use_entropy: bool
+    use_ge: bool
+    constraints: dict
+    weights: np.ndarray
+    classes: list
+    feature_set: str
+    n_threads: int
+
+    @property
+    def uses_unlabeled(self):
+        return self.use_entropy or self.use_ge
+
+
 def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
         checkpoint=None, checkpoint_every=10, constraints=None):
     """Train a CRF; returns its fitted attributes as a dict (see :meth:`sscrf.CRF.fit`).
@@ -245,8 +265,35 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
     ``params`` is the estimator's ``get_params()``; ``init`` a fitted CRF or None.
     """
     started = time.perf_counter()
-    verbose = params["verbose"]
-    # plan: every check before any work
+    plan = _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
+                     checkpoint_every)
+    extractor, features, token_labels, layout = _compile(params, plan, started)
+    state = {"classes_": plan.classes, "extractor_": extractor,
+             "feature_set_": plan.feature_set, "row_ptr_": layout.row_ptr,
+             "label_ids_": layout.label_ids}
+    supervised, terms, kept = _terms(params, plan, extractor, features, token_labels, layout)
+    if kept is not None:
+        state["constraints_"] = kept
+    # The terms hold compiled corpora; the numpy matrices are not needed
+    # any more and would otherwise stay alive through the optimiser.
+    del features
+    theta0 = np.zeros(layout.size)
+    if init is not None:
+        _warm_start(layout, plan.classes, extractor, init, theta0)
+    if checkpoint is not None:
+        callback = _checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
+    result, stages = _optimise(params, plan, supervised, terms, theta0, callback,
+                               warm_start=init is None)
+    state["coef_"] = result.theta
+    state["training_"] = _training_record(result)
+    if stages:
+        state["training_"]["stages"] = stages
+    return state
+
+
+def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
+              checkpoint_every):
+    """Every check before any work."""
     n_threads = check_params(params)
     X, y, unlabeled, use_entropy, use_ge, constraints = _plan(params, X, y, X_unlabeled,
                                                               constraints)
@@ -255,7 +302,6 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
         check_integer(checkpoint_every, "checkpoint_every", minimum=1)
         check_writable(checkpoint)
     classes = _classes(params, y, use_ge, constraints)
-    label_index = {label: i for i, label in enumerate(classes)}
     feature_set = params["feature_set"]
     if feature_set == "auto":
         feature_set = "dense" if use_entropy or use_ge else "observed"
@@ -264,81 +310,82 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
                          f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
                          "on unlabeled data train every attribute with every label; use "
                          "'dense' or 'auto'")
-    # compile: vocabulary, features, layout
+    return _Plan(X, y, unlabeled, use_entropy, use_ge, constraints, weights, classes,
+                 feature_set, n_threads)
+
+
+def _compile(params, plan, started):
+    """The vocabulary, the feature rows of the labeled (and unlabeled) sentences, the
+    tokens' label ids and the parameter layout."""
     templates = params["templates"]
     if isinstance(templates, str) and templates.strip() == "default":
-        templates = default_templates(n_columns(X or unlabeled))
+        templates = default_templates(n_columns(plan.X or plan.unlabeled))
     extractor = FeatureExtractor(templates, params["min_freq"])
-    corpora = [X] + ([unlabeled] if use_entropy or use_ge else [])
+    corpora = [plan.X] + ([plan.unlabeled] if plan.uses_unlabeled else [])
     features = extractor.fit_transform(*corpora)
-    token_labels = encode_labels(y, label_index)
-    layout = ParameterLayout.for_feature_set(features[0], token_labels, len(classes), feature_set)
-    core = layout.core
-    if verbose:  # before the first evaluation: what the model will hold
+    label_index = {label: i for i, label in enumerate(plan.classes)}
+    token_labels = encode_labels(plan.y, label_index)
+    layout = ParameterLayout.for_feature_set(features[0], token_labels, len(plan.classes),
+                                             plan.feature_set)
+    if params["verbose"]:  # before the first evaluation: what the model will hold
         print(f"features: {len(extractor.attributes_):,} attributes, "
-              f"{len(classes)} labels, {core.n_parameters:,} parameters "
-              f"({feature_set} feature set), {time.perf_counter() - started:.1f} s",
+              f"{len(plan.classes)} labels, {layout.core.n_parameters:,} parameters "
+              f"({plan.feature_set} feature set), {time.perf_counter() - started:.1f} s",
               file=sys.stderr)
-    state = {"classes_": classes, "extractor_": extractor, "feature_set_": feature_set,
-             "row_ptr_": layout.row_ptr, "label_ids_": layout.label_ids}
-    # terms: complete sentences, likelihood; sets, None, alternatives, marginalised
+    return extractor, features, token_labels, layout
+
+
+def _terms(params, plan, extractor, features, token_labels, layout):
+    """The supervised terms, all the terms, and the GE constraints kept (or None)."""
+    core, n_threads = layout.core, plan.n_threads
+    label_index = {label: i for i, label in enumerate(plan.classes)}
     supervised, partial_terms = [], []
-    if X:
-        supervised, partial_terms = labeled_terms(features[0], y, label_index, weights, core,
-                                                  n_threads, token_labels)
+    if plan.X:  # complete sentences: likelihood; sets, None, alternatives: marginalised
+        supervised, partial_terms = labeled_terms(features[0], plan.y, label_index, plan.weights,
+                                                  core, n_threads, token_labels)
     terms = list(supervised) + partial_terms
-    unlabeled_corpus = (compile_corpus(features[1], n_labels=core.n_labels)
-                        if use_entropy or use_ge else None)
-    if use_entropy:
+    kept = None
+    if plan.uses_unlabeled:
+        unlabeled_corpus = compile_corpus(features[1], n_labels=core.n_labels)
+    if plan.use_entropy:
         terms.append(OBJECTIVES["entropy"](unlabeled_corpus, core, n_threads,
                                            weight=params["entropy_weight"],
                                            method=params["entropy_method"]))
-    if use_ge:
-        constraint_of_attribute, targets, state["constraints_"] = ge_constraints(
-            constraints, extractor, features[1], classes)
+    if plan.use_ge:
+        constraint_of_attribute, targets, kept = ge_constraints(
+            plan.constraints, extractor, features[1], plan.classes)
         terms.append(OBJECTIVES["ge"](unlabeled_corpus, core, n_threads,
                                       weight=params["ge_weight"],
                                       constraint_of_attribute=constraint_of_attribute,
                                       targets=targets, penalty=params["ge_penalty"]))
-    # The terms hold compiled corpora; the numpy matrices are not needed
-    # any more and would otherwise stay alive through the optimiser.
-    del features, unlabeled_corpus
-    # optimise
-    theta0 = np.zeros(layout.size)
-    if init is not None:
-        _warm_start(layout, classes, extractor, init, theta0)
-    if checkpoint is not None:
-        callback = _checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
+    return supervised, terms, kept
+
+
+def _optimise(params, plan, supervised, terms, theta0, callback, warm_start):
+    """The optimiser's result and the records of the stages before it. A non-concave
+    objective starts from the supervised optimum when ``warm_start`` (no ``init``)."""
+    verbose, n_threads = params["verbose"], plan.n_threads
     options = dict(max_iterations=params["max_iterations"], epsilon=params["epsilon"],
                    period=params["period"], delta=params["delta"], callback=callback,
                    verbose=verbose, c1=params["c1"], n_threads=n_threads)
     stages = {}
-    result = None
-    if len(terms) > len(supervised) and supervised and init is None:
-        # Non-concave objective: start from the supervised optimum.
+    if len(terms) > len(supervised) and supervised and warm_start:
         if verbose:
             print("stage 1/2: supervised warm start", file=sys.stderr)
         warm = minimize(Objective(supervised, params["c2"], n_threads, reuse_gradient=True),
                         theta0, **options)
         stages["supervised"] = _training_record(warm)
-        theta0 = warm.theta
         if warm.stop_reason in _STOPPED:
-            result = warm  # Ctrl-C or the callback ended training: no second stage
-        else:
-            if verbose:
-                _announce_second_stage(terms[len(supervised):], params, use_entropy, X,
-                                       unlabeled)
-            if callback is not None:  # iterations count on across the stages
-                options["callback"] = _shifted_callback(callback, warm.n_iterations)
-    if result is None:
-        result = minimize(Objective(terms, params["c2"], n_threads, reuse_gradient=True), theta0,
-                          **options)
-    # finish
-    state["coef_"] = result.theta
-    state["training_"] = _training_record(result)
-    if stages:
-        state["training_"]["stages"] = stages
-    return state
+            return warm, stages  # Ctrl-C or the callback ended training: no second stage
+        theta0 = warm.theta
+        if verbose:
+            _announce_second_stage(terms[len(supervised):], params, plan.use_entropy, plan.X,
+                                   plan.unlabeled)
+        if callback is not None:  # iterations count on across the stages
+            options["callback"] = _shifted_callback(callback, warm.n_iterations)
+    result = minimize(Objective(terms, params["c2"], n_threads, reuse_gradient=True), theta0,
+                      **options)
+    return result, stages
 
 
 def _warm_start(layout, classes, extractor, init, theta):
