@@ -33,6 +33,7 @@ import pytest
 from sscrf import CRF, SscrfError, lattice
 from sscrf import _core
 from sscrf.cli import main
+from sscrf.corpus import compile_corpus
 from sscrf.features import FeatureExtractor
 from sscrf.io import read_conll, read_conllu
 from sscrf.objectives import OBJECTIVES
@@ -553,8 +554,6 @@ def test_lattice_valid_edges():
 
 @pytest.fixture(scope="module")
 def term_inputs(model, data):
-    from sscrf.model import _compile
-
     X, y = data
     features = model.extractor_.transform(X[:6])
     index = {label: i for i, label in enumerate(model.classes_)}
@@ -565,9 +564,10 @@ def term_inputs(model, data):
     mask[::2] = True  # every other token unannotated
     nothing = mask.copy()
     nothing[1] = False  # token 1 allows no label
-    return dict(labeled=_compile(features, labels=labels), unlabeled=_compile(features),
-                masked=_compile(features, mask=mask), nothing=_compile(features, mask=nothing),
-                layout=model._layout(), theta=model.coef_, features=features, S=S,
+    return dict(labeled=compile_corpus(features, labels=labels),
+                unlabeled=compile_corpus(features), masked=compile_corpus(features, mask=mask),
+                nothing=compile_corpus(features, mask=nothing),
+                layout=model.layout_.core, theta=model.coef_, features=features, S=S,
                 A=len(model.extractor_.attributes_))
 
 

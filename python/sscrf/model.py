@@ -532,7 +532,7 @@ def _same_value(value, default):
         return False
 
 
-# Old private names that tests outside this module's brief still import; use
+# Old private names that bench/ge_pos.py still imports; use
 # sscrf.corpus.compile_corpus, sscrf.inputs.encode_labels and
 # sscrf.layout.ParameterLayout.for_feature_set instead.
 _compile = compile_corpus
