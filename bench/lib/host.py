@@ -1,57 +1,38 @@
-"""Shared helpers for the benchmarks in this directory.
+"""The machine and the code under test, for the header of every benchmark report.
 
+- :data:`REPO_ROOT`, :data:`DATA_ROOT`: the repository and the shared corpora
+  beside it (``../shared/data``).
 - :func:`machine_info` / :func:`machine_line`: CPU model, core counts, load,
-  date, git commit, Python and library versions, for the header of every
-  benchmark report.
-- :func:`run_child`: run a command in a child process and get its output,
-  wall time and peak resident memory (``ru_maxrss`` from ``wait4``).
-- :func:`self_peak_rss_bytes`: the calling process's own peak RSS.
-- :func:`median`, :func:`ratio`, :func:`fmt_ratio`, :func:`fmt_num`,
-  :func:`fmt_mb`, :func:`markdown_table`, :func:`verdict`: formatting.
+  date, git commit, Python version.
+- :func:`default_threads` / :func:`parse_threads`: the thread counts a
+  benchmark measures.
 
-This module imports only the standard library, so that a parent process
-that launches measured children stays small.
-
-Peak memory caveat (Linux): a process's ``ru_maxrss`` survives ``execve``:
-the kernel folds the high-water RSS of the address space being replaced
-into the new program's maximum, and with ``vfork``/``posix_spawn`` (what
-:mod:`subprocess` uses) that address space is the parent's. A child's
-reported peak is therefore at least the parent's peak RSS at spawn time.
-Benchmarks that measure memory in children must keep the parent light (no
-numpy, no data) and can report :func:`child_rss_floor` to show the floor.
+Standard library only, so that a parent process that launches measured
+children stays small (see :mod:`bench.lib.timing`).
 """
 
+import argparse
 import datetime
 import os
 import platform
-import resource
-import statistics
 import subprocess
-import sys
-import threading
-import time
-from typing import NamedTuple, Optional
 
 __all__ = [
     "REPO_ROOT",
+    "DATA_ROOT",
     "machine_info",
     "machine_line",
     "git_commit",
-    "ChildResult",
-    "run_child",
-    "child_rss_floor",
-    "self_peak_rss_bytes",
-    "median",
-    "ratio",
-    "fmt_ratio",
-    "fmt_num",
-    "fmt_mb",
-    "markdown_table",
-    "verdict",
+    "usable_cpus",
+    "default_threads",
+    "parse_threads",
 ]
 
 #: The repository root (the directory above ``bench/``).
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: The shared corpora: ``../shared/data`` beside the repository.
+DATA_ROOT = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data")
 
 
 # -- machine description ------------------------------------------------------
@@ -162,209 +143,34 @@ def machine_line(info=None):
             f"commit {info['commit']}; Python {info['python']}")
 
 
-# -- child processes and memory ------------------------------------------------
 
 
-def _maxrss_bytes(ru_maxrss):
-    # Linux reports KiB, macOS bytes.
-    return ru_maxrss if sys.platform == "darwin" else ru_maxrss * 1024
+# -- thread counts -------------------------------------------------------------
 
 
-def self_peak_rss_bytes():
-    """Peak resident set size of the calling process, in bytes."""
-    return _maxrss_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-
-
-class ChildResult(NamedTuple):
-    """Outcome of :func:`run_child`.
-
-    ``peak_rss_bytes`` is the child's ``ru_maxrss`` as reported by ``wait4``
-    (see the module docstring for the floor it inherits from the parent);
-    ``wall_s`` is the time from spawn to exit.
-    """
-
-    returncode: int
-    stdout: str
-    stderr: str
-    wall_s: float
-    peak_rss_bytes: Optional[int]
-
-
-def run_child(cmd, env=None, cwd=None, timeout=None):
-    """Run ``cmd`` to completion; return its output, wall time and peak RSS.
-
-    Unlike ``subprocess.run``, the child is reaped with ``os.wait4`` so that
-    its own resource usage (not that of every child so far) is known.
-
-    Parameters
-    ----------
-    cmd : list of str
-    env : dict or None
-        The child's whole environment (None: inherit).
-    cwd : str or None
-    timeout : float or None
-        Seconds; on expiry the child is killed and ``subprocess.TimeoutExpired``
-        raised.
-
-    Returns
-    -------
-    ChildResult
-    """
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd=cwd)
-    chunks = {"out": b"", "err": b""}
-
-    def drain(stream, key):
-        chunks[key] = stream.read()
-
-    readers = [threading.Thread(target=drain, args=(proc.stdout, "out"), daemon=True),
-               threading.Thread(target=drain, args=(proc.stderr, "err"), daemon=True)]
-    for r in readers:
-        r.start()
-    peak = None
+def usable_cpus():
+    """The CPUs this process may run on (a container or taskset may allow fewer)."""
     try:
-        if timeout is None or not hasattr(os, "wait4"):
-            if hasattr(os, "wait4"):
-                _, status, usage = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                peak = _maxrss_bytes(usage.ru_maxrss)
-            else:
-                proc.wait(timeout)
-        else:
-            deadline = started + timeout
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    proc.returncode = os.waitstatus_to_exitcode(status)
-                    peak = _maxrss_bytes(usage.ru_maxrss)
-                    break
-                if time.perf_counter() > deadline:
-                    proc.kill()
-                    proc.wait()
-                    raise subprocess.TimeoutExpired(cmd, timeout)
-                time.sleep(0.05)
-    finally:
-        for r in readers:
-            r.join()
-        proc.stdout.close()
-        proc.stderr.close()
-    wall = time.perf_counter() - started
-    return ChildResult(proc.returncode, chunks["out"].decode("utf-8", "replace"),
-                       chunks["err"].decode("utf-8", "replace"), wall, peak)
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
-def child_rss_floor(python=None):
-    """Peak RSS (bytes) that a bare ``python -c pass`` child reports from here.
-
-    The lower bound of any child's peak: the interpreter itself plus what it
-    inherits from this process (module docstring).
-    """
-    code = ("import resource, sys; r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
-            "print(r if sys.platform == 'darwin' else r * 1024)")
-    res = run_child([python or sys.executable, "-c", code])
-    try:
-        return int(res.stdout.strip())
-    except ValueError:
-        return res.peak_rss_bytes
+def default_threads():
+    """1, 2, ... up to the usable CPUs; powers of two beyond 4, then every CPU."""
+    n = usable_cpus()
+    if n <= 4:
+        return list(range(1, n + 1))
+    ths, k = [1], 2
+    while k < n:
+        ths.append(k)
+        k *= 2
+    return ths + [n]
 
 
-# -- per-evaluation timing ------------------------------------------------------
-
-
-def crfsuite_seconds_per_evaluation(X, y, iterations):
-    """CRFsuite's training time over its evaluation count: L-BFGS, ``iterations``
-    iterations, c2 = 1, c1 = 0, all label transitions (imports pycrfsuite here,
-    so that importing this module stays cheap)."""
-    import tempfile
-
-    import pycrfsuite
-
-    trainer = pycrfsuite.Trainer(verbose=False)
-    for x, labels in zip(X, y):
-        trainer.append(x, labels)
-    trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": iterations,
-                        "feature.possible_transitions": True})
-    with tempfile.TemporaryDirectory() as tmp:
-        trainer.train(os.path.join(tmp, "m"))
-    log = trainer.logparser
-    evaluations = 1 + sum(it.get("linesearch_trials") or 0 for it in log.iterations)
-    return log.training_seconds / evaluations
-
-
-def median_call_seconds(term, weights, out=None, calls=5):
-    """Median wall time of ``calls`` calls of ``term.value_and_gradient(weights, out=out)``."""
-    times = []
-    for _ in range(calls):
-        t = time.perf_counter()
-        term.value_and_gradient(weights, out=out)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-# -- statistics and formatting -------------------------------------------------
-
-
-def median(values):
-    """Median of the non-None values, or None when there are none."""
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def ratio(value, reference):
-    """``value / reference``, or None when either is missing or the reference is 0."""
-    if value is None or reference is None or reference == 0:
-        return None
-    return value / reference
-
-
-def fmt_ratio(x, digits=2):
-    """``"0.87x"``; ``"—"`` for None."""
-    return "—" if x is None else f"{x:.{digits}f}x"
-
-
-def fmt_num(x, digits=3):
-    """A float with ``digits`` significant decimals (ints unchanged); ``"—"`` for None."""
-    if x is None:
-        return "—"
-    if isinstance(x, int) and not isinstance(x, bool):
-        return f"{x:,}"
-    if x != 0 and abs(x) < 10 ** -(digits - 1):
-        return f"{x:.{digits}g}"
-    return f"{x:.{digits}f}"
-
-
-def fmt_mb(n_bytes):
-    """Bytes as decimal megabytes, e.g. ``"512.3"``; ``"—"`` for None."""
-    return "—" if n_bytes is None else f"{n_bytes / 1e6:.1f}"
-
-
-def markdown_table(headers, rows, align=None):
-    """A GitHub-flavoured Markdown table.
-
-    Parameters
-    ----------
-    headers : list of str
-    rows : list of list
-        Cells are converted with ``str``.
-    align : str or None
-        One character per column, ``"l"`` or ``"r"``; default: first column
-        left, the rest right.
-    """
-    align = align or "l" + "r" * (len(headers) - 1)
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-
-    def line(row):
-        parts = [c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)]
-        return "| " + " | ".join(parts) + " |"
-
-    rule = "|" + "|".join(
-        ("-" * (w + 1) + ":") if a == "r" else (":" + "-" * (w + 1))
-        for w, a in zip(widths, align)) + "|"
-    return "\n".join([line(headers), rule] + [line(r) for r in cells])
-
-
-def verdict(ok):
-    """``"PASS"``, ``"FAIL"``, or ``"N/A"`` for None."""
-    return "N/A" if ok is None else ("PASS" if ok else "FAIL")
+def parse_threads(text):
+    """``"1,2,4"`` -> ``[1, 2, 4]`` (sorted, distinct); an argparse ``type=``."""
+    out = sorted({int(x) for x in text.split(",") if x.strip()})
+    if not out or out[0] < 1:
+        raise argparse.ArgumentTypeError("--threads: positive integers, e.g. 1,2")
+    return out

@@ -33,7 +33,7 @@ tokens) to ``active_conll2000.png``.
 
 Usage::
 
-    python bench/active_conll2000.py [--data ../shared/data/conll2000] [--batch 20]
+    python bench/papers/active_conll2000.py [--data ../shared/data/conll2000] [--batch 20]
         [--max-sentences 500] [--max-tokens 6000] [--max-iterations 30]
 """
 
@@ -48,15 +48,16 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
 
 from sscrf import CRF, SscrfError  # noqa: E402
 from sscrf.active import ActiveLearner, simulate  # noqa: E402
 from sscrf.io import read_conll  # noqa: E402
 from sscrf.metrics import chunk_scores  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
 SENTENCE_STRATEGIES = ("random", "least_confidence", "sequence_entropy", "token_entropy")
 
 
@@ -88,7 +89,7 @@ def main():
     ap.add_argument("--span-training", default="fragments,native",
                     help="how span answers train: 'native' (the sentence with None labels, "
                          "marginalised) and/or 'fragments' (labeled runs as short sentences)")
-    ap.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
+    ap.add_argument("--out", default=os.path.join(host.REPO_ROOT, "bench", "results"))
     args = ap.parse_args()
     started = time.perf_counter()
 
@@ -165,7 +166,7 @@ def main():
     lines = [
         "# Active learning on CoNLL-2000 chunking",
         "",
-        _common.machine_line(),
+        host.machine_line(),
         "",
         f"Pool {len(X_pool):,} sentences; test {len(X_test):,} sentences "
         f"({sum(map(len, y_test)):,} tokens); default templates, c2 = {args.c2}, "
@@ -181,11 +182,11 @@ def main():
         "Chunk F1 (%) on the test sentences, at a number of labeled sentences, and "
         "interpolated along each curve at a number of labeled tokens:",
         "",
-        _common.markdown_table(headers, rows),
+        tables.markdown_table(headers, rows),
         "",
         "Labeled tokens at each number of labeled sentences:",
         "",
-        _common.markdown_table(["strategy"] + [f"{n} sent." for n in sentence_levels],
+        tables.markdown_table(["strategy"] + [f"{n} sent." for n in sentence_levels],
                                token_rows),
         "",
         f"Wall time {time.perf_counter() - started:.0f} s.",

@@ -31,7 +31,7 @@ words at each round instead of the whole pool (``ActiveLearner(max_candidates=)`
 
 Usage::
 
-    python bench/active_nettalk.py [--repeats 10] [--max-iterations 50]
+    python bench/papers/active_nettalk.py [--repeats 10] [--max-iterations 50]
         [--fusal-candidates 3000] [--data ../shared/data/nettalk/nettalk.data]
 """
 
@@ -46,13 +46,14 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
 
 from sscrf import CRF  # noqa: E402
 from sscrf.active import ActiveLearner, NgramModel, gold_oracle, select  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "nettalk",
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "nettalk",
                             "nettalk.data")
 SIZES = (10, 30, 100, 300)
 WINDOW = 3
@@ -95,7 +96,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--strategies", default="quota_sampling,random,least_confidence")
-    ap.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
+    ap.add_argument("--out", default=os.path.join(host.REPO_ROOT, "bench", "results"))
     args = ap.parse_args()
     strategies = args.strategies.split(",")
     started = time.perf_counter()
@@ -163,7 +164,7 @@ def main():
     lines = [
         "# Active learning on NETtalk (Sokolovska 2011 §6.3)",
         "",
-        _common.machine_line(),
+        host.machine_line(),
         "",
         f"{len(words):,} words: {len(pool):,} pool, {n_test:,} test "
         f"({sum(map(len, y_test)):,} letters); {len({p for ps in phonemes for p in ps})} phoneme "
@@ -175,7 +176,7 @@ def main():
         "Test token (letter) error %: mean ± sd [min, max] over replications; the last "
         "column: letters in the n training words, mean over replications, for each n.",
         "",
-        _common.markdown_table(headers, rows),
+        tables.markdown_table(headers, rows),
         "",
     ]
     for s, ws in examples.items():

@@ -12,7 +12,7 @@ tokens, and at 0.1 and 0.5. A gain is one over the dense row.
 
 Usage::
 
-    python bench/entropy_weight_ewt.py [--data DIR] [--labeled 100] [--unlabeled 3000]
+    python bench/papers/entropy_weight_ewt.py [--data DIR] [--labeled 100] [--unlabeled 3000]
 """
 
 import argparse
@@ -20,14 +20,15 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
 import sscrf  # noqa: E402
-import _common  # noqa: E402
-from _common import machine_line  # noqa: E402
-from ge_pos import token_features  # noqa: E402
+from bench.lib import host  # noqa: E402
+from bench.lib.features_words import token_features  # noqa: E402
+from bench.lib.host import machine_line  # noqa: E402
 from sscrf.io import read_conllu  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "ud-english-ewt")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "ud-english-ewt")
 
 
 def main():

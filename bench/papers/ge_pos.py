@@ -30,7 +30,7 @@ Also times one GE loss-and-gradient evaluation per token against the
 
 Usage::
 
-    python bench/ge_pos.py [--data ../shared/data/ud-english-ewt] [--quick]
+    python bench/papers/ge_pos.py [--data ../shared/data/ud-english-ewt] [--quick]
         [--unlabeled-sentences 2000] [--max-iterations 40] [--threads 2]
 
 Writes ``bench/results/ge_pos.md`` (tables), ``.json`` (every run) and
@@ -48,37 +48,18 @@ import warnings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
+from bench.lib.features_words import token_features  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data",
+DEFAULT_DATA = os.path.join(os.path.dirname(host.REPO_ROOT), "shared", "data",
                             "ud-english-ewt")
-RESULTS = os.path.join(_common.REPO_ROOT, "bench", "results")
+RESULTS = os.path.join(host.REPO_ROOT, "bench", "results")
 
 
 def _log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def token_features(sentence):
-    """Dict features of one sentence of [form] tokens."""
-    words = [token[0] for token in sentence]
-    lower = [w.lower() for w in words]
-    out = []
-    for i, w in enumerate(words):
-        lw = lower[i]
-        first = w[:1]
-        shape = ("X" if first.isupper() else "x" if first.isalpha() else
-                 "d" if first.isdigit() else "p")
-        f = {"w": lw, "s2": lw[-2:], "s3": lw[-3:], "p1": lw[:1], "shape": shape,
-             "w-1": lower[i - 1] if i else "<s>",
-             "w+1": lower[i + 1] if i + 1 < len(words) else "</s>"}
-        if any(c.isdigit() for c in w):
-            f["digit"] = True
-        if "-" in w:
-            f["hyphen"] = True
-        out.append(f)
-    return out
 
 
 def target_entropy(constraints):
@@ -116,7 +97,7 @@ def main(argv=None):
     prototype_counts = [int(x) for x in args.prototypes.split(",")]
     sample_sizes = [int(x) for x in args.samples.split(",")]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    machine = _common.machine_info()
+    machine = host.machine_info()
 
     import numpy as np
 
@@ -124,9 +105,10 @@ def main(argv=None):
     from sscrf import _core
     from sscrf import constraints as C
     from sscrf.io import read_conllu
-    from sscrf.model import _compile, _layout_arrays
     from sscrf.features import FeatureExtractor
     from sscrf.objectives import OBJECTIVES
+
+    from bench.lib import sscrf_internals
 
     started = time.perf_counter()
     train = read_conllu(os.path.join(args.data, "en_ewt-ud-train.conllu"))
@@ -184,10 +166,9 @@ def main(argv=None):
     index = {l: i for i, l in enumerate(labels)}
     token_labels = np.array([index[l] for s in timing_y for l in s], dtype=np.int32)
     S = len(labels)
-    row_ptr, label_ids = _layout_arrays(features, token_labels, S, "dense")
-    layout = _core.Layout(row_ptr, label_ids, S)
-    corpus_labeled = _compile(features, labels=token_labels)
-    corpus_unlabeled = _compile(features)
+    layout = sscrf_internals.layout_for_feature_set(features, token_labels, S, "dense")
+    corpus_labeled = sscrf_internals.compile_corpus(features, labels=token_labels)
+    corpus_unlabeled = sscrf_internals.compile_corpus(features)
     k_timing = max(prototype_counts)
     cons = constraint_sets[(k_timing, "heuristic")]
     attr_index = extractor.attribute_index()
@@ -221,7 +202,7 @@ def main(argv=None):
                 t = time.perf_counter()
                 call()
                 times[name].append(time.perf_counter() - t)
-        med = {name: _common.median(v) for name, v in times.items()}
+        med = {name: tables.median(v) for name, v in times.items()}
         low = {name: min(v) for name, v in times.items()}
         timing_rows.append({"threads": n_threads, "tokens": features.n_tokens,
                             "constraints": len(attributes),
@@ -237,7 +218,7 @@ def main(argv=None):
     if args.timing_only:
         args.out += "-timing"
         save()
-        text = "\n".join([_common.machine_line(machine), ""] + timing_report(
+        text = "\n".join([host.machine_line(machine), ""] + timing_report(
             results["timing"], args, prototype_counts)) + "\n"
         with open(args.out + ".md", "w", encoding="utf-8") as f:
             f.write(text)
@@ -298,7 +279,7 @@ def main(argv=None):
     # -- report ---------------------------------------------------------------------
     pct = lambda x: "—" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     lines = ["# GE criteria on UD English EWT POS tagging (UPOS)", "",
-             _common.machine_line(machine), "",
+             host.machine_line(machine), "",
              f"Data: {args.data}; train {len(X_train):,} sentences / {n_tok(X_train):,} tokens, "
              f"test {len(X_test):,} / {n_tok(X_test):,}; {len(labels)} tags. Labeled instances: "
              f"the first N of a seeded permutation of train (seed {args.seed}), nested; "
@@ -312,7 +293,7 @@ def main(argv=None):
         lines.append(f"k = {k} per tag: {n_feat} features, firing at "
                      f"{sum(len(v) for v in occ.values()):,} train tokens.")
         lines.append("")
-        lines.append(_common.markdown_table(["tag", "prototype words"],
+        lines.append(tables.markdown_table(["tag", "prototype words"],
                                             [[l, words[l]] for l in labels], align="ll"))
         lines.append("")
     ent_rows = []
@@ -323,7 +304,7 @@ def main(argv=None):
         ent_rows.append([f"{k}/tag {source}", len(cs), f"{target_entropy(cs):.3f}", used])
     lines += ["Targets: mean entropy (nats) of the target distributions; labeled tokens used "
               "to estimate them (sampled).", "",
-              _common.markdown_table(["constraints", "features", "mean target entropy",
+              tables.markdown_table(["constraints", "features", "mean target entropy",
                                       "labeled tokens used"], ent_rows), ""]
 
     def acc_of(*key):
@@ -337,7 +318,7 @@ def main(argv=None):
         rows3.append([f"CRF + GE/Heuristic ({k}/tag)"]
                      + [pct(acc_of("ge", n, k, "heuristic")) for n in cols3])
     lines += ["## Table 3 layout: labeled instances (sentences)", "",
-              _common.markdown_table(["method"] + [str(n) for n in cols3], rows3), ""]
+              tables.markdown_table(["method"] + [str(n) for n in cols3], rows3), ""]
     rows4 = []
     for k in prototype_counts:
         rows4.append([f"GE/Heuristic ({k}/tag)"]
@@ -348,7 +329,7 @@ def main(argv=None):
     rows4.append(["supervised CRF"] + ["—" if n == 0 else pct(acc_of("supervised", n, None, None))
                                        for n in labeled_sizes])
     lines += ["## Table 4 layout: labeled instances (sentences)", "",
-              _common.markdown_table(["method"] + [str(n) for n in labeled_sizes], rows4), ""]
+              tables.markdown_table(["method"] + [str(n) for n in labeled_sizes], rows4), ""]
     labeled_tokens = {r["labeled"]: r["labeled_tokens"] for r in results["runs"]}
     lines += ["Labeled tokens: " + ", ".join(f"{n} sentences = {labeled_tokens.get(n, 0):,}"
                                              for n in labeled_sizes) + ".", ""]
@@ -367,8 +348,8 @@ def timing_report(t, args, prototype_counts):
     us = lambda r, name: f"{1e6 * r['median_s'][name] / r['tokens']:.2f}"  # noqa: E731
     trows = [[r["threads"], f"{r['tokens']:,}", r["constraints"], us(r, "likelihood"),
               us(r, "ge"), us(r, "ge_expectations"), us(r, "ge_gradient"), us(r, "entropy"),
-              _common.fmt_ratio(r["ratio"]), _common.fmt_ratio(r["ratio_min"]),
-              _common.verdict(r["ratio"] <= 2.0)] for r in t["rows"]]
+              tables.fmt_ratio(r["ratio"]), tables.fmt_ratio(r["ratio_min"]),
+              tables.verdict(r["ratio"] <= 2.0)] for r in t["rows"]]
     return ["## GE loss-and-gradient cost vs the likelihood term", "",
             f"One evaluation (value and gradient) on {t['rows'][0]['tokens']:,} training "
             f"tokens, the features above, dense layout ({t['parameters']:,} parameters), "
@@ -378,7 +359,7 @@ def timing_report(t, args, prototype_counts):
             "through the covariance kernel) plus O(M·S) numpy; the entropy term (one "
             "forward-backward and the same covariance kernel) for reference. Target: GE ≤ 2x "
             "likelihood.", "",
-            _common.markdown_table(["threads", "tokens", "constraints", "likelihood",
+            tables.markdown_table(["threads", "tokens", "constraints", "likelihood",
                                     "GE term", "GE pass 1", "GE pass 2", "entropy",
                                     "GE / lik. (median)",
                                     "(min)", "≤ 2x"], trows), ""]

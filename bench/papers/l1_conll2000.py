@@ -5,7 +5,7 @@ CRFsuite tutorial attributes and c1 = 0.1, c2 = 0.1 on observed pairs, back to
 back, and prints chunk F1 and the number of active (non-zero) state features
 of each. Targets: F1 within 0.3; active feature counts within 20%.
 
-    python bench/l1_conll2000.py [--data ../shared/data/conll2000] [--max-iterations 100]
+    python bench/papers/l1_conll2000.py [--data ../shared/data/conll2000] [--max-iterations 100]
 """
 
 import argparse
@@ -14,15 +14,17 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
 
-import _common  # noqa: E402
-import supervised_conll2000 as sup  # noqa: E402
+from bench.lib import host  # noqa: E402
+from bench.lib.corpora import CONLL2000, chunk_f1, read_conll2000  # noqa: E402
+from bench.lib.features_conll2000 import crfsuite_tokens, sscrf_tokens  # noqa: E402
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=sup.DEFAULT_DATA)
+    parser.add_argument("--data", default=CONLL2000)
     parser.add_argument("--max-iterations", type=int, default=100)
     parser.add_argument("--c1", type=float, default=0.1)
     parser.add_argument("--c2", type=float, default=0.1)
@@ -33,11 +35,11 @@ def main(argv=None):
         sys.exit("python-crfsuite is required: pip install '.[bench]'")
     import sscrf
 
-    train, test, _ = sup._read(args.data)
-    print(_common.machine_line())
+    train, test, _ = read_conll2000(args.data)
+    print(host.machine_line())
     rows = []
 
-    X = [sup.crfsuite_tokens(s) for s in train.tokens]
+    X = [crfsuite_tokens(s) for s in train.tokens]
     trainer = pycrfsuite.Trainer(verbose=False)
     for x, y in zip(X, train.labels):
         trainer.append(x, y)
@@ -50,20 +52,20 @@ def main(argv=None):
         seconds = time.perf_counter() - started
         tagger = pycrfsuite.Tagger()
         tagger.open(path)
-        predicted = [tagger.tag(sup.crfsuite_tokens(s)) for s in test.tokens]
+        predicted = [tagger.tag(crfsuite_tokens(s)) for s in test.tokens]
         info = tagger.info()
         active = sum(1 for w in info.state_features.values() if w != 0.0)
         tagger.close()
-    rows.append(("CRFsuite", sup._chunk_f1(test.labels, predicted)["f1"], active, seconds))
+    rows.append(("CRFsuite", chunk_f1(test.labels, predicted)["f1"], active, seconds))
 
     model = sscrf.CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                       feature_set="observed", verbose=False)
-    Xs = [sup.sscrf_tokens(s) for s in train.tokens]
+    Xs = [sscrf_tokens(s) for s in train.tokens]
     started = time.perf_counter()
     model.fit(Xs, train.labels)
     seconds = time.perf_counter() - started
-    predicted = model.predict([sup.sscrf_tokens(s) for s in test.tokens])
-    rows.append(("sscrf", sup._chunk_f1(test.labels, predicted)["f1"], model.n_active_features_,
+    predicted = model.predict([sscrf_tokens(s) for s in test.tokens])
+    rows.append(("sscrf", chunk_f1(test.labels, predicted)["f1"], model.n_active_features_,
                  seconds))
 
     print(f"c1 = {args.c1}, c2 = {args.c2}, max_iterations = {args.max_iterations}, observed pairs")

@@ -49,7 +49,7 @@ pairs come from the labeled tokens only), ``c2 = --c2``, at most
 
 Usage::
 
-    python bench/partial_annotations.py [--data ../shared/data/conll2000]
+    python bench/papers/partial_annotations.py [--data ../shared/data/conll2000]
         [--full 250] [--pool 1500] [--max-iterations 50] [--seed 0]
         [--threads 2] [--out bench/results/partial_annotations]
 """
@@ -61,11 +61,12 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
-DEFAULT_OUT = os.path.join(_common.REPO_ROOT, "bench", "results", "partial_annotations")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
+DEFAULT_OUT = os.path.join(host.REPO_ROOT, "bench", "results", "partial_annotations")
 
 _T0 = time.perf_counter()
 
@@ -137,7 +138,7 @@ def main(argv=None):
     from sscrf.partial import (ambiguous_words, annotation_cost, discard, fill_argmax,
                                fill_first, fill_random)
 
-    info = _common.machine_info()
+    info = host.machine_info()
     train = read_conll(os.path.join(args.data, "train.txt"))
     test = read_conll(os.path.join(args.data, "test.txt"))
     F = slice(0, args.full)
@@ -229,7 +230,7 @@ def main(argv=None):
         lambda: make().fit(X_F + Xd, y_F + yd, init=base))
 
     header = (f"# Partial annotations on CoNLL-2000 (Tsuboi et al. 2008)\n\n"
-              f"{_common.machine_line(info)}\n\n"
+              f"{host.machine_line(info)}\n\n"
               f"F = {len(X_F)} fully labeled sentences ({sum(map(len, y_F)):,} tokens); "
               f"P = {len(X_P)} more sentences ({P_tokens:,} tokens) partially labeled; "
               f"test = {len(test.tokens)} sentences. c2 = {args.c2}, at most "
@@ -242,7 +243,7 @@ def main(argv=None):
               f"setting (Tsuboi et al. §5.2), in %. 'ambiguous': P completely annotated, "
               f"but the chunk tokens of the words in A carry the set {{B-X, I-X}} "
               f"('first' takes B-X, the alphabetically first).\n")
-    table = _common.markdown_table(
+    table = tables.markdown_table(
         ["P annotation", "method", "P tokens labeled", "F1", "acc", "APA", "train s",
          "iterations"], rows)
     text = header + "\n" + table + "\n"

@@ -45,13 +45,13 @@ Design:
   mention that is neither a GENE nor an ALTGENE span is a false positive.
   Also the strict score (GENE spans only, exact match).
 
-Features: :mod:`features_bc2gm` (word, affixes, shapes, Greek letters,
+Features: :mod:`bench.lib.features_bc2gm` (word, affixes, shapes, Greek letters,
 ±2 context). ``c2 = --c2``, at most ``--max-iterations`` L-BFGS iterations
 per run, the ``observed`` feature set.
 
 Usage::
 
-    python bench/partial_bc2gm.py [--data ../shared/data/bc2gm/original-data]
+    python bench/papers/partial_bc2gm.py [--data ../shared/data/bc2gm/original-data]
         [--train-sentences 5000] [--max-iterations 50] [--threads 2]
         [--out bench/results/partial_bc2gm]
 """
@@ -65,13 +65,14 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
-import features_bc2gm  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
+from bench.lib import features_bc2gm  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "bc2gm",
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "bc2gm",
                             "original-data")
-DEFAULT_OUT = os.path.join(_common.REPO_ROOT, "bench", "results", "partial_bc2gm")
+DEFAULT_OUT = os.path.join(host.REPO_ROOT, "bench", "results", "partial_bc2gm")
 LABELS = ["B-GENE", "I-GENE", "O"]
 
 _T0 = time.perf_counter()
@@ -237,7 +238,7 @@ def main(argv=None):
     from sscrf import CRF
     from sscrf.partial import Alternatives, sentence_masks
 
-    info = _common.machine_info()
+    info = host.machine_info()
     train = read_sentences(os.path.join(args.data, "train", "train.in"))[:args.train_sentences]
     gene = read_mentions(os.path.join(args.data, "train", "GENE.eval"))
     altgene = read_mentions(os.path.join(args.data, "train", "ALTGENE.eval"))
@@ -344,7 +345,7 @@ def main(argv=None):
             f"{tr['iterations']} it ({tr['stop_reason']})")
 
     header = (f"# Alternative boundaries on BC2GM (Tsuboi et al. 2008, alternatives)\n\n"
-              f"{_common.machine_line(info)}\n\n"
+              f"{host.machine_line(info)}\n\n"
               f"Training: {stats['training sentences']:,} sentences of train.in "
               f"({stats['training tokens']:,} tokens), "
               f"{stats['sentences with alternatives']:,} with more than one acceptable "
@@ -356,7 +357,7 @@ def main(argv=None):
               f"iterations per run; every run after GENE starts from GENE. Official = "
               f"alt_eval.perl semantics (GENE or an overlapping ALTGENE span counts); "
               f"strict = exact GENE spans only.\n")
-    table = _common.markdown_table(
+    table = tables.markdown_table(
         ["training labels", "P", "R", "F1", "strict F1", "TP", "FP", "FN", "train s",
          "iterations"], rows)
     notes = "\n".join(f"- {k}: {v:,}" for k, v in stats.items())

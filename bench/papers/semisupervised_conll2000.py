@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Entropy regularisation vs self-training on CoNLL-2000 chunking (Jiao et al. 2006 design).
 
-The experiment of ``semisupervised_bc2gm.py`` (whose runner this script
-reuses) on CoNLL-2000:
+The experiment of ``semisupervised_bc2gm.py`` (its runner is
+:mod:`bench.lib.semisupervised`) on CoNLL-2000:
 
 - labeled set A: the first sentences of ``train.txt`` until A holds at least
   ``--labeled-tokens`` tokens (5,000);
@@ -14,7 +14,7 @@ reuses) on CoNLL-2000:
   with ``sscrf.self_train``; a supervised ``observed``-feature-set reference;
 - features: CRFsuite's chunking tutorial attributes (``example/chunking.py``:
   words and POS tags at −2..2, word bigrams, POS bigrams and trigrams,
-  BOS/EOS), exactly as in ``supervised_conll2000.py``;
+  BOS/EOS), exactly as the suite's (``bench/lib/features_conll2000.py``);
 - the label set is the labels seen in A (chunk types absent from A cannot
   be predicted; their test chunks count as misses);
 - evaluation: chunk precision, recall and F1 over all chunk types
@@ -23,7 +23,7 @@ reuses) on CoNLL-2000:
 
 Usage::
 
-    python bench/semisupervised_conll2000.py [--data ../shared/data/conll2000]
+    python bench/papers/semisupervised_conll2000.py [--data ../shared/data/conll2000]
         [--gammas 0,0.1,0.5,1,5,10] [--sizes 1,2,5] [--max-iterations 100]
         [--jobs 2] [--json OUT] [--quick]
 """
@@ -33,11 +33,13 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
-import semisupervised_bc2gm as ss  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host  # noqa: E402
+from bench.lib import semisupervised as ss  # noqa: E402
+from bench.lib.features_conll2000 import sscrf_tokens  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
 
 
 def main(argv=None):
@@ -45,10 +47,9 @@ def main(argv=None):
     ss.common_arguments(p, DEFAULT_DATA, 5000)
     args = p.parse_args(argv)
     ss.apply_quick(args)
-    machine = _common.machine_info()
+    machine = host.machine_info()
 
     from sscrf.io import read_conll
-    from supervised_conll2000 import sscrf_tokens
 
     t0 = time.perf_counter()
     train = read_conll(os.path.join(args.data, "train.txt"))
@@ -59,7 +60,7 @@ def main(argv=None):
     XA = [sscrf_tokens(s) for s in A_tokens]
     XU = {size: [sscrf_tokens(s) for s in sents] for size, sents in split["U"].items()}
     X_test = [sscrf_tokens(s) for s in test.tokens]
-    ss._log(f"data and features: {time.perf_counter() - t0:.1f} s")
+    ss.log(f"data and features: {time.perf_counter() - t0:.1f} s")
     labels_a = sorted({l for s in A_labels for l in s})
     labels_all = sorted({l for s in train.labels + test.labels for l in s})
     missing = [l for l in labels_all if l not in labels_a]
@@ -73,7 +74,7 @@ def main(argv=None):
                         for size, s in split["U"].items())
             + f". Test: test.txt, {len(test.tokens):,} sentences / "
             f"{ss.n_tokens(test.tokens):,} tokens. Features: CRFsuite chunking tutorial "
-            "attributes (bench/supervised_conll2000.py)."]
+            "attributes (bench/lib/features_conll2000.py)."]
     exp = ss.run_experiment(args, title="Semi-supervised CRF on CoNLL-2000 chunking: "
                                         "entropy regularisation vs self-training",
                             XA=XA, yA=A_labels, XU=XU, X_test=X_test, y_test=test.labels,

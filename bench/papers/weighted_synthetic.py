@@ -30,7 +30,7 @@ per-token maximum-marginal decoding, the true minimum).
 
 Usage::
 
-    python bench/weighted_synthetic.py [--repeats 150] [--sizes 10,20,50,100,200]
+    python bench/papers/weighted_synthetic.py [--repeats 150] [--sizes 10,20,50,100,200]
         [--c2 0.1] [--max-iterations 100] [--out bench/results]
 """
 
@@ -46,8 +46,9 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
 
 from sscrf import CRF  # noqa: E402
 from sscrf.active import sokolovska_weights  # noqa: E402
@@ -153,7 +154,7 @@ def main():
     ap.add_argument("--max-iterations", type=int, default=100)
     ap.add_argument("--hmm-seed", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", default=os.path.join(_common.REPO_ROOT, "bench", "results"))
+    ap.add_argument("--out", default=os.path.join(host.REPO_ROOT, "bench", "results"))
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     started = time.perf_counter()
@@ -207,7 +208,7 @@ def main():
     lines = [
         "# Weighted vs standard CRF on HMM data (Sokolovska 2011 §6.1, Fig. 1)",
         "",
-        _common.machine_line(),
+        host.machine_line(),
         "",
         f"HMM: {S} labels, {V} symbols, length {T} (hmm seed {args.hmm_seed}); test sample "
         f"{args.n_test:,} sequences; {args.repeats} replications per n; c2 = {args.c2}, "
@@ -220,7 +221,7 @@ def main():
         "Token error in % (test sample); diff = standard − weighted in percentage points, "
         "positive when the weighted CRF is better; 'exact error' = expectation under the HMM.",
         "",
-        _common.markdown_table(headers, table),
+        tables.markdown_table(headers, table),
         "",
         f"Wall time {time.perf_counter() - started:.0f} s.",
     ]

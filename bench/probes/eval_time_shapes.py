@@ -1,14 +1,14 @@
 #!/usr/bin/env python
 """Time per loss-and-gradient evaluation against CRFsuite on corpora of other shapes.
 
-The real corpora (``eval_time_conll2000.py``, ``eval_time_corpora.py``) have
+The real corpora (``eval_time_conll2000.py``, ``eval_time.py``) have
 3 to 49 labels, 7 to 20 attributes per token and sentences of tens of
 tokens. Users bring others: binary or BIES segmentation, named-entity
 models with rich templates (tens of attributes per token), tag sets of
 hundreds, whole documents as one sequence. Each shape changes which part of
 an evaluation dominates (the lattice's O(S²) per token, scoring and
 back-projection, the buffers' sizes), so this script generates one
-synthetic corpus per shape and repeats ``eval_time_corpora``'s measurement
+synthetic corpus per shape and repeats the suite's corpora measurement
 on it:
 
 ==========  ======  ============  ==============================  ===================
@@ -27,9 +27,9 @@ Both tools get the same feature dicts; CRFsuite trains ``--iterations``
 L-BFGS iterations with c2 = 1 and all transitions, and its time per
 evaluation is its training time over its evaluations; sscrf's is the median
 of 5 direct calls of the ``likelihood`` term at the weights it reaches
-after the same iterations (see ``eval_time_corpora.py``).
+after the same iterations (see ``eval_time.py``).
 
-    python bench/eval_time_shapes.py [--shapes binary,bies,wide,many,long] [--terms] [--tagging]
+    python bench/probes/eval_time_shapes.py [--shapes binary,bies,wide,many,long] [--terms] [--tagging]
         [--iterations 5] [--repeats 3] [--threads 1,2] [--out bench/results]
 
 ``--terms`` also times the entropy, partial and alternatives terms against the
@@ -44,10 +44,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
 
-import _common  # noqa: E402
-import eval_time_corpora  # noqa: E402  (measure, table, the options)
+from bench.lib import host, tables  # noqa: E402
+from bench.lib import eval_time  # noqa: E402
 
 # name: (labels, attributes per token, sentences, length range or fixed length)
 SHAPES = {
@@ -85,31 +86,32 @@ def synthetic_corpus(S, n_attributes, n_sentences, length, seed=0):
 def term_costs(X, y, repeats):
     """Median seconds per call of the likelihood, entropy, partial and alternatives terms
     at 1 thread on (X, y), calls interleaved, with the scaling item's setup (dense
-    layout, random weights; bench/run.py)."""
+    layout, random weights; bench/suite/scaling.py)."""
     import statistics
 
     import numpy as np
 
-    import run
     import sscrf.partial  # noqa: F401  (registers "alternatives")
     from sscrf.features import FeatureExtractor
     from sscrf.objectives import OBJECTIVES
+
+    from bench.lib import sscrf_internals, workloads
 
     (features,) = FeatureExtractor(None).fit_transform(X)
     labels = sorted({label for s in y for label in s})
     index = {label: i for i, label in enumerate(labels)}
     gold = np.array([index[label] for s in y for label in s], dtype=np.int32)
     S = len(labels)
-    layout = run._dense_layout(features.n_attributes, S)
+    layout = sscrf_internals.every_pair_layout(features.n_attributes, S)
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     rng = np.random.default_rng(1)
-    mask, _ = run.partial_mask(gold, S, rng)
-    alternatives, groups = run.alternatives_setup(features, gold, S, rng)
+    mask, _ = workloads.partial_mask(gold, S, rng)
+    alternatives, groups = workloads.alternatives_setup(features, gold, S, rng)
     terms = {
-        "likelihood": OBJECTIVES["likelihood"](run._corpus(features, labels=gold), layout, 1),
-        "entropy": OBJECTIVES["entropy"](run._corpus(features), layout, 1, method="fast"),
+        "likelihood": OBJECTIVES["likelihood"](workloads.corpus(features, labels=gold), layout, 1),
+        "entropy": OBJECTIVES["entropy"](workloads.corpus(features), layout, 1, method="fast"),
         "partial_likelihood": OBJECTIVES["partial_likelihood"](
-            run._corpus(features, mask=mask), layout, 1),
+            workloads.corpus(features, mask=mask), layout, 1),
         "alternatives": OBJECTIVES["alternatives"](features, alternatives, groups, layout, 1),
     }
     out = np.empty_like(theta)
@@ -170,23 +172,23 @@ def main(argv=None):
                              "the likelihood per token (1 thread, dense layout)")
     parser.add_argument("--tagging", action="store_true",
                         help="also compare Viterbi tagging throughput with CRFsuite's")
-    eval_time_corpora.add_measure_arguments(parser, "observed", 5)
+    eval_time.add_measure_arguments(parser, "observed", 5)
     args = parser.parse_args(argv)
-    shapes, thread_counts = eval_time_corpora.check_measure_arguments(
+    shapes, thread_counts = eval_time.check_measure_arguments(
         parser, args, args.shapes, SHAPES, "--shapes")
 
-    machine = _common.machine_line()
+    machine = host.machine_line()
     rows = []
     for name in shapes:
         print(f"[{time.strftime('%H:%M:%S')}] {name}: generating", file=sys.stderr, flush=True)
         X, y = synthetic_corpus(*SHAPES[name])
-        rows.append(eval_time_corpora.measure(name, X, y, args, thread_counts))
+        rows.append(eval_time.measure(name, X, y, args, thread_counts))
         if args.terms:
             rows[-1]["term_seconds"] = term_costs(X, y, args.repeats)
         if args.tagging:
             rows[-1]["tagging_tokens_per_s"] = tagging_rates(X, y, args.repeats)
     lines = ["# Time per loss-and-gradient evaluation against CRFsuite, synthetic shapes", "",
-             machine, "", SETTINGS, "", eval_time_corpora.table(rows)]
+             machine, "", SETTINGS, "", eval_time.table(rows)]
     if args.terms:
         names = list(rows[0]["term_seconds"])
         cells = [[r["corpus"], str(r["labels"])] + [
@@ -194,7 +196,7 @@ def main(argv=None):
             for n in names] for r in rows]
         lines += ["", "Each term per call at 1 thread, dense layout, random weights (the suite's "
                   "scaling setup), medians of interleaved calls; in brackets against the "
-                  "likelihood:", "", _common.markdown_table(["corpus", "labels"] + names, cells)]
+                  "likelihood:", "", tables.markdown_table(["corpus", "labels"] + names, cells)]
     if args.tagging:
         cells = [[r["corpus"], str(r["labels"]), f"{r['tagging_tokens_per_s']['sscrf']:,.0f}",
                   f"{r['tagging_tokens_per_s']['crfsuite']:,.0f}",
@@ -202,10 +204,10 @@ def main(argv=None):
                  for r in rows]
         lines += ["", "Viterbi tagging of 500 sentences from feature dicts, 1 thread, models "
                   "trained 10 iterations (tokens per second, medians of alternating rounds):", "",
-                  _common.markdown_table(["corpus", "labels", "sscrf predict",
+                  tables.markdown_table(["corpus", "labels", "sscrf predict",
                                           "CRFsuite Tagger.tag", "speed-up"], cells)]
     text = "\n".join(lines) + "\n"
-    eval_time_corpora.write_report(args, machine, rows, "eval_time_shapes", text)
+    eval_time.write_report(args, machine, rows, "eval_time_shapes", text)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ time per token.
 
 (a) Real features: CoNLL-2000 ``train.txt`` with CRFsuite's chunking
     attributes (the tutorial's ``example/chunking.py``, as in
-    ``supervised_conll2000.py``), the ``dense`` layout (every attribute ×
+    ``bench/lib/features_conll2000.py``), the ``dense`` layout (every attribute ×
     label), S = 22 (the labels of train), θ ~ N(0, 0.1²) i.i.d. (seed 0;
     random, not trained). Likelihood and fast entropy run on the whole
     training set; jiao, being O(n² S³) per sentence, on the first
@@ -40,7 +40,7 @@ and by a least-squares fit ``jiao/fast ∝ n^a S^b`` over the synthetic grid
 
 Usage::
 
-    python bench/gradient_cost.py [--data ../shared/data/conll2000]
+    python bench/probes/gradient_cost.py [--data ../shared/data/conll2000]
         [--repeats 5] [--threads 1] [--json OUT]
 """
 
@@ -51,10 +51,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
 NS = (10, 20, 40, 80)
 SS = (5, 22, 49)
 N_ATTRIBUTES_SYNTHETIC = 50
@@ -117,7 +118,7 @@ def time_terms(terms, theta, repeats, min_time):
         for name in order:
             term = terms[name]
             samples[name].append(time_call(lambda: term.value_and_gradient(theta), min_time))
-    return {name: _common.median(v) for name, v in samples.items()}, samples
+    return {name: tables.median(v) for name, v in samples.items()}, samples
 
 
 def make_terms(corpus_lab, corpus_unl, layout, threads, methods=("fast", "jiao")):
@@ -138,7 +139,7 @@ def real_features(args):
     import numpy as np
     from sscrf.features import FeatureExtractor
     from sscrf.io import read_conll
-    from supervised_conll2000 import sscrf_tokens
+    from bench.lib.features_conll2000 import sscrf_tokens
 
     t0 = time.perf_counter()
     train = read_conll(os.path.join(args.data, "train.txt"))
@@ -254,15 +255,15 @@ def fit_exponents(rows, min_labels=0):
 
 
 def us(x):
-    return "—" if x is None else _common.fmt_num(1e6 * x, 3 if 1e6 * x < 10 else 2)
+    return "—" if x is None else tables.fmt_num(1e6 * x, 3 if 1e6 * x < 10 else 2)
 
 
 def report(args, machine, real, synth, c_jiao, plan, total_s):
-    r = _common.ratio
+    r = tables.ratio
     L = [
         "# Loss-and-gradient cost per token: likelihood vs entropy (fast, jiao)",
         "",
-        _common.machine_line(machine),
+        host.machine_line(machine),
         f"{args.threads} thread(s); {args.repeats} rounds, terms in rotating order, each sample "
         f"≥ {args.min_time} s of repeated calls; medians. Total run {total_s / 60:.1f} min.",
         "",
@@ -285,19 +286,19 @@ def report(args, machine, real, synth, c_jiao, plan, total_s):
         ]
         rows = [
             ["all", f"{real['n_tokens']:,}", us(real["full"]["likelihood"]),
-             us(real["full"]["fast"]), "—", _common.fmt_ratio(fr), "—"],
+             us(real["full"]["fast"]), "—", tables.fmt_ratio(fr), "—"],
             [f"first {sub['n_sentences']}", f"{sub['n_tokens']:,}", us(sub["likelihood"]),
              us(sub["fast"]), us(sub["jiao"]),
-             _common.fmt_ratio(r(sub["fast"], sub["likelihood"])),
-             _common.fmt_ratio(r(sub["jiao"], sub["fast"]), 1)],
+             tables.fmt_ratio(r(sub["fast"], sub["likelihood"])),
+             tables.fmt_ratio(r(sub["jiao"], sub["fast"]), 1)],
         ]
-        L.append(_common.markdown_table(
+        L.append(tables.markdown_table(
             ["sentences", "tokens", "likelihood µs/token", "fast µs/token", "jiao µs/token",
              "fast/likelihood", "jiao/fast"], rows))
         L += ["", f"Target fast ≤ {REAL_TARGET}x likelihood on real features (aim {REAL_AIM}x), "
-              f"whole training set: {_common.fmt_ratio(fr)} → "
-              f"{_common.verdict(fr is not None and fr <= REAL_TARGET)}"
-              f" (aim: {_common.verdict(fr is not None and fr <= REAL_AIM)})", ""]
+              f"whole training set: {tables.fmt_ratio(fr)} → "
+              f"{tables.verdict(fr is not None and fr <= REAL_TARGET)}"
+              f" (aim: {tables.verdict(fr is not None and fr <= REAL_AIM)})", ""]
     L += [
         "## (b) Featureless synthetic chains",
         "",
@@ -320,16 +321,16 @@ def report(args, machine, real, synth, c_jiao, plan, total_s):
         rows.append([row["n"], row["S"], f"{row['tokens']:,}", us(row["likelihood"]),
                      us(row["fast"]), us(row["jiao"]),
                      f"{row['jiao_tokens']:,}" if row["jiao"] else "—",
-                     _common.fmt_ratio(fr), _common.verdict(ok),
-                     _common.fmt_ratio(jf, 1),
+                     tables.fmt_ratio(fr), tables.verdict(ok),
+                     tables.fmt_ratio(jf, 1),
                      "—" if jf is None else f"{jf / (row['n'] * row['S']):.3f}"])
-    L.append(_common.markdown_table(
+    L.append(tables.markdown_table(
         ["n", "S", "tokens", "likelihood µs/token", "fast µs/token", "jiao µs/token",
          "jiao tokens", "fast/likelihood", f"≤ {SYNTHETIC_TARGET}x", "jiao/fast",
          "(jiao/fast)/(n·S)"], rows))
     skipped = [f"n={n}, S={S}" for (n, S), k in plan.items() if k == 0]
     L += ["", f"Target fast ≤ {SYNTHETIC_TARGET}x likelihood on every featureless chain: "
-          f"{_common.verdict(ok_all)}"]
+          f"{tables.verdict(ok_all)}"]
     if skipped:
         L.append(f"jiao skipped (one sentence over {args.jiao_max_seconds} s): "
                  + "; ".join(skipped))
@@ -340,7 +341,7 @@ def report(args, machine, real, synth, c_jiao, plan, total_s):
         ok = lo <= a <= hi and lo <= b <= hi
         L.append(f"Fit jiao/fast ∝ n^a · S^b over the grid: a = {a:.2f}, b = {b:.2f} "
                  f"(n·S growth means a = b = 1; pass when both in [{lo}, {hi}]) → "
-                 f"{_common.verdict(ok)}")
+                 f"{tables.verdict(ok)}")
         large = fit_exponents(synth, min_labels=10)
         if large is not None:
             # At S = 5 the fast kernel's per-token cost is mostly fixed work
@@ -370,7 +371,7 @@ def main(argv=None):
     p.add_argument("--json", help="write the raw numbers here")
     args = p.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    machine = _common.machine_info()
+    machine = host.machine_info()
     started = time.perf_counter()
 
     real = None

@@ -36,7 +36,7 @@ RSS at spawn; that floor is printed).
 
 Usage::
 
-    python bench/memory_scaling.py [--data ../shared/data/conll2000]
+    python bench/probes/memory_scaling.py [--data ../shared/data/conll2000]
         [--tiles 1,4,16] [--modes supervised,entropy] [--max-iterations 3]
         [--threads N] [--timeout SECONDS] [--json OUT]
 
@@ -49,10 +49,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402  (stdlib only: keeps the parent process light)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables, timing  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
 MODES = ("supervised", "entropy", "phases")
 
 
@@ -129,7 +130,8 @@ def phases(out, X, y, peak):
     import numpy as np
 
     from sscrf.features import FeatureExtractor, default_templates
-    from sscrf.model import _compile
+
+    from bench.lib import sscrf_internals
 
     out["rss_after_read"] = _rss_now()
     extractor = FeatureExtractor(default_templates(2))
@@ -144,7 +146,7 @@ def phases(out, X, y, peak):
                            + held(features.values) + held(features.offsets))
     index = {label: i for i, label in enumerate(sorted({l for s in y for l in s}))}
     labels = np.fromiter((index[l] for s in y for l in s), dtype=np.int32)
-    corpus = _compile(features, labels=labels)
+    corpus = sscrf_internals.compile_corpus(features, labels=labels)
     # What the C++ corpus holds (cpp/corpus.hpp): its CSR copy (int64 indptr,
     # int32 ids, double values), int32 labels, int64 offsets, and per chunk
     # of whole sentences of at most 32768 tokens (corpus.cpp) the attribute
@@ -201,19 +203,19 @@ def _print_phases(results, tiles):
     rows = []
     extra = got[-1][1]["tokens"] - got[0][1]["tokens"]
     for name, key in keys:
-        row = [name] + [_common.fmt_mb(r[key]) for _, r in got]
+        row = [name] + [tables.fmt_mb(r[key]) for _, r in got]
         if len(got) > 1:
             row.append(f"{(got[-1][1][key] - got[0][1][key]) / extra:.0f}" if extra else "—")
         rows.append(row)
     for name, key in (("C++ CSR copy + labels (computed)", "cpp_csr_bytes"),
                       ("C++ chunk index (computed)", "cpp_chunk_index_bytes")):
-        rows.append([name] + [_common.fmt_mb(r[key]) for _, r in got]
+        rows.append([name] + [tables.fmt_mb(r[key]) for _, r in got]
                     + ([f"{(got[-1][1][key] - got[0][1][key]) / extra:.0f}"]
                        if len(got) > 1 and extra else []))
-    rows.append(["numpy CSR arrays (computed)"] + [_common.fmt_mb(r["csr_bytes"]) for _, r in got]
+    rows.append(["numpy CSR arrays (computed)"] + [tables.fmt_mb(r["csr_bytes"]) for _, r in got]
                 + ([f"{(got[-1][1]['csr_bytes'] - got[0][1]['csr_bytes']) / extra:.0f}"]
                    if len(got) > 1 and extra else []))
-    print(_common.markdown_table(headers, rows))
+    print(tables.markdown_table(headers, rows))
     print(f"(phases: {got[0][1]['nnz_per_token']:.2f} attributes per token; "
           f"{got[-1][1]['n_chunks']} chunks at {got[-1][0]}x)")
     print()
@@ -245,14 +247,14 @@ def main():
             parser.error(f"unknown mode {m!r}; modes are {', '.join(MODES)}")
     print("# Peak RSS of training vs corpus size (CoNLL-2000 train.txt, tiled)")
     print()
-    print(_common.machine_line())
+    print(host.machine_line())
     print(f"data: {os.path.join(args.data, 'train.txt')}, TILED {tiles} times "
           "(the file read k times: distinct Python objects per tile, same vocabulary)")
     print(f"templates='default', max_iterations={args.max_iterations}, "
           f"n_threads={args.threads or 'all cores'}; entropy mode: entropy_weight=0.1, "
           "X_unlabeled = the same sentences (without labels)")
-    floor = _common.child_rss_floor()
-    print(f"child RSS floor (bare `python -c pass` from this parent): {_common.fmt_mb(floor)} MB")
+    floor = timing.child_rss_floor()
+    print(f"child RSS floor (bare `python -c pass` from this parent): {tables.fmt_mb(floor)} MB")
     print()
     sys.stdout.flush()
 
@@ -264,20 +266,20 @@ def main():
             if args.threads:
                 cmd[2:2] = ["--threads", str(args.threads)]
             try:
-                res = _common.run_child(cmd, timeout=args.timeout)
+                res = timing.run_child(cmd, timeout=args.timeout)
             except Exception as e:  # noqa: BLE001  (timeout: report and go on)
                 print(f"{mode} {k}x: {type(e).__name__}: {e}", flush=True)
                 continue
             if res.returncode != 0:
                 print(f"{mode} {k}x: child failed (exit {res.returncode}, peak "
-                      f"{_common.fmt_mb(res.peak_rss_bytes)} MB):\n{res.stderr[-2000:]}",
+                      f"{tables.fmt_mb(res.peak_rss_bytes)} MB):\n{res.stderr[-2000:]}",
                       flush=True)
                 continue
             r = json.loads(res.stdout.strip().splitlines()[-1])
             r["wait4_peak"] = res.peak_rss_bytes
             r["wall_seconds"] = res.wall_s
             results[mode, k] = r
-            print(f"{mode} {k}x: {r['tokens']} tokens, peak {_common.fmt_mb(r['peak_after_fit'])} "
+            print(f"{mode} {k}x: {r['tokens']} tokens, peak {tables.fmt_mb(r['peak_after_fit'])} "
                   f"MB, read {r['read_seconds']:.1f} s, fit {r['fit_seconds']:.1f} s", flush=True)
     print()
 
@@ -304,16 +306,16 @@ def main():
                 per_fit = _per_token(ref_part, fit_part, "d")
             rows.append([
                 mode, f"{k}x", r["tokens"], r["n_parameters"],
-                _common.fmt_mb(r["rss_after_imports"]), _common.fmt_mb(r["peak_after_read"]),
-                _common.fmt_mb(r["peak_after_fit"]),
+                tables.fmt_mb(r["rss_after_imports"]), tables.fmt_mb(r["peak_after_read"]),
+                tables.fmt_mb(r["peak_after_fit"]),
                 ("—" if ref is None
-                 else _common.fmt_mb(r["peak_after_fit"] - ref["peak_after_fit"])),
+                 else tables.fmt_mb(r["peak_after_fit"] - ref["peak_after_fit"])),
                 "—" if per is None else f"{per:.0f}",
                 "—" if per_read is None else f"{per_read:.0f}",
                 "—" if per_fit is None else f"{per_fit:.0f}",
                 f"{r['fit_seconds']:.1f}",
             ])
-    print(_common.markdown_table(headers, rows))
+    print(tables.markdown_table(headers, rows))
     print()
     if "phases" in modes:
         _print_phases(results, tiles)

@@ -21,7 +21,7 @@ Each pass's effective bandwidth counts the bytes it must read and write
 once each (history entries 4 bytes, the others 8), not the lines a write
 reads first. A sample is one call; rounds alternate the passes; medians.
 
-    python bench/optimiser_passes.py [--parameters 7385356] [--memory 6]
+    python bench/probes/optimiser_passes.py [--parameters 7385356] [--memory 6]
         [--threads 1,2] [--repeats 9] [--json OUT]
 """
 
@@ -33,8 +33,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
 
 DENSE_CONLL2000 = 7_385_356  # parameters of the dense CoNLL-2000 model
 
@@ -112,19 +113,19 @@ def main(argv=None):
                 calls[name][0](n_threads)
                 samples[name].append(time.perf_counter() - t0)
         for name, (_, moved) in calls.items():
-            seconds = _common.median(samples[name])
+            seconds = tables.median(samples[name])
             results.append({"pass": name, "threads": n_threads, "seconds": seconds,
                             "bytes": moved, "samples": samples[name]})
             rows.append([name, n_threads, f"{seconds * 1e3:.2f}", f"{moved / 1e6:,.0f}",
                          f"{moved / seconds / 1e9:.1f}"])
-    print(_common.machine_line())
+    print(host.machine_line())
     print(f"{args.parameters:,} parameters, {args.memory} float32 pairs; medians of "
           f"{args.repeats} rounds")
-    print(_common.markdown_table(["pass", "threads", "ms", "MB moved", "GB/s"], rows,
+    print(tables.markdown_table(["pass", "threads", "ms", "MB moved", "GB/s"], rows,
                                  align="lrrrr"))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": _common.machine_info(), "parameters": args.parameters,
+            json.dump({"machine": host.machine_info(), "parameters": args.parameters,
                        "memory": args.memory, "results": results}, f, indent=1)
 
 

@@ -23,9 +23,9 @@ what the clock (and anything else a core shares) leaves; a term's ceiling
 below that is memory. It has no threaded version.
 
 Data: CoNLL-2000 train, CRFsuite tutorial attributes, the dense layout and
-random weights of the suite's scaling item (bench/run.py, item 2).
+random weights of the suite's scaling item (bench/suite/scaling.py, item 2).
 
-    python bench/scaling_ceiling.py [--terms in_core,likelihood,entropy] [--counts 1,2,4,8,16]
+    python bench/probes/scaling_ceiling.py [--terms in_core,likelihood,entropy] [--counts 1,2,4,8,16]
         [--evaluations 8] [--rounds 3] [--data DIR] [--json FILE]
 """
 
@@ -38,10 +38,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
 
-import _common  # noqa: E402
-import run  # noqa: E402  (the suite: default thread counts, dense layout)
+from bench.lib import host, tables, timing  # noqa: E402
+from bench.lib.corpora import CONLL2000, load_conll2000  # noqa: E402
 
 TERMS = ("in_core", "likelihood", "entropy", "partial_likelihood")
 
@@ -68,26 +69,6 @@ class InCore:
         return float(c[0])
 
 
-def load_conll2000(data_dir, with_attributes=False):
-    """(features, gold label ids per token, number of labels) of CoNLL-2000 train,
-    with the CRFsuite tutorial attributes; then the attribute strings by id
-    where ``with_attributes``."""
-    import numpy as np
-    from sscrf.features import FeatureExtractor
-    from sscrf.io import read_conll
-    from supervised_conll2000 import sscrf_tokens
-
-    train = read_conll(os.path.join(data_dir, "train.txt"))
-    extractor = FeatureExtractor(None)
-    (features,) = extractor.fit_transform([sscrf_tokens(s) for s in train.tokens])
-    labels = sorted({l for s in train.labels for l in s})
-    index = {l: i for i, l in enumerate(labels)}
-    y = np.array([index[l] for s in train.labels for l in s], dtype=np.int32)
-    if with_attributes:
-        return features, y, len(labels), extractor.attributes_
-    return features, y, len(labels)
-
-
 def prepare(data_dir, path):
     """Extract the features once and save what a process needs to rebuild the terms."""
     import numpy as np
@@ -105,11 +86,13 @@ def build_term(path, name, n_threads):
     from sscrf import _core
     from sscrf.objectives import OBJECTIVES
 
+    from bench.lib import sscrf_internals, workloads
+
     if name == "in_core":
         return InCore(), None
     d = np.load(path)
     S, A = int(d["S"]), int(d["n_attributes"])
-    layout = run._dense_layout(A, S)
+    layout = sscrf_internals.every_pair_layout(A, S)
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     args = (d["indptr"], d["indices"], d["values"], d["offsets"], A)
     if name == "likelihood":
@@ -118,7 +101,7 @@ def build_term(path, name, n_threads):
     if name == "entropy":
         corpus = _core.Corpus(*args, None, None, None)
         return OBJECTIVES["entropy"](corpus, layout, n_threads, method="fast"), theta
-    mask, _ = run.partial_mask(d["y"], S, np.random.default_rng(1))  # as the suite's
+    mask, _ = workloads.partial_mask(d["y"], S, np.random.default_rng(1))  # as the suite's
     corpus = _core.Corpus(*args, None, None, mask)
     return OBJECTIVES["partial_likelihood"](corpus, layout, n_threads), theta
 
@@ -129,7 +112,7 @@ def time_evaluations(term, theta, n):
 
     gradient = None if theta is None else np.empty_like(theta)
     term.value_and_gradient(theta, out=gradient)
-    return _common.median_call_seconds(term, theta, out=gradient, calls=n)
+    return timing.median_call_seconds(term, theta, out=gradient, calls=n)
 
 
 def child(path, name, n, barrier, results):
@@ -164,11 +147,11 @@ def cell(value, spec):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=run.DEFAULT_DATA)
+    ap.add_argument("--data", default=CONLL2000)
     ap.add_argument("--terms", default="in_core,likelihood,entropy",
                     help=f"comma-separated, from {', '.join(TERMS)} "
                          "(default in_core,likelihood,entropy)")
-    ap.add_argument("--counts", type=run.parse_threads, default=None,
+    ap.add_argument("--counts", type=host.parse_threads, default=None,
                     help="process / thread counts (default: the suite's thread counts)")
     ap.add_argument("--evaluations", type=int, default=8,
                     help="timed evaluations per process and per thread count (default 8)")
@@ -182,7 +165,7 @@ def main(argv=None):
             ap.error(f"unknown term {name!r}; choose from {', '.join(TERMS)}")
     if args.evaluations < 1 or args.rounds < 1:
         ap.error("--evaluations and --rounds must be at least 1")
-    counts = args.counts or run.default_threads()
+    counts = args.counts or host.default_threads()
     if 1 not in counts:
         counts = [1] + counts
 
@@ -219,16 +202,16 @@ def main(argv=None):
             for k in counts:
                 row = {"term": name, "k": k, "rounds": samples[k]}
                 for key in samples[k][0]:
-                    row[key] = _common.median([sample[key] for sample in samples[k]])
+                    row[key] = tables.median([sample[key] for sample in samples[k]])
                 row["ceiling_range"] = spread([sample["ceiling"] for sample in samples[k]])
                 rows.append(row)
             del term_threads
 
-    print(_common.machine_line())
+    print(host.machine_line())
     print(f"CoNLL-2000 train, {n_tokens:,} tokens, dense layout; medians of "
           f"{args.evaluations} evaluations per process, then of {args.rounds} rounds "
           "(times, and ratios taken within each round)")
-    print(_common.markdown_table(
+    print(tables.markdown_table(
         ["term", "k", "1 process alone, s", "each of k processes, s", "ceiling", "ceiling, rounds",
          "1 thread, s", "k threads, s", "OpenMP efficiency", "of the ceiling"],
         [[r["term"], r["k"], f"{r['alone_s']:.4f}", f"{r['each_of_k_s']:.4f}",
@@ -237,7 +220,7 @@ def main(argv=None):
           cell(r["share_of_ceiling"], ".0%")] for r in rows]))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"machine": _common.machine_info(), "n_tokens": n_tokens,
+            json.dump({"machine": host.machine_info(), "n_tokens": n_tokens,
                        "evaluations": args.evaluations, "rounds": args.rounds, "rows": rows},
                       f, indent=1)
     return 0

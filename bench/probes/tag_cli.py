@@ -17,7 +17,7 @@ start to exit, imports and model loading included) and of peak RSS.
 
 Usage::
 
-    python bench/tag_cli.py [--data DIR] [--copies 5] [--repeats 3]
+    python bench/probes/tag_cli.py [--data DIR] [--copies 5] [--repeats 3]
 """
 
 import argparse
@@ -26,11 +26,14 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
-from _common import machine_line, median, run_child  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host  # noqa: E402
+from bench.lib.host import machine_line  # noqa: E402
+from bench.lib.tables import median  # noqa: E402
+from bench.lib.timing import run_child  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
 
 AT_ONCE = """
 import sys

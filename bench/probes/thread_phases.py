@@ -1,8 +1,8 @@
 """Where thread scaling goes: the phases of a dense likelihood evaluation, and the optimiser.
 
-The suite's scaling item (bench/run.py, item 2) times whole terms; this
+The suite's scaling item (bench/suite/scaling.py, item 2) times whole terms; this
 script times parts of one at 1, 2, 4, ... threads, to tell the program's
-losses (a phase that scales badly) from the machine's (bench/scaling_ceiling.py):
+losses (a phase that scales badly) from the machine's (bench/probes/scaling_ceiling.py):
 
 - ``likelihood``: the loss and gradient, as the suite times it;
 - the same with other chunk sizes (``Corpus(chunk_tokens=...)``): each chunk
@@ -23,7 +23,7 @@ losses (a phase that scales badly) from the machine's (bench/scaling_ceiling.py)
 Data: CoNLL-2000 train, CRFsuite tutorial attributes, the dense layout and
 random weights of the suite's scaling item.
 
-    python bench/thread_phases.py [--threads 1,2,4,8,16] [--rounds 5] [--min-time 0.3]
+    python bench/probes/thread_phases.py [--threads 1,2,4,8,16] [--rounds 5] [--min-time 0.3]
         [--iterations 20] [--data DIR] [--json FILE]
 """
 
@@ -34,11 +34,11 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
 
-import _common  # noqa: E402
-import run  # noqa: E402  (the suite: default thread counts, dense layout)
-from scaling_ceiling import load_conll2000  # noqa: E402
+from bench.lib import host  # noqa: E402
+from bench.lib.corpora import CONLL2000, load_conll2000  # noqa: E402
 
 
 def phases(features, y, S, attributes):
@@ -49,12 +49,12 @@ def phases(features, y, S, attributes):
     from sscrf import _core
     from sscrf.objectives import OBJECTIVES
 
-    def corpus(chunk_tokens=None, labels=None):
-        extra = {} if chunk_tokens is None else {"chunk_tokens": chunk_tokens}
-        return _core.Corpus(features.indptr, features.indices, features.values,
-                            features.offsets, features.n_attributes, labels, None, None, **extra)
+    from bench.lib import sscrf_internals, workloads
 
-    layout = run._dense_layout(features.n_attributes, S)
+    def corpus(chunk_tokens=None, labels=None):
+        return workloads.corpus(features, labels=labels, chunk_tokens=chunk_tokens)
+
+    layout = sscrf_internals.every_pair_layout(features.n_attributes, S)
     labelled, plain = corpus(labels=y), corpus()
     out = {"likelihood": lambda th, x, g: _core.likelihood(labelled, layout, x, th, out=g)}
     for size in (8192, 131072, features.n_tokens):
@@ -73,7 +73,7 @@ def phases(features, y, S, attributes):
             terms[(name, th)] = build(th)
         return terms[(name, th)]
 
-    cmap, targets, _ = run._ge_setup(features, attributes, y, S, 100)
+    cmap, targets, _ = workloads.ge_setup(features, attributes, y, S, 100)
 
     def ge(th):
         return term("ge", th, lambda k: OBJECTIVES["ge"](
@@ -82,13 +82,13 @@ def phases(features, y, S, attributes):
     score_weights = np.full((len(targets), S), 1e-3)  # the pass costs the same for any
     out["ge"] = lambda th, x, g: ge(th).value_and_gradient(x, out=g)
     out["ge, expectations pass"] = lambda th, x, g: _core.ge_expectations(
-        plain, layout, x, th, ge(th)._firings)
+        plain, layout, x, th, sscrf_internals.ge_firings(ge(th)))
     out["ge, gradient pass (scoring again)"] = lambda th, x, g: _core.ge_gradient(
-        plain, layout, x, th, ge(th)._firings, score_weights, out=g)
+        plain, layout, x, th, sscrf_internals.ge_firings(ge(th)), score_weights, out=g)
 
     rng = np.random.default_rng(1)
-    run.partial_mask(y, S, rng)  # draws as the suite does before its alternatives
-    alt_labels, groups = run.alternatives_setup(features, y, S, rng)
+    workloads.partial_mask(y, S, rng)  # draws as the suite does before its alternatives
+    alt_labels, groups = workloads.alternatives_setup(features, y, S, rng)
     out["alternatives"] = lambda th, x, g: term("alternatives", th, lambda k: OBJECTIVES[
         "alternatives"](features, alt_labels, groups, layout, k)).value_and_gradient(x, out=g)
     return layout, labelled, out
@@ -130,8 +130,8 @@ def main(argv=None):
     import numpy as np
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=run.DEFAULT_DATA)
-    ap.add_argument("--threads", type=run.parse_threads, default=None,
+    ap.add_argument("--data", default=CONLL2000)
+    ap.add_argument("--threads", type=host.parse_threads, default=None,
                     help="thread counts (default: the suite's)")
     ap.add_argument("--rounds", type=int, default=5, help="alternated rounds (default 5)")
     ap.add_argument("--min-time", type=float, default=0.3,
@@ -140,11 +140,11 @@ def main(argv=None):
                     help="L-BFGS iterations of the training row, 0 to skip (default 20)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    threads = args.threads or run.default_threads()
+    threads = args.threads or host.default_threads()
     if 1 not in threads:
         threads = [1] + threads
 
-    machine = _common.machine_info()
+    machine = host.machine_info()
     features, y, S, attributes = load_conll2000(args.data, with_attributes=True)
     layout, labelled, parts = phases(features, y, S, attributes)
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)

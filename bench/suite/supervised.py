@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Supervised CoNLL-2000 chunking: sscrf against CRFsuite (python-crfsuite).
+"""Suite item 1 (and 6): supervised CoNLL-2000 chunking, sscrf against CRFsuite.
 
 Both tools train a first-order CRF on ``train.txt`` with the feature set of
 CRFsuite's chunking example (``example/chunking.py``: word unigrams at −2..2,
@@ -25,11 +25,11 @@ CONFIG``) that reads the data, extracts features, trains, decodes the test
 set, reports its own peak RSS (``ru_maxrss``), and, for sscrf, times the bare
 loss-and-gradient evaluation at the trained weights. The parent only
 collects the JSON the children print, so it stays small (a child's peak RSS
-cannot be below the parent's; see ``bench/_common.py``).
+cannot be below the parent's; see ``bench/lib/timing.py``).
 
 Usage::
 
-    python bench/supervised_conll2000.py [--data ../shared/data/conll2000]
+    python bench/suite/supervised.py [--data ../shared/data/conll2000]
         [--max-iterations 100] [--repeats 3] [--json OUT]
 
 Quick check while developing: ``--max-iterations 5 --repeats 1``.
@@ -42,35 +42,14 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402  (stdlib only: keeps the parent process light)
-
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
-
-#: CRFsuite example/chunking.py, in its order: (field, offset) tuples.
-TEMPLATES = (
-    (("w", -2),),
-    (("w", -1),),
-    (("w", 0),),
-    (("w", 1),),
-    (("w", 2),),
-    (("w", -1), ("w", 0)),
-    (("w", 0), ("w", 1)),
-    (("pos", -2),),
-    (("pos", -1),),
-    (("pos", 0),),
-    (("pos", 1),),
-    (("pos", 2),),
-    (("pos", -2), ("pos", -1)),
-    (("pos", -1), ("pos", 0)),
-    (("pos", 0), ("pos", 1)),
-    (("pos", 1), ("pos", 2)),
-    (("pos", -2), ("pos", -1), ("pos", 0)),
-    (("pos", -1), ("pos", 0), ("pos", 1)),
-    (("pos", 0), ("pos", 1), ("pos", 2)),
-)
-#: Column of each field in a CoNLL-2000 token (the label column removed).
-FIELDS = {"w": 0, "pos": 1}
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables, timing  # noqa: E402
+from bench.lib.corpora import CONLL2000 as DEFAULT_DATA  # noqa: E402
+from bench.lib.corpora import chunk_f1, read_conll2000  # noqa: E402
+from bench.lib.features_conll2000 import (crfsuite_tokens, distinct_attributes,  # noqa: E402
+                                          sscrf_tokens, template_names)
+from bench.suite.children import run_json_child  # noqa: E402
 
 C1, C2 = 0.0, 1.0
 EPSILON, PERIOD, DELTA = 1e-5, 10, 1e-5
@@ -100,64 +79,7 @@ def config_label(tool, feature_set, threads):
     return f"sscrf {feature_set}, {threads} thread{'s' if threads > 1 else ''}"
 
 
-# -- features (shared by both tools) -------------------------------------------
-
-_COMPILED = [("|".join(f"{f}[{o}]" for f, o in t), [(FIELDS[f], o) for f, o in t])
-             for t in TEMPLATES]
-
-
-def sentence_attributes(tokens):
-    """Per token, the ``(name, value)`` pairs of the chunking templates.
-
-    Exactly CRFsuite's ``crfutils.apply_templates``: a template whose offsets
-    leave the sentence gives nothing at that token; values of several
-    offsets are joined with ``|``. ``value`` is None for ``__BOS__`` (first
-    token) and ``__EOS__`` (last token).
-    """
-    n = len(tokens)
-    out = [[] for _ in range(n)]
-    for name, parts in _COMPILED:
-        lo = -min(o for _, o in parts)
-        hi = n - max(o for _, o in parts)
-        for t in range(max(lo, 0), min(hi, n)):
-            out[t].append((name, "|".join([tokens[t + o][c] for c, o in parts])))
-    if n:
-        out[0].append(("__BOS__", None))
-        out[-1].append(("__EOS__", None))
-    return out
-
-
-def sscrf_tokens(tokens):
-    """Feature dicts: str values (→ ``name=value`` attributes), True for BOS/EOS."""
-    return [{k: (True if v is None else v) for k, v in pairs}
-            for pairs in sentence_attributes(tokens)]
-
-
-def crfsuite_tokens(tokens):
-    """Lists of attribute strings, the same strings sscrf forms from the dicts."""
-    return [[k if v is None else f"{k}={v}" for k, v in pairs]
-            for pairs in sentence_attributes(tokens)]
-
-
-def distinct_attributes(sentences):
-    """Number of distinct attribute strings (tool-independent count)."""
-    seen = set()
-    for sentence in sentences:
-        for pairs in sentence_attributes(sentence):
-            seen.update(k if v is None else f"{k}={v}" for k, v in pairs)
-    return len(seen)
-
-
 # -- child processes -----------------------------------------------------------
-
-
-def _read(data_dir):
-    from sscrf.io import read_conll
-
-    t0 = time.perf_counter()
-    train = read_conll(os.path.join(data_dir, "train.txt"))
-    test = read_conll(os.path.join(data_dir, "test.txt"))
-    return train, test, time.perf_counter() - t0
 
 
 def _extract(make, train, test):
@@ -165,15 +87,6 @@ def _extract(make, train, test):
     X_train = [make(s) for s in train.tokens]
     X_test = [make(s) for s in test.tokens]
     return X_train, X_test, time.perf_counter() - t0
-
-
-def _chunk_f1(y_true, y_pred):
-    from sscrf.metrics import chunk_scores
-
-    s = chunk_scores(y_true, y_pred)
-    return {"f1": 100.0 * s["f1"], "precision": 100.0 * s["precision"],
-            "recall": 100.0 * s["recall"], "n_true": s["n_true"], "n_pred": s["n_pred"],
-            "n_correct": s["n_correct"]}
 
 
 def child_crfsuite(args, feature_set, threads):
@@ -184,9 +97,9 @@ def child_crfsuite(args, feature_set, threads):
 
     if feature_set != "observed" or threads != 1:
         raise SystemExit("CRFsuite runs only as observed-1")
-    train, test, read_s = _read(args.data)
+    train, test, read_s = read_conll2000(args.data)
     X_train, X_test, extract_s = _extract(crfsuite_tokens, train, test)
-    rss_extracted = _common.self_peak_rss_bytes()
+    rss_extracted = timing.self_peak_rss_bytes()
 
     t0 = time.perf_counter()
     trainer = pycrfsuite.Trainer(verbose=False)
@@ -224,8 +137,8 @@ def child_crfsuite(args, feature_set, threads):
     trials = [it.get("linesearch_trials") for it in iterations]
     evaluations = 1 + sum(t for t in trials if t is not None)  # + the initial evaluation
     train_s = lp.training_seconds
-    scores = _chunk_f1(test.labels, y_pred)
-    peak = _common.self_peak_rss_bytes()
+    scores = chunk_f1(test.labels, y_pred)
+    peak = timing.self_peak_rss_bytes()
     n_transitions = None if n_labels is None else n_labels * n_labels
     return {
         "tool": "crfsuite", "feature_set": feature_set, "threads": threads,
@@ -266,9 +179,9 @@ def child_sscrf(args, feature_set, threads):
     import sscrf
     from sscrf import CRF
 
-    train, test, read_s = _read(args.data)
+    train, test, read_s = read_conll2000(args.data)
     X_train, X_test, extract_s = _extract(sscrf_tokens, train, test)
-    rss_extracted = _common.self_peak_rss_bytes()
+    rss_extracted = timing.self_peak_rss_bytes()
 
     model = CRF(c2=C2, max_iterations=args.max_iterations, epsilon=EPSILON, period=PERIOD,
                 delta=DELTA, n_threads=threads, feature_set=feature_set, verbose=False)
@@ -279,21 +192,23 @@ def child_sscrf(args, feature_set, threads):
     t0 = time.perf_counter()
     y_pred = model.predict(X_test)
     predict_s = time.perf_counter() - t0
-    scores = _chunk_f1(test.labels, y_pred)
+    scores = chunk_f1(test.labels, y_pred)
     # Peak of the benchmarked work (read, extract, train, decode), before the
     # extra corpus built below for the evaluation-only timing.
-    peak = _common.self_peak_rss_bytes()
+    peak = timing.self_peak_rss_bytes()
 
     eval_samples, eval_loss, eval_error = [], None, None
     try:
         import numpy as np
-        from sscrf.model import _compile, _encode_labels
         from sscrf.objectives import OBJECTIVES
+
+        from bench.lib import sscrf_internals
 
         features = model.extractor_.transform(X_train)
         label_index = {label: i for i, label in enumerate(model.classes_)}
-        corpus = _compile(features, labels=_encode_labels(train.labels, label_index))
-        term = OBJECTIVES["likelihood"](corpus, model._layout(), threads)
+        corpus = sscrf_internals.compile_corpus(
+            features, labels=sscrf_internals.encode_labels(train.labels, label_index))
+        term = OBJECTIVES["likelihood"](corpus, sscrf_internals.model_layout(model), threads)
         theta = np.ascontiguousarray(model.coef_, dtype=np.float64)
         # into one gradient buffer, as training does (the optimiser's own)
         gradient = np.empty_like(theta)
@@ -303,7 +218,7 @@ def child_sscrf(args, feature_set, threads):
             t0 = time.perf_counter()
             term.value_and_gradient(theta, out=gradient)
             eval_samples.append(time.perf_counter() - t0)
-    except Exception as e:  # private helpers may change; keep the other numbers
+    except Exception as e:  # keep the other numbers
         eval_error = f"{type(e).__name__}: {e}"
 
     evaluations = tr["evaluations"]
@@ -324,11 +239,11 @@ def child_sscrf(args, feature_set, threads):
         "setup_s": fit_wall - tr["seconds"],
         "train_s": tr["seconds"], "train_wall_s": fit_wall,
         "s_per_eval": tr["seconds"] / evaluations if evaluations else None,
-        "eval_only_s": _common.median(eval_samples), "eval_only_samples": eval_samples,
+        "eval_only_s": tables.median(eval_samples), "eval_only_samples": eval_samples,
         "eval_only_loss": eval_loss, "eval_only_error": eval_error,
         "predict_s": predict_s, "scores": scores, "peak_rss_bytes": peak,
         "peak_rss_after_extract_bytes": rss_extracted,
-        "peak_rss_end_bytes": _common.self_peak_rss_bytes(),
+        "peak_rss_end_bytes": timing.self_peak_rss_bytes(),
     }
 
 
@@ -378,7 +293,7 @@ def run_config(args, tool, feature_set, threads):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", tool,
            f"{feature_set}-{threads}", "--data", args.data,
            "--max-iterations", str(args.max_iterations), "--eval-repeats", str(args.eval_repeats)]
-    res = _common.run_child(cmd, env=_child_env(threads), timeout=args.child_timeout)
+    res = timing.run_child(cmd, env=_child_env(threads), timeout=args.child_timeout)
     lines = [l for l in res.stdout.splitlines() if l.strip()]
     if res.returncode != 0 or not lines:
         sys.stderr.write(res.stderr)
@@ -402,7 +317,7 @@ def summarize(runs):
     s["recall"] = first["scores"]["recall"]
     for k in ("read_s", "extract_s", "setup_s", "train_s", "train_wall_s", "s_per_eval",
               "eval_only_s", "predict_s", "child_wall_s"):
-        s[k] = _common.median([r.get(k) for r in runs])
+        s[k] = tables.median([r.get(k) for r in runs])
     s["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in runs)
     s["peak_rss_after_extract_bytes"] = max(r["peak_rss_after_extract_bytes"] for r in runs)
     s["repeats"] = len(runs)
@@ -422,7 +337,7 @@ def build_report(summary, machine, args, floor, core_line=None):
     lines = [
         f"# Supervised CoNLL-2000 chunking: sscrf vs CRFsuite",
         "",
-        _common.machine_line(machine),
+        host.machine_line(machine),
         (f"Settings: first-order CRF, c1 = {C1:g}, c2 = {C2:g}, L-BFGS, max_iterations = "
          f"{args.max_iterations}, epsilon = {EPSILON:g}, period = {PERIOD}, delta = {DELTA:g}; "
          f"repeats = {args.repeats} (medians of times, max of peaks); eval-only = median of "
@@ -438,20 +353,20 @@ def build_report(summary, machine, args, floor, core_line=None):
         key = config_key(tool, fs, th)
         s = summary[key]
         rows.append([
-            config_label(tool, fs, th), f"{s['f1']:.2f}", _common.fmt_num(s["n_parameters"]),
-            _common.fmt_num(s["n_state_weights"]), s["iterations"], s["evaluations"],
-            _common.fmt_num(s["s_per_eval"]), _common.fmt_num(s["eval_only_s"]),
-            _common.fmt_num(s["train_s"], 1), _common.fmt_mb(s["peak_rss_bytes"]),
-            _common.fmt_ratio(_common.ratio(s["s_per_eval"], ref["s_per_eval"])),
-            _common.fmt_ratio(_common.ratio(s["train_s"], ref["train_s"])),
+            config_label(tool, fs, th), f"{s['f1']:.2f}", tables.fmt_num(s["n_parameters"]),
+            tables.fmt_num(s["n_state_weights"]), s["iterations"], s["evaluations"],
+            tables.fmt_num(s["s_per_eval"]), tables.fmt_num(s["eval_only_s"]),
+            tables.fmt_num(s["train_s"], 1), tables.fmt_mb(s["peak_rss_bytes"]),
+            tables.fmt_ratio(tables.ratio(s["s_per_eval"], ref["s_per_eval"])),
+            tables.fmt_ratio(tables.ratio(s["train_s"], ref["train_s"])),
         ])
-    lines += [_common.markdown_table(headers, rows), ""]
+    lines += [tables.markdown_table(headers, rows), ""]
     lines.append(
         "s/eval = training time / loss-and-gradient evaluations (CRFsuite: 1 initial + Σ line "
         "search trials from its log); total s = optimiser time to the stopping rule (CRFsuite: "
         "\"Total seconds required for training\"; sscrf: training_['seconds']); peak MB = "
         "whole-process ru_maxrss of a separate child (read + extract + train + decode; floor "
-        f"of a bare child here: {_common.fmt_mb(floor)} MB).")
+        f"of a bare child here: {tables.fmt_mb(floor)} MB).")
     lines.append("")
 
     headers2 = ["tool/config", "read s", "extract s", "setup s", "fit wall s", "predict s",
@@ -459,12 +374,12 @@ def build_report(summary, machine, args, floor, core_line=None):
     rows2 = []
     for tool, fs, th in CONFIGS:
         s = summary[config_key(tool, fs, th)]
-        rows2.append([config_label(tool, fs, th), _common.fmt_num(s["read_s"], 2),
-                      _common.fmt_num(s["extract_s"], 2), _common.fmt_num(s["setup_s"], 2),
-                      _common.fmt_num(s["train_wall_s"], 1), _common.fmt_num(s["predict_s"], 2),
-                      _common.fmt_mb(s["peak_rss_after_extract_bytes"]),
-                      _common.fmt_num(s["final_loss"], 2), s["stop_reason"] or "—"])
-    lines += [_common.markdown_table(headers2, rows2, align="lrrrrrrrl"), ""]
+        rows2.append([config_label(tool, fs, th), tables.fmt_num(s["read_s"], 2),
+                      tables.fmt_num(s["extract_s"], 2), tables.fmt_num(s["setup_s"], 2),
+                      tables.fmt_num(s["train_wall_s"], 1), tables.fmt_num(s["predict_s"], 2),
+                      tables.fmt_mb(s["peak_rss_after_extract_bytes"]),
+                      tables.fmt_num(s["final_loss"], 2), s["stop_reason"] or "—"])
+    lines += [tables.markdown_table(headers2, rows2, align="lrrrrrrrl"), ""]
     lines.append(
         "extract s = building the attribute strings (train + test, not inside any training "
         "time); setup s = the tool's own ingestion outside the optimiser (sscrf: fit wall − "
@@ -488,8 +403,8 @@ def build_report(summary, machine, args, floor, core_line=None):
     obs = summary[config_key("sscrf", "observed", 1)]
     states_ok = obs["n_state_weights"] == ref["n_state_weights"]
     lines.append(
-        f"State weights: CRFsuite {_common.fmt_num(ref['n_state_weights'])} (features − labels²), "
-        f"sscrf observed {_common.fmt_num(obs['n_state_weights'])} — "
+        f"State weights: CRFsuite {tables.fmt_num(ref['n_state_weights'])} (features − labels²), "
+        f"sscrf observed {tables.fmt_num(obs['n_state_weights'])} — "
         f"{'same' if states_ok else 'DIFFERENT'}; sscrf adds {2 * obs['n_labels']} start/end "
         f"weights (CRFsuite models the boundaries with __BOS__/__EOS__ only).")
     ps = ref.get("params_set") or {}
@@ -519,19 +434,19 @@ def build_report(summary, machine, args, floor, core_line=None):
             "ok": abs(diff) <= F1_TOLERANCE + 1e-9})
     for th, limit in SPEED_TARGETS.items():
         s = summary[config_key("sscrf", "observed", th)]
-        r = _common.ratio(s["s_per_eval"], ref["s_per_eval"])
+        r = tables.ratio(s["s_per_eval"], ref["s_per_eval"])
         targets.append({
             "name": f"s/eval at {th} thread{'s' if th > 1 else ''} ≤ {limit:.2f}x CRFsuite "
                     f"(sscrf observed)",
-            "value": _common.fmt_ratio(r), "ok": None if r is None else r <= limit})
+            "value": tables.fmt_ratio(r), "ok": None if r is None else r <= limit})
     lines.append("Targets:")
     for t in targets:
-        lines.append(f"- {_common.verdict(t['ok'])}: {t['name']}: {t['value']}")
+        lines.append(f"- {tables.verdict(t['ok'])}: {t['name']}: {t['value']}")
     info = []
     for th, limit in SPEED_TARGETS.items():
         s = summary[config_key("sscrf", "dense", th)]
-        r = _common.ratio(s["s_per_eval"], ref["s_per_eval"])
-        info.append(f"dense {th} thread{'s' if th > 1 else ''}: {_common.fmt_ratio(r)} "
+        r = tables.ratio(s["s_per_eval"], ref["s_per_eval"])
+        info.append(f"dense {th} thread{'s' if th > 1 else ''}: {tables.fmt_ratio(r)} "
                     f"(limit {limit:.2f}x, F1 {s['f1'] - ref['f1']:+.2f})")
     lines.append(f"- (informational) {'; '.join(info)}")
     return "\n".join(lines), targets, vocab_ok, states_ok
@@ -566,6 +481,56 @@ def _core_line(runs):
     if versions:
         parts.append(f"python-crfsuite {', '.join(sorted(versions))}")
     return "; ".join(parts) or None
+
+
+def run(args, tmp, log_path):
+    """Item 1 in the suite: this script in a child process (which runs one child per
+    configuration and repetition)."""
+    path = os.path.join(tmp, "supervised.json")
+    cmd = [sys.executable, os.path.abspath(__file__), "--data", args.data,
+           "--max-iterations", str(args.max_iterations), "--repeats", str(args.repeats),
+           "--eval-repeats", str(1 if args.quick else 5), "--json", path]
+    return run_json_child(cmd, log_path, "item 1/6: supervised.py", json_path=path)
+
+
+def _sup_runs(sup, key):
+    return sup["runs"].get(key, [])
+
+
+def paired(sup, key, ref, field, ref_field=None):
+    """Median over repetitions of key's field / ref's ref_field (default: the same field)."""
+    ref_field = ref_field or field
+    a, b = _sup_runs(sup, key), _sup_runs(sup, ref)
+    return tables.median([x[field] / y[ref_field] for x, y in zip(a, b)
+                           if x.get(field) is not None and y.get(ref_field)])
+
+
+def ratios(sup):
+    """Per configuration: its time, evaluation and memory ratios to the reference."""
+    ref = sup["reference"]
+    s = sup["summary"]
+    out = {}
+    for key in s:
+        out[key] = {
+            "s_per_eval_ratio_of_medians": tables.ratio(s[key]["s_per_eval"],
+                                                         s[ref]["s_per_eval"]),
+            "s_per_eval_median_paired_ratio": paired(sup, key, ref, "s_per_eval"),
+            "eval_only_vs_crfsuite_s_per_eval": tables.ratio(s[key].get("eval_only_s"),
+                                                              s[ref]["s_per_eval"]),
+            "eval_only_median_paired_ratio": paired(sup, key, ref, "eval_only_s", "s_per_eval"),
+            "total_ratio_of_medians": tables.ratio(s[key]["train_s"], s[ref]["train_s"]),
+            "total_median_paired_ratio": paired(sup, key, ref, "train_s"),
+            "peak_ratio": tables.ratio(s[key]["peak_rss_bytes"], s[ref]["peak_rss_bytes"]),
+        }
+    return out
+
+
+def core_line_or_none(sup):
+    """:func:`_core_line` of the suite's record, or None where it cannot be formed."""
+    try:
+        return _core_line(sup["runs"])
+    except Exception:
+        return None
 
 
 def main(argv=None):
@@ -606,9 +571,9 @@ def main(argv=None):
                   file=sys.stderr)
             return 2
 
-    machine = _common.machine_info()
-    print(_common.machine_line(machine), file=sys.stderr, flush=True)
-    floor = _common.child_rss_floor()
+    machine = host.machine_info()
+    print(host.machine_line(machine), file=sys.stderr, flush=True)
+    floor = timing.child_rss_floor()
     runs = {config_key(*c): [] for c in CONFIGS}
     started = time.perf_counter()
     for r in range(args.repeats):
@@ -620,9 +585,9 @@ def main(argv=None):
             out = run_config(args, tool, fs, th)
             runs[key].append(out)
             print(f" {time.perf_counter() - t0:.1f}s (F1 {out['scores']['f1']:.2f}, "
-                  f"{out['evaluations']} evals, {_common.fmt_num(out['s_per_eval'])} s/eval)",
+                  f"{out['evaluations']} evals, {tables.fmt_num(out['s_per_eval'])} s/eval)",
                   file=sys.stderr, flush=True)
-    machine_end = _common.machine_info()
+    machine_end = host.machine_info()
     machine["load_average_end"] = machine_end["load_average"]
 
     summary = {key: summarize(rs) for key, rs in runs.items()}
@@ -639,7 +604,7 @@ def main(argv=None):
                          "epsilon": EPSILON, "period": PERIOD, "delta": DELTA,
                          "repeats": args.repeats, "eval_repeats": args.eval_repeats,
                          "data": args.data,
-                         "templates": [name for name, _ in _COMPILED] + ["__BOS__", "__EOS__"]},
+                         "templates": template_names() + ["__BOS__", "__EOS__"]},
             "child_rss_floor_bytes": floor, "reference": REFERENCE,
             "summary": summary, "runs": runs, "targets": targets,
             "vocabulary_match": vocab_ok, "state_weights_match": states_ok,

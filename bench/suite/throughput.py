@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""Tagging and feature-extraction throughput: sscrf against CRFsuite (python-crfsuite).
+"""Suite items 4 and 5: tagging and feature-extraction throughput, sscrf against CRFsuite.
 
 Two parts, each usable alone (``--part``), both on CoNLL-2000 with the
-attributes of CRFsuite's chunking example (``supervised_conll2000.py``: the
+attributes of CRFsuite's chunking example (``bench/lib/features_conll2000.py``: the
 same attribute strings reach both tools).
 
 ``tagging``
@@ -50,7 +50,7 @@ same attribute strings reach both tools).
 
 Usage::
 
-    python bench/throughput.py [--part tagging,extraction] [--data DIR]
+    python bench/suite/throughput.py [--part tagging,extraction] [--data DIR]
         [--max-iterations 30] [--repeats 5] [--threads N] [--quick] [--json OUT]
 
 ``--quick``: a few hundred sentences, 5 iterations, 2 rounds. The Markdown
@@ -65,37 +65,15 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))  # the repository root, for bench.lib
+from bench.lib import host, tables  # noqa: E402
+from bench.lib.corpora import CONLL2000 as DEFAULT_DATA  # noqa: E402
+from bench.lib.features_conll2000 import crfpp_templates, crfsuite_tokens, sscrf_tokens  # noqa: E402,E501
+from bench.suite.children import log as _log  # noqa: E402
+from bench.suite.children import run_json_child  # noqa: E402
 
-DEFAULT_DATA = os.path.join(os.path.dirname(_common.REPO_ROOT), "shared", "data", "conll2000")
 C1, C2 = 0.0, 1.0
-
-#: CRF++ template lines equivalent to supervised_conll2000.TEMPLATES
-#: (column 0 = word, 1 = POS); joins with "|" like CRFsuite's example.
-CRFPP_TEMPLATES = None  # built lazily from supervised_conll2000.TEMPLATES
-
-
-def _log(message):
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def usable_cpus():
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def crfpp_templates():
-    from supervised_conll2000 import FIELDS, TEMPLATES
-
-    lines = []
-    for i, parts in enumerate(TEMPLATES):
-        body = "|".join(f"%x[{o},{FIELDS[f]}]" for f, o in parts)
-        lines.append(f"U{i:02d}:{body}")
-    return lines
-
 
 def read_data(data_dir, max_train=None, max_test=None):
     from sscrf.io import read_conll
@@ -148,7 +126,8 @@ def measure_tagging(args):
     import sscrf
     from sscrf import _core
     from sscrf.metrics import chunk_scores
-    from supervised_conll2000 import crfsuite_tokens, sscrf_tokens
+
+    from bench.lib import sscrf_internals
 
     tr, ytr, te, yte, read_s = read_data(args.data, args.max_train, args.max_test)
     X_tr_s = [sscrf_tokens(s) for s in tr]
@@ -183,7 +162,7 @@ def measure_tagging(args):
     tagger.open(path)
     crf_labels = tagger.labels()
 
-    threads_all = args.threads or usable_cpus()
+    threads_all = args.threads or host.usable_cpus()
     thread_counts = sorted({1, threads_all})
 
     def sscrf_predict(th):
@@ -198,8 +177,8 @@ def measure_tagging(args):
             return model.predict_marginals(X_te_s)
         return run
 
-    corpus, _ = model._compile_inputs(X_te_s)
-    layout, coef = model._layout(), model.coef_
+    corpus = sscrf_internals.compile_corpus(model.extractor_.transform(X_te_s))
+    layout, coef = sscrf_internals.model_layout(model), model.coef_
 
     def core_viterbi(th):
         return lambda: _core.viterbi_corpus(corpus, layout, coef, th)
@@ -264,12 +243,12 @@ def measure_tagging(args):
     def rows(samples, ref):
         out = {}
         for name, v in samples.items():
-            med = _common.median(v)
+            med = tables.median(v)
             out[name] = {"samples_s": v, "median_s": med,
                          "sentences_per_s": n_sent / med if med else None,
                          "tokens_per_s": n_tok / med if med else None,
-                         "speedup_vs_crfsuite": _common.ratio(_common.median(samples[ref]), med),
-                         "median_paired_speedup": _common.median(
+                         "speedup_vs_crfsuite": tables.ratio(tables.median(samples[ref]), med),
+                         "median_paired_speedup": tables.median(
                              [1.0 / r for r in paired_ratios(samples, name, ref) if r])}
         return out
 
@@ -307,7 +286,6 @@ def measure_extraction(args):
     import pycrfsuite
     from sscrf import _core
     from sscrf.features import FeatureExtractor
-    from supervised_conll2000 import crfsuite_tokens, sscrf_tokens
 
     tr, ytr, _, _, read_s = read_data(args.data, args.max_train, 1)
     n_sent, n_tok = len(tr), sum(len(s) for s in tr)
@@ -372,12 +350,12 @@ def measure_extraction(args):
     ref = "crfsuite: lists + Trainer.append"
     out = {}
     for name, v in samples.items():
-        med = _common.median(v)
+        med = tables.median(v)
         out[name] = {"samples_s": v, "median_s": med,
                      "sentences_per_s": n_sent / med if med else None,
                      "tokens_per_s": n_tok / med if med else None,
-                     "time_vs_crfsuite_append": _common.ratio(med, _common.median(samples[ref])),
-                     "median_paired_time_ratio": _common.median(paired_ratios(samples, name,
+                     "time_vs_crfsuite_append": tables.ratio(med, tables.median(samples[ref])),
+                     "median_paired_time_ratio": tables.median(paired_ratios(samples, name,
                                                                               ref))}
     return {"part": "extraction", "n_sentences": n_sent, "n_tokens": n_tok, "read_s": read_s,
             "repeats": args.repeats, "templates": templates, "sizes": info, "methods": out,
@@ -394,10 +372,10 @@ def tagging_tables(t):
                "median paired"]
 
     def table(rows):
-        return _common.markdown_table(headers, [
-            [name, _common.fmt_num(r["median_s"]), f"{r['sentences_per_s']:,.0f}",
-             f"{r['tokens_per_s']:,.0f}", _common.fmt_ratio(r["speedup_vs_crfsuite"]),
-             _common.fmt_ratio(r["median_paired_speedup"])] for name, r in rows.items()])
+        return tables.markdown_table(headers, [
+            [name, tables.fmt_num(r["median_s"]), f"{r['sentences_per_s']:,.0f}",
+             f"{r['tokens_per_s']:,.0f}", tables.fmt_ratio(r["speedup_vs_crfsuite"]),
+             tables.fmt_ratio(r["median_paired_speedup"])] for name, r in rows.items()])
 
     L += ["Viterbi (speed-up = CRFsuite time / this time):", "", table(vit), "",
           "Marginals of every label of every token:", "", table(marg), ""]
@@ -420,19 +398,30 @@ def tagging_tables(t):
 def extraction_tables(e):
     headers = ["method", "median s", "sentences/s", "tokens/s", "time vs CRFsuite append",
                "median paired"]
-    rows = [[name, _common.fmt_num(r["median_s"]), f"{r['sentences_per_s']:,.0f}",
-             f"{r['tokens_per_s']:,.0f}", _common.fmt_ratio(r["time_vs_crfsuite_append"]),
-             _common.fmt_ratio(r["median_paired_time_ratio"])]
+    rows = [[name, tables.fmt_num(r["median_s"]), f"{r['sentences_per_s']:,.0f}",
+             f"{r['tokens_per_s']:,.0f}", tables.fmt_ratio(r["time_vs_crfsuite_append"]),
+             tables.fmt_ratio(r["median_paired_time_ratio"])]
             for name, r in e["methods"].items()]
     sz = e["sizes"]
     return "\n".join([
-        _common.markdown_table(headers, rows), "",
+        tables.markdown_table(headers, rows), "",
         f"{e['n_sentences']:,} sentences, {e['n_tokens']:,} tokens of CoNLL-2000 train, from "
         f"the parsed rows (read_conll itself: {e['read_s']:.2f} s for train + test, not "
         f"included). sscrf dicts: {sz['sscrf_dicts_attributes']:,} attributes, "
         f"{sz['sscrf_dicts_nnz']:,} non-zeros; templates (CRF++ padding semantics): "
         f"{sz['sscrf_templates_attributes']:,} attributes, {sz['sscrf_templates_nnz']:,} "
         f"non-zeros. {e['repeats']} rounds, gc.collect() before each sample, rotating order."])
+
+
+def run(args, tmp, log_path, part):
+    """Item 4 (``part="tagging"``) or 5 (``"extraction"``) in the suite: this script
+    in a child process."""
+    path = os.path.join(tmp, f"{part}.json")
+    cmd = [sys.executable, os.path.abspath(__file__), "--part", part, "--data",
+           args.data, "--max-iterations", str(args.tag_iterations), "--repeats",
+           str(args.repeats), "--threads", str(max(args.thread_list)), "--json", path]
+    label = "item 4: tagging" if part == "tagging" else "item 5: extraction"
+    return run_json_child(cmd, log_path, f"{label} (throughput.py)", json_path=path)
 
 
 def main(argv=None):
@@ -462,18 +451,18 @@ def main(argv=None):
     for p in parts:
         if p not in ("tagging", "extraction"):
             ap.error(f"unknown part {p!r}")
-    machine = _common.machine_info()
+    machine = host.machine_info()
     result = {"machine": machine, "args": vars(args)}
     if "tagging" in parts:
         result["tagging"] = measure_tagging(args)
     if "extraction" in parts:
         result["extraction"] = measure_extraction(args)
-    result["load_average_end"] = _common.machine_info()["load_average"]
+    result["load_average_end"] = host.machine_info()["load_average"]
     if args.json == "-":
         sys.stdout.write(json.dumps(result, default=str) + "\n")
         return 0
     L = ["# Tagging and feature-extraction throughput: sscrf vs CRFsuite", "",
-         _common.machine_line(machine), ""]
+         host.machine_line(machine), ""]
     if "tagging" in result:
         L += ["## Tagging", "", tagging_tables(result["tagging"]), ""]
     if "extraction" in result:

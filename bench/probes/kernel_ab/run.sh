@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B timing of the lattice kernels of two builds, in one process.
 #
-#   bash bench/kernel_ab/run.sh REV_A [REV_B] [ROUNDS] [S]
+#   bash bench/probes/kernel_ab/run.sh REV_A [REV_B] [ROUNDS] [S]
 #
 # REV_A and REV_B are git revisions (REV_B defaults to the working tree's
 # cpp/). Both builds' forward_backward.cpp and covariance.cpp are compiled
@@ -16,7 +16,7 @@
 # what remains of that.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 a_rev=${1:?usage: run.sh REV_A [REV_B] [ROUNDS] [S]}
 b_rev=${2:-}
 rounds=${3:-30}
