@@ -1,4 +1,4 @@
-"""L1 / elastic net on CoNLL-2000 against python-crfsuite (issue: parity).
+"""L1 / elastic net on CoNLL-2000 against python-crfsuite.
 
 Trains sscrf (OWL-QN) and CRFsuite (its OWL-QN, ``c1 > 0``) with the same
 CRFsuite tutorial attributes and c1 = 0.1, c2 = 0.1 on observed pairs, back to

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Peak memory of training against corpus size: does it grow only per token?
 
-DESIGN.md ("Chunks, determinism, bounded memory") and issue 8 ask that
-training memory be the corpus plus the parameters plus the optimiser plus
+The design (docs/architecture.md, "Chunked deterministic evaluation") asks
+that training memory be the corpus plus the parameters plus the optimiser plus
 one chunk's working set, with nothing that grows as tokens × labels for the
 whole corpus. This benchmark trains on CoNLL-2000 ``train.txt`` **tiled**
 k times (the file read k times, so every token of every tile is a distinct

@@ -143,8 +143,7 @@ def child_scaling(args):
     samples = {name: {th: [] for th in threads} for name in names}
     # item 3: each term against the likelihood, both at one thread, in turn.
     # Thread counts stay back to back: interleaving them call by call did
-    # not steady the 2-thread efficiencies here (the likelihood's read
-    # 75-89% in five runs so, 86-95% in six runs back to back).
+    # not steady the 2-thread efficiencies (bench/HISTORY.md).
     cost_pairs = {name: [] for name in names if name != "likelihood"}
     base = threads[0]
     for r in range(args.rounds):

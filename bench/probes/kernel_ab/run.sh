@@ -8,12 +8,12 @@
 # into separate namespaces of one binary and alternated on 400 random chains
 # of 5-45 tokens; whole-evaluation timings on a noisy machine cannot see
 # the few-percent changes this can. Where each build lands in the binary
-# may matter too: two builds of the same sources read up to 5% apart, the
-# same way each time, while the buffers' alignment was left to malloc
-# (before 8d0df7c), and 1.00-1.01 since. A second binary links the two
+# may matter too (bench/HISTORY.md), so a second binary links the two
 # builds the other way round, and each kernel's B/A is the geometric mean
 # of its two readings (B/A in the first, A/B in the second), which cancels
-# what remains of that.
+# that. Sources are found by name anywhere under a revision's cpp/, with
+# every folder of it on the include path, so that revisions with a flat
+# cpp/ and with cpp/ in folders both build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -37,13 +37,18 @@ link_pair() {
   for slot in a b; do
     local build=$2
     [ "$slot" = b ] && build=$3
-    local src="$work/$build/cpp"
-    local files=("$here/wrap.cpp" "$src/covariance.cpp" "$src/forward_backward.cpp")
-    # the lattice buffers' allocator, from 8889cee on
-    [ -f "$src/block_cache.cpp" ] && files+=("$src/block_cache.cpp")
+    local src="$work/$build/cpp" name found
+    local files=("$here/wrap.cpp")
+    # block_cache.cpp: the lattice buffers' allocator, in revisions that have it
+    for name in covariance.cpp forward_backward.cpp block_cache.cpp; do
+      found=$(find "$src" -name "$name" -print -quit)
+      [ -n "$found" ] && files+=("$found")
+    done
+    local includes=()
+    while IFS= read -r d; do includes+=("-I$d"); done < <(find "$src" -type d)
     for f in "${files[@]}"; do
       local o="$work/$out-$slot-$(basename "$f" .cpp).o"
-      g++ $flags -I"$src" -Dsscrf="kernel_ab_ns_$slot" -DKERNEL_AB_ENTRY="kernel_ab_$slot" \
+      g++ $flags "${includes[@]}" -Dsscrf="kernel_ab_ns_$slot" -DKERNEL_AB_ENTRY="kernel_ab_$slot" \
         -c "$f" -o "$o"
       objs+=("$o")
     done
