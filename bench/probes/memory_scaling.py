@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Peak memory of training against corpus size: does it grow only per token?
 
-The design (docs/architecture.md, "Chunked deterministic evaluation") asks
+The design (docs/architecture.md, "Objectives: chunked, deterministic evaluation") asks
 that training memory be the corpus plus the parameters plus the optimiser plus
 one chunk's working set, with nothing that grows as tokens × labels for the
 whole corpus. This benchmark trains on CoNLL-2000 ``train.txt`` **tiled**
