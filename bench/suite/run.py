@@ -99,7 +99,8 @@ def make_subset(data, out_dir, n_train, n_test):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m bench.suite",
+                                 description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke test on a small subset")
     ap.add_argument("--repeats", type=int, default=None,
