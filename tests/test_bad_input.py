@@ -770,11 +770,11 @@ _THREADS_CHILD = """
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = 4 << 30 if hard == resource.RLIM_INFINITY else min(4 << 30, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    import sscrf.model
     from sscrf import CRF
+    from sscrf.inputs import MAX_THREADS
     n_threads = %s
     if n_threads == "max":  # the largest count the model accepts
-        n_threads = getattr(sscrf.model, "MAX_THREADS", 65536)
+        n_threads = MAX_THREADS
     X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}], [{"w": "c"}, {"w": "a"}]] * 20
     y = [["A", "B"], ["B"], ["C", "A"]] * 20
     try:

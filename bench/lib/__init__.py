@@ -2,8 +2,8 @@
 memory (:mod:`timing`), tables (:mod:`tables`), corpora (:mod:`corpora`),
 feature functions per corpus (``features_*``), the suite's term workloads
 (:mod:`workloads`), per-evaluation timing against CRFsuite
-(:mod:`eval_time`) and the one door to sscrf's internals
-(:mod:`sscrf_internals`).
+(:mod:`eval_time`). sscrf itself is reached through its public names
+only.
 
 Scripts import these modules, never each other.
 """

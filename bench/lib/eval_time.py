@@ -31,7 +31,8 @@ def measure(name, X, y, args, thread_counts):
     import numpy as np
 
     import sscrf
-    from bench.lib import sscrf_internals
+    from sscrf.corpus import compile_corpus
+    from sscrf.inputs import encode_labels
     from sscrf.objectives import OBJECTIVES
 
     n_tokens = sum(len(s) for s in y)
@@ -43,12 +44,12 @@ def measure(name, X, y, args, thread_counts):
                           n_threads=max(thread_counts))
         model.fit(X, y)
         features = model.extractor_.transform(X)
-        labels = sscrf_internals.encode_labels(y, {label: i for i, label in enumerate(model.classes_)})
-        corpus = sscrf_internals.compile_corpus(features, labels=labels)
+        labels = encode_labels(y, {label: i for i, label in enumerate(model.classes_)})
+        corpus = compile_corpus(features, labels=labels)
         row.setdefault("attributes_per_token", len(features.indices) / n_tokens)
         row.setdefault("parameters", {})[fs] = model.n_parameters_
         for k in thread_counts:
-            terms[fs, k] = (OBJECTIVES["likelihood"](corpus, sscrf_internals.model_layout(model), k), model.coef_,
+            terms[fs, k] = (OBJECTIVES["likelihood"](corpus, model.layout_.core, k), model.coef_,
                             np.empty_like(model.coef_))
     crfsuite, ours = [], {key: [] for key in terms}
     for rep in range(args.repeats):

@@ -108,7 +108,8 @@ def main(argv=None):
     from sscrf.features import FeatureExtractor
     from sscrf.objectives import OBJECTIVES
 
-    from bench.lib import sscrf_internals
+    from sscrf.corpus import compile_corpus
+    from sscrf.layout import ParameterLayout
 
     started = time.perf_counter()
     train = read_conllu(os.path.join(args.data, "en_ewt-ud-train.conllu"))
@@ -166,9 +167,9 @@ def main(argv=None):
     index = {l: i for i, l in enumerate(labels)}
     token_labels = np.array([index[l] for s in timing_y for l in s], dtype=np.int32)
     S = len(labels)
-    layout = sscrf_internals.layout_for_feature_set(features, token_labels, S, "dense")
-    corpus_labeled = sscrf_internals.compile_corpus(features, labels=token_labels)
-    corpus_unlabeled = sscrf_internals.compile_corpus(features)
+    layout = ParameterLayout.for_feature_set(features, token_labels, S, "dense").core
+    corpus_labeled = compile_corpus(features, labels=token_labels)
+    corpus_unlabeled = compile_corpus(features)
     k_timing = max(prototype_counts)
     cons = constraint_sets[(k_timing, "heuristic")]
     attr_index = extractor.attribute_index()

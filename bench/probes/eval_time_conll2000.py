@@ -51,7 +51,8 @@ def main(argv=None):
     import sscrf
     from sscrf.objectives import OBJECTIVES
 
-    from bench.lib import sscrf_internals
+    from sscrf.corpus import compile_corpus
+    from sscrf.inputs import encode_labels
 
     train, _, _ = read_conll2000(args.data)
     Xc = [crfsuite_tokens(s) for s in train.tokens]
@@ -62,10 +63,10 @@ def main(argv=None):
                           n_threads=1)
         model.fit(Xs, train.labels)
         features = model.extractor_.transform(Xs)
-        labels = sscrf_internals.encode_labels(train.labels, {l: i for i, l in enumerate(model.classes_)})
-        corpus = sscrf_internals.compile_corpus(features, labels=labels)
+        labels = encode_labels(train.labels, {l: i for i, l in enumerate(model.classes_)})
+        corpus = compile_corpus(features, labels=labels)
         for k in thread_counts:
-            terms[fs, k] = OBJECTIVES["likelihood"](corpus, sscrf_internals.model_layout(model), k)
+            terms[fs, k] = OBJECTIVES["likelihood"](corpus, model.layout_.core, k)
         weights[fs], sizes[fs] = model.coef_, (corpus.n_tokens, model.n_parameters_)
 
     # one gradient buffer per feature set, reused by every call as training's are

@@ -91,18 +91,18 @@ def term_costs(X, y, repeats):
 
     import numpy as np
 
-    import sscrf.partial  # noqa: F401  (registers "alternatives")
     from sscrf.features import FeatureExtractor
     from sscrf.objectives import OBJECTIVES
 
-    from bench.lib import sscrf_internals, workloads
+    from bench.lib import workloads
+    from sscrf.layout import ParameterLayout
 
     (features,) = FeatureExtractor(None).fit_transform(X)
     labels = sorted({label for s in y for label in s})
     index = {label: i for i, label in enumerate(labels)}
     gold = np.array([index[label] for s in y for label in s], dtype=np.int32)
     S = len(labels)
-    layout = sscrf_internals.every_pair_layout(features.n_attributes, S)
+    layout = ParameterLayout.every_pair(features.n_attributes, S).core
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     rng = np.random.default_rng(1)
     mask, _ = workloads.partial_mask(gold, S, rng)

@@ -80,7 +80,6 @@ def child(args):
         return r if sys.platform == "darwin" else r * 1024
 
     import numpy as np  # noqa: F401
-    import scipy.optimize  # noqa: F401
 
     import sscrf.model  # noqa: F401  (everything fit imports)
     from sscrf import CRF
@@ -131,7 +130,7 @@ def phases(out, X, y, peak):
 
     from sscrf.features import FeatureExtractor, default_templates
 
-    from bench.lib import sscrf_internals
+    from sscrf.corpus import compile_corpus
 
     out["rss_after_read"] = _rss_now()
     extractor = FeatureExtractor(default_templates(2))
@@ -146,7 +145,7 @@ def phases(out, X, y, peak):
                            + held(features.values) + held(features.offsets))
     index = {label: i for i, label in enumerate(sorted({l for s in y for l in s}))}
     labels = np.fromiter((index[l] for s in y for l in s), dtype=np.int32)
-    corpus = sscrf_internals.compile_corpus(features, labels=labels)
+    corpus = compile_corpus(features, labels=labels)
     # What the C++ corpus holds (cpp/corpus.hpp): its CSR copy (int64 indptr,
     # int32 ids, double values), int32 labels, int64 offsets, and per chunk
     # of whole sentences of at most 32768 tokens (corpus.cpp) the attribute

@@ -86,13 +86,14 @@ def build_term(path, name, n_threads):
     from sscrf import _core
     from sscrf.objectives import OBJECTIVES
 
-    from bench.lib import sscrf_internals, workloads
+    from bench.lib import workloads
+    from sscrf.layout import ParameterLayout
 
     if name == "in_core":
         return InCore(), None
     d = np.load(path)
     S, A = int(d["S"]), int(d["n_attributes"])
-    layout = sscrf_internals.every_pair_layout(A, S)
+    layout = ParameterLayout.every_pair(A, S).core
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     args = (d["indptr"], d["indices"], d["values"], d["offsets"], A)
     if name == "likelihood":

@@ -45,16 +45,16 @@ def phases(features, y, S, attributes):
     """(layout, the labelled corpus, name -> f(n_threads, theta, gradient): one
     call of that part)."""
     import numpy as np
-    import sscrf.partial  # noqa: F401  (registers the "alternatives" term)
     from sscrf import _core
     from sscrf.objectives import OBJECTIVES
 
-    from bench.lib import sscrf_internals, workloads
+    from bench.lib import workloads
+    from sscrf.layout import ParameterLayout
 
     def corpus(chunk_tokens=None, labels=None):
         return workloads.corpus(features, labels=labels, chunk_tokens=chunk_tokens)
 
-    layout = sscrf_internals.every_pair_layout(features.n_attributes, S)
+    layout = ParameterLayout.every_pair(features.n_attributes, S).core
     labelled, plain = corpus(labels=y), corpus()
     out = {"likelihood": lambda th, x, g: _core.likelihood(labelled, layout, x, th, out=g)}
     for size in (8192, 131072, features.n_tokens):
@@ -82,9 +82,9 @@ def phases(features, y, S, attributes):
     score_weights = np.full((len(targets), S), 1e-3)  # the pass costs the same for any
     out["ge"] = lambda th, x, g: ge(th).value_and_gradient(x, out=g)
     out["ge, expectations pass"] = lambda th, x, g: _core.ge_expectations(
-        plain, layout, x, th, sscrf_internals.ge_firings(ge(th)))
+        plain, layout, x, th, ge(th).firings)
     out["ge, gradient pass (scoring again)"] = lambda th, x, g: _core.ge_gradient(
-        plain, layout, x, th, sscrf_internals.ge_firings(ge(th)), score_weights, out=g)
+        plain, layout, x, th, ge(th).firings, score_weights, out=g)
 
     rng = np.random.default_rng(1)
     workloads.partial_mask(y, S, rng)  # draws as the suite does before its alternatives

@@ -41,12 +41,12 @@ def child_scaling(args):
     """Runs the measurements of items 2 and 3 (in the child process)."""
     import numpy as np
     import sscrf
-    import sscrf.partial  # noqa: F401  (registers the "alternatives" term)
     from sscrf.features import FeatureExtractor
     from sscrf.io import read_conll
     from sscrf.objectives import OBJECTIVES
 
-    from bench.lib import sscrf_internals, workloads
+    from bench.lib import workloads
+    from sscrf.layout import ParameterLayout
     from bench.lib.features_conll2000 import sscrf_tokens
 
     machine = host.machine_info()
@@ -63,7 +63,7 @@ def child_scaling(args):
     index = {l: i for i, l in enumerate(labels)}
     y = np.array([index[l] for s in gold for l in s], dtype=np.int32)
     S, N = len(labels), features.n_tokens
-    layout = sscrf_internals.every_pair_layout(features.n_attributes, S)
+    layout = ParameterLayout.every_pair(features.n_attributes, S).core
     theta = 0.1 * np.random.default_rng(0).standard_normal(layout.n_parameters)
     rng = np.random.default_rng(1)
     setup = {"n_sentences": features.n_sentences, "n_tokens": N, "S": S,

@@ -202,13 +202,14 @@ def child_sscrf(args, feature_set, threads):
         import numpy as np
         from sscrf.objectives import OBJECTIVES
 
-        from bench.lib import sscrf_internals
+        from sscrf.corpus import compile_corpus
+        from sscrf.inputs import encode_labels
 
         features = model.extractor_.transform(X_train)
         label_index = {label: i for i, label in enumerate(model.classes_)}
-        corpus = sscrf_internals.compile_corpus(
-            features, labels=sscrf_internals.encode_labels(train.labels, label_index))
-        term = OBJECTIVES["likelihood"](corpus, sscrf_internals.model_layout(model), threads)
+        corpus = compile_corpus(
+            features, labels=encode_labels(train.labels, label_index))
+        term = OBJECTIVES["likelihood"](corpus, model.layout_.core, threads)
         theta = np.ascontiguousarray(model.coef_, dtype=np.float64)
         # into one gradient buffer, as training does (the optimiser's own)
         gradient = np.empty_like(theta)

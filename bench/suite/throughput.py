@@ -127,7 +127,7 @@ def measure_tagging(args):
     from sscrf import _core
     from sscrf.metrics import chunk_scores
 
-    from bench.lib import sscrf_internals
+    from sscrf.corpus import compile_corpus
 
     tr, ytr, te, yte, read_s = read_data(args.data, args.max_train, args.max_test)
     X_tr_s = [sscrf_tokens(s) for s in tr]
@@ -177,8 +177,8 @@ def measure_tagging(args):
             return model.predict_marginals(X_te_s)
         return run
 
-    corpus = sscrf_internals.compile_corpus(model.extractor_.transform(X_te_s))
-    layout, coef = sscrf_internals.model_layout(model), model.coef_
+    corpus = compile_corpus(model.extractor_.transform(X_te_s))
+    layout, coef = model.layout_.core, model.coef_
 
     def core_viterbi(th):
         return lambda: _core.viterbi_corpus(corpus, layout, coef, th)

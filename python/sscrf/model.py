@@ -15,13 +15,11 @@ import os
 import numpy as np
 
 from . import training
-from .corpus import compile_corpus
 from .decoding import Decoder
 from .errors import SscrfError
-from .inputs import MAX_THREADS, check_labeled, check_threads, encode_labels  # noqa: F401
-from .layout import SLICE_TOKENS, ParameterLayout
+from .inputs import check_labeled, check_threads
+from .layout import ParameterLayout
 from .model_file import read_model, write_model
-from .training import FEATURE_SETS  # noqa: F401
 
 # The attributes a fit sets, all at once (see _commit).
 _FITTED = ("classes_", "extractor_", "feature_set_", "row_ptr_", "label_ids_", "coef_",
@@ -506,16 +504,6 @@ class CRF:
                                                        len(self.classes_)))
         return self._layout_cache[1]
 
-    def _layout(self):
-        """The compiled layout the kernels read (``layout_.core``)."""
-        return self.layout_.core
-
-    def _compile_inputs(self, X):
-        return self._decoder().compile(X)
-
-    def _entropies(self, X):
-        return self._decoder().entropies(X)
-
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_layout_cache", None)
@@ -530,17 +518,3 @@ def _same_value(value, default):
         return bool(value == default)
     except (TypeError, ValueError):  # an array compared elementwise
         return False
-
-
-# Old private names that bench/ge_pos.py still imports; use
-# sscrf.corpus.compile_corpus, sscrf.inputs.encode_labels and
-# sscrf.layout.ParameterLayout.for_feature_set instead.
-_compile = compile_corpus
-_encode_labels = encode_labels
-_LAYOUT_SLICE_TOKENS = SLICE_TOKENS
-
-
-def _layout_arrays(features, token_labels, S, feature_set):
-    layout = ParameterLayout.for_feature_set(features, token_labels, S, feature_set,
-                                             _LAYOUT_SLICE_TOKENS)
-    return layout.row_ptr, layout.label_ids
