@@ -66,6 +66,25 @@ iterate. A trial point the line search evaluated but rejected is remembered by
 its step length; it is rebuilt (bit for bit: the same arithmetic) only if it
 must outlive the line search.
 
+Scaling
+-------
+Two changes of variables keep a badly scaled problem trainable; both multiply
+by powers of two, which is exact in binary floating point, so that a problem
+that needs neither runs bit for bit as without them.
+
+- ``x_scale`` (as in scipy's ``least_squares``): the iterations run on
+  ``u = x / x_scale``. L-BFGS's ``H0 = γ·I`` is one scalar for every variable,
+  so a variable whose curvature is 1e12 times the others' (the weight of a
+  feature of 1e6) defeats it: the line search fails or the steps stall. The
+  caller, who knows the features, gives the weights of large features a
+  small scale. The stopping rules and the result stay in ``x``.
+- The objective's own scale: when ``‖g‖`` at ``x0`` is above 2^100 (or its
+  square overflows), ``F`` is multiplied by ``2^-e`` with ``‖g(x0)‖·2^-e``
+  in ``[1/2, 1)``. L-BFGS's iterates do not change when ``F`` is multiplied
+  by a constant, and the Gram matrix and the float32 history (whose entries
+  overflow above 3.4e38) stay finite. Values, history and norms are
+  reported unscaled.
+
 Interruption and failure
 ------------------------
 ``KeyboardInterrupt`` is left to the caller: it is re-raised with a ``result``
@@ -81,6 +100,13 @@ A NaN or infinite value or gradient from ``fun`` raises
 :class:`NonFiniteObjective` (an :class:`~sscrf.errors.SscrfError`) whose
 ``result`` is built the same way.
 
+A run that stops short of a minimum without meeting a stopping rule says so
+in ``result.stalled`` (None otherwise): a line search that found no lower
+point although the first trial's step promised a decrease above
+``sqrt(ε)·|F|`` (the failures at ``F``'s rounding error near a minimum
+promise 1e-16 to 1e-13 of ``F``; a problem with a feature of 1e5 promises 69
+times ``F``), or iterations none of which lowered ``F`` below ``F(x0)``.
+
 Accuracy: like libLBFGS, the line searches decide on values of ``F``, so near
 a minimum they stop at ``F``'s rounding error ("line search failed: ..."), at
 about ``‖x − x*‖ ~ sqrt(ε·|F|/λ_min)`` (ε = 2.2e-16); a smaller ``epsilon``
@@ -93,6 +119,7 @@ never starts BLAS threads.
 
 import math
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -111,6 +138,8 @@ _DECREASE = 1e-4       # sufficient-decrease (Armijo) constant, libLBFGS's ftol
 _CURVATURE = 0.9       # strong-Wolfe curvature constant for quasi-Newton steps (N&W §3.1)
 _EXTRAPOLATE = 4.0     # step growth while bracketing, libLBFGS's max extrapolation
 _SKIP = 1e-10          # a pair (s, y) is stored only if s·y > _SKIP·y·y
+_HUGE = 2.0 ** 100     # a gradient norm at x0 above this rescales F (see "Scaling")
+_STALL = math.sqrt(2.0 ** -52)  # relative decrease a failed line search must not have promised
 
 
 @dataclass
@@ -128,6 +157,9 @@ class OptimizeResult:
     stop_reason : str
     history : list of float
         ``F`` at the iterate after each iteration (non-increasing).
+    stalled : str or None
+        Why the run stopped short of a minimum without meeting a stopping
+        rule (see "Interruption and failure"); None when it did not.
     """
 
     x: np.ndarray
@@ -136,6 +168,7 @@ class OptimizeResult:
     n_evaluations: int
     stop_reason: str
     history: list = field(default_factory=list)
+    stalled: Optional[str] = None
 
 
 class NonFiniteObjective(SscrfError):
@@ -155,7 +188,7 @@ class NonFiniteObjective(SscrfError):
 
 def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period=10,
           delta=1e-5, callback=None, max_linesearch=20, n_threads=1,
-          history_dtype=np.float32, gradient_out=False):
+          history_dtype=np.float32, gradient_out=False, x_scale=None):
     """Minimise ``f(x) + c1·‖x‖₁`` by L-BFGS (``c1 = 0``) or OWL-QN (``c1 > 0``).
 
     Parameters
@@ -196,6 +229,12 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
         returns should be ``out``; another array is copied there). The
         optimiser alternates two such buffers, so no gradient is allocated
         or copied per evaluation (see "Memory").
+    x_scale : array_like (P,) or None
+        Characteristic scale of each variable, positive: the iterations run on
+        ``u = x / x_scale`` (see "Scaling"), ``fun``, ``callback``, the
+        stopping rules and the result see ``x``. Powers of two make the
+        change exact. It costs two more ``(P,)`` arrays and a pass over them
+        per evaluation and per stopping test.
 
     Returns
     -------
@@ -216,7 +255,7 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
                              ("delta", delta, None)):
         check_number(value, name, minimum=low)
     run = _Run(fun, x0, c1, memory, max_iterations, max_linesearch, n_threads, history_dtype,
-               gradient_out)
+               gradient_out, x_scale)
     try:
         reason = run.minimise(int(max_iterations), float(epsilon), int(period), float(delta),
                               callback)
@@ -226,7 +265,7 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
                                 copy=True)
         run.release()  # the traceback keeps this frame alive; let the histories go
         raise
-    return run.result(reason, copy=False)
+    return run.result(reason, copy=False, stalled=run.stalled(reason))
 
 
 class _Run:
@@ -234,7 +273,7 @@ class _Run:
     line search runs, ``(None, alpha, F)`` for its trial at step ``alpha``."""
 
     def __init__(self, fun, x0, c1, memory, max_iterations, max_linesearch, n_threads,
-                 history_dtype=np.float32, gradient_out=False):
+                 history_dtype=np.float32, gradient_out=False, x_scale=None):
         for name, value, low in (("memory", memory, 1), ("max_iterations", max_iterations, 0),
                                  ("max_linesearch", max_linesearch, 1)):
             check_integer(value, name, minimum=low)
@@ -246,6 +285,17 @@ class _Run:
         if x.ndim != 1:
             raise SscrfError(f"x0 must be a 1-D array, got shape {x.shape}")
         n = x.size
+        if x_scale is not None:
+            x_scale = np.array(x_scale, dtype=np.float64)
+            if x_scale.shape != x.shape or not (np.isfinite(x_scale).all() and
+                                                (x_scale > 0.0).all()):
+                raise SscrfError(f"x_scale must be {n} finite positive numbers, like x0")
+            x /= x_scale                         # u0
+        # (P,) x_scale; fun's argument x = u·x_scale; the factor from fun's
+        # gradient to the one the iterations use (x_scale·objective scale)
+        self.x_scale, self.X = x_scale, None if x_scale is None else np.empty(n)
+        self.g_factor = x_scale
+        self.scale = 1.0                         # the objective's factor (see "Scaling")
         rows = max(1, min(int(memory), int(max_iterations)))
         self.fun, self.c1, self.l1 = fun, float(c1), c1 > 0
         self.max_linesearch = int(max_linesearch)
@@ -272,16 +322,21 @@ class _Run:
         self.best = (x, None, math.inf)
         self.n_iterations = self.n_evaluations = 0
         self.history = []
+        self.F0 = math.inf                       # F(x0)
+        self.promised = None                     # decrease a failed line search promised
 
     # -- the outer loop -------------------------------------------------------------
 
     def minimise(self, max_iterations, epsilon, period, delta, callback):
         x, rows = self.x, self.S.shape[0]
         f, g = self.evaluate(x)
+        self.measure(g, None)
+        if not self.gram[2 * rows, 2 * rows] <= _HUGE * _HUGE:
+            f, g = self.rescale(f, g)
         F = f + self.c1 * self.l1_norm(x) if self.l1 else f
         self.best = (x, None, F)
+        self.F0 = F
         x = None                                 # the iterate is self.x (see accept)
-        self.measure(g, None)
         if self.converged(epsilon):
             return "gradient norm below epsilon"
         while self.n_iterations < max_iterations:
@@ -307,6 +362,7 @@ class _Run:
             g = None
             found = self.backtrack(F, alpha) if self.l1 else self.wolfe(f, gd, alpha)
             if found is None:
+                self.promised = -alpha * gd
                 return (f"line search failed: no acceptable step in {self.max_linesearch} "
                         "evaluations (the objective's rounding error near a minimum, "
                         "or a wrong gradient)")
@@ -316,7 +372,7 @@ class _Run:
             self.n_iterations += 1
             k = self.n_iterations
             self.history.append(F)
-            if callback is not None and callback(k, F, self.x):
+            if callback is not None and callback(k, F / self.scale, self.point(self.x)):
                 return STOP_CALLBACK
             if self.converged(epsilon):
                 return "gradient norm below epsilon"
@@ -325,10 +381,44 @@ class _Run:
         return "reached max_iterations"
 
     def converged(self, epsilon):
-        """``‖v‖ / max(1, ‖x‖) < epsilon`` at the iterate (v: gradient or pseudo-gradient)."""
+        """``‖v‖ / max(1, ‖x‖) < epsilon`` at the iterate (v: gradient or pseudo-gradient),
+        in ``x`` and unscaled."""
         rows = self.S.shape[0]
-        v_norm = math.sqrt(self.gram[2 * rows, 2 * rows])
-        return v_norm / max(1.0, math.sqrt(self.x_norm2)) < epsilon
+        if self.x_scale is None:
+            v_norm = math.sqrt(self.gram[2 * rows, 2 * rows]) / self.scale
+            x_norm = math.sqrt(self.x_norm2)
+        else:
+            v_norm = _norm(self.v[a:b] / self.g_factor[a:b] for a, b in self.blocks)
+            x_norm = _norm(self.x[a:b] * self.x_scale[a:b] for a, b in self.blocks)
+        return v_norm / max(1.0, x_norm) < epsilon
+
+    def rescale(self, f, g):
+        """Multiply ``F`` by ``2^-e``, ``‖g‖·2^-e`` in ``[1/2, 1)``, from now on, ``g``
+        being the gradient at ``x0`` (see "Scaling"); returns ``f, g`` rescaled."""
+        e = math.frexp(_norm(g[a:b] for a, b in self.blocks))[1]
+        self.scale = math.ldexp(1.0, -e)
+        self.c1 *= self.scale
+        self.g_factor = self.scale if self.x_scale is None else self.x_scale * self.scale
+        f, g = _times(f, g, self.scale, own=g is self.G1)
+        self.measure(g, None)
+        return f, g
+
+    def point(self, u):
+        """``x`` of ``u``: ``u`` itself, or ``u·x_scale`` in a buffer."""
+        if self.x_scale is None:
+            return u
+        return np.multiply(u, self.x_scale, out=self.X)
+
+    def stalled(self, reason):
+        """Why the run stopped short of a minimum, or None (see "Interruption and failure")."""
+        F = self.best[2]
+        if self.promised is not None and self.promised > _STALL * abs(F):
+            return (f"the line search found no point below {F / self.scale:.6g} though the "
+                    f"gradient promised a decrease of {self.promised / self.scale:.3g}: a badly "
+                    "scaled problem, or a wrong gradient")
+        if self.n_iterations and not F < self.F0 and not reason.startswith("gradient"):
+            return f"no iteration lowered the objective from its value at x0, {F / self.scale:.6g}"
+        return None
 
     def evaluate(self, x, along=None):
         """``(f, g)`` at ``x``, checked finite; with ``along = d``, ``(f, g, g·d)``.
@@ -338,10 +428,11 @@ class _Run:
         ``d`` is 0): the line search's ``g·d`` doubles as the check. Otherwise
         the entries are checked one by one (a sum of finite entries can
         still overflow)."""
+        point = self.point(x)
         if self.G1 is None:
-            f, g = self.fun(x)
+            f, g = self.fun(point)
         else:
-            f, g = self.fun(x, self.G1)
+            f, g = self.fun(point, self.G1)
         self.n_evaluations += 1
         f = float(f)
         g = np.ascontiguousarray(g, dtype=np.float64)
@@ -350,6 +441,8 @@ class _Run:
         if self.G1 is not None and g is not self.G1:
             np.copyto(self.G1, g)
             g = self.G1
+        if self.g_factor is not None:            # F·scale and ∂/∂u (see "Scaling")
+            f, g = _times(f * self.scale, g, self.g_factor, own=g is self.G1)
         summary = float(np.sum(g)) if along is None else self.dot(g, along)
         if not (math.isfinite(f) and (math.isfinite(summary)
                                       or all(np.isfinite(g[a:b]).all() for a, b in self.blocks))):
@@ -375,7 +468,7 @@ class _Run:
         rows = self.S.shape[0]
         if self.l1:
             for a, b in self.blocks:
-                self.d[a:b] = _pseudo_gradient(g[a:b], self.x[a:b], self.c1)
+                self.d[a:b] = _pseudo_gradient(g[a:b], self.x[a:b], self.l1_weight(a, b))
             self.v = self.d
         else:
             self.v = g
@@ -448,11 +541,11 @@ class _Run:
         norm, step = 0.0, 0.0
         for a, b in self.blocks:
             xb, ob = self.x[a:b], out[a:b]
-            pg = _pseudo_gradient(self.G0[a:b], xb, self.c1)
+            pg = _pseudo_gradient(self.G0[a:b], xb, self.l1_weight(a, b))
             # orthant ξ_j = sign(x_j), or sign(−pg_j) where x_j = 0; leaving it → 0
             orthant = np.where(xb != 0.0, np.sign(xb), -np.sign(pg))
             ob[np.sign(ob) != orthant] = 0.0
-            norm += float(np.abs(ob).sum())
+            norm += self.l1_block(ob, a, b)
             step += _dot(pg, ob - xb)
         return norm, step
 
@@ -528,21 +621,61 @@ class _Run:
 
     # -- measurements and the result ------------------------------------------------
 
-    def l1_norm(self, x):
-        return sum(float(np.abs(x[a:b]).sum()) for a, b in self.blocks)
+    def l1_norm(self, u):
+        """``‖x‖₁`` of the point ``u``."""
+        return sum(self.l1_block(u[a:b], a, b) for a, b in self.blocks)
 
-    def result(self, reason, copy):
+    def l1_block(self, ub, a, b):
+        """``‖x[a:b]‖₁`` of ``u[a:b] = ub``."""
+        if self.x_scale is None:
+            return float(np.abs(ub).sum())
+        return float(np.abs(ub * self.x_scale[a:b]).sum())
+
+    def l1_weight(self, a, b):
+        """The L1 weight of ``u[a:b]``: ``c1·x_scale`` (``c1`` times the objective's scale)."""
+        return self.c1 if self.x_scale is None else self.c1 * self.x_scale[a:b]
+
+    def result(self, reason, copy, stalled=None):
         array, alpha, F = self.best
         if array is None:                        # a trial of the running line search
             array = np.empty_like(self.x)
             self.trial(alpha, array)
         elif copy or (array is not self.x and array is not self.spare):
             array = array.copy()
-        return OptimizeResult(array, F, self.n_iterations, self.n_evaluations, reason,
-                              list(self.history))
+        if self.x_scale is not None:
+            array *= self.x_scale
+        return OptimizeResult(array, F / self.scale, self.n_iterations, self.n_evaluations,
+                              reason, [F / self.scale for F in self.history], stalled)
 
     def release(self):
         self.S = self.Y = self.T = self.G0 = self.G1 = self.d = self.spare = self.v = None
+
+
+def _times(f, g, factor, own):
+    """``(f, g·factor)``, in place when ``own`` (the optimiser's buffer), else a new
+    array: ``fun``'s own array is left alone."""
+    if own:
+        g *= factor
+        return f, g
+    return f, g * factor
+
+
+def _norm(blocks):
+    """Euclidean norm of the concatenated ``blocks`` without overflow or underflow in
+    the squares: each block is divided by its largest magnitude first, and the
+    partial sums are kept relative to the largest so far (LAPACK's dnrm2)."""
+    top, total = 0.0, 0.0                        # ‖·‖ = top·sqrt(total)
+    for block in blocks:
+        m = float(np.max(np.abs(block))) if block.size else 0.0
+        if m == 0.0:
+            continue
+        part = _dot(block / m, block / m)
+        if m > top:
+            total = total * (top / m) ** 2 + part
+            top = m
+        else:
+            total += part * (m / top) ** 2
+    return top * math.sqrt(total)
 
 
 def _dot(a, b):

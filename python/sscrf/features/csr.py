@@ -12,7 +12,10 @@ import numpy as np
 
 from .. import _core
 
-__all__ = ["Features", "csr_from_matrix", "is_ones", "ones", "renumber"]
+__all__ = ["Features", "csr_from_matrix", "is_ones", "large_values", "ones", "renumber"]
+
+#: Entries per slice when scanning values: bounds the temporaries.
+_SLICE = 1 << 20
 
 
 class Features(NamedTuple):
@@ -65,6 +68,26 @@ def ones(n):
 def is_ones(values):
     """True for the constant arrays of :func:`ones`."""
     return values.ndim == 1 and values.strides == (0,) and (len(values) == 0 or values[0] == 1.0)
+
+
+def large_values(features, bound):
+    """The attributes whose largest ``|value|`` in ``features`` exceeds ``bound``.
+
+    Returns ``(ids, largest)``: attribute ids in increasing order (int64) and
+    their largest absolute values. Constant-one values (:func:`ones`) cost nothing.
+    """
+    largest = {}
+    if not is_ones(features.values):
+        for start in range(0, features.nnz, _SLICE):
+            magnitudes = np.abs(features.values[start:start + _SLICE])
+            hits = np.flatnonzero(magnitudes > bound)
+            ids, which = np.unique(features.indices[start + hits], return_inverse=True)
+            top = np.zeros(len(ids))
+            np.maximum.at(top, which, magnitudes[hits])
+            for a, m in zip(ids.tolist(), top.tolist()):
+                largest[a] = max(m, largest.get(a, 0.0))
+    ids = np.array(sorted(largest), dtype=np.int64)
+    return ids, np.array([largest[a] for a in ids.tolist()], dtype=np.float64)
 
 
 def csr_from_matrix(matrix, offsets, n_ids):
