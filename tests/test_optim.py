@@ -173,6 +173,7 @@ def test_quadratic_reaches_the_solution(seed, memory):
     assert result.n_evaluations == len(rec.points)
     rec.assert_best(result)
     assert all(later <= earlier for earlier, later in zip(result.history, result.history[1:]))
+    assert result.stalled is None               # a failure at f's rounding is not a stall
 
 
 def test_logistic_regression_matches_newton():
@@ -228,6 +229,7 @@ def test_owlqn_matches_coordinate_descent_and_kkt(seed, c2):
     assert all(later <= earlier for earlier, later in zip(values, values[1:]))
     assert result.fun == pytest.approx(fun(w)[0] + c1 * np.abs(w).sum(), rel=1e-15)
     rec.assert_best(result)
+    assert result.stalled is None
 
 
 def test_owlqn_with_large_c1_gives_all_zeros():
@@ -414,6 +416,58 @@ def test_bad_arguments():
         lbfgs(fun, np.zeros((2, 2)))
     with pytest.raises(SscrfError, match="shape"):
         lbfgs(lambda v: (0.0, np.zeros(3)), np.zeros(2))
+
+
+# -- scaling -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gradient_out", [False, True])
+@pytest.mark.parametrize("l1", [0.0, 0.15], ids=["l2", "elastic-net"])
+def test_x_scale_solves_a_column_of_1e6(l1, gradient_out):
+    """A column 1e6 times the others defeats L-BFGS's scalar H0 (the run stalls and says
+    so); with x_scale the run reaches coordinate descent's solution, which does not
+    care about a column's scale, and reports x, not the scaled variables."""
+    x, y = regression_data(4)
+    x[:, 0] *= 1e6
+    n, p = x.shape
+    c1 = l1 * np.abs(x[:, 1:].T @ y).max() / n
+    fun = least_squares(x, y, c2=0.01)
+    reference = coordinate_descent(x, y, c1, 0.01)
+    x_scale = np.ones(p)
+    x_scale[0] = 2.0 ** -20
+    plain = lbfgs(fun, np.zeros(p), c1=c1, **TIGHT)
+    assert plain.stalled is not None and "gradient promised a decrease" in plain.stalled
+    rec = Recorder(fun, c1)
+    seen = []
+    result = lbfgs(rec, np.zeros(p), c1=c1, x_scale=x_scale, gradient_out=gradient_out,
+                   callback=lambda k, F, w: seen.append((F, w.copy())) and False, **TIGHT)
+    assert result.stalled is None
+    np.testing.assert_allclose(result.x / x_scale, reference / x_scale, rtol=0, atol=1e-6)
+    rec.assert_best(result)
+    assert seen[-1][0] == result.history[-1]
+    assert any(np.array_equal(seen[-1][1], point) for point in rec.points)
+
+
+def test_x_scale_of_ones_changes_nothing():
+    fun, a, b = quadratic(1)
+    want = lbfgs(fun, np.zeros(len(b)), max_iterations=30, delta=0.0, epsilon=0.0)
+    got = lbfgs(fun, np.zeros(len(b)), max_iterations=30, delta=0.0, epsilon=0.0,
+                x_scale=np.ones(len(b)))
+    assert got.x.tobytes() == want.x.tobytes() and got.history == want.history
+
+
+def test_a_wrong_gradient_stalls_loudly():
+    fun, a, b = quadratic(2)
+    result = lbfgs(lambda v: (fun(v)[0], -fun(v)[1]), np.zeros(len(b)))
+    assert result.stop_reason.startswith("line search failed")
+    assert "a wrong gradient" in result.stalled
+
+
+def test_bad_x_scale():
+    fun, a, b = quadratic(0)
+    for x_scale in (np.ones(len(b) + 1), np.zeros(len(b)), -np.ones(len(b)),
+                    np.full(len(b), math.nan), np.full(len(b), math.inf)):
+        with pytest.raises(SscrfError, match="x_scale"):
+            lbfgs(fun, np.zeros(len(b)), x_scale=x_scale)
 
 
 # -- memory ---------------------------------------------------------------------------

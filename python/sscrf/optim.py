@@ -399,7 +399,7 @@ class _Run:
         self.scale = math.ldexp(1.0, -e)
         self.c1 *= self.scale
         self.g_factor = self.scale if self.x_scale is None else self.x_scale * self.scale
-        f, g = _times(f, g, self.scale, own=g is self.G1)
+        f, g = _times(f * self.scale, g, self.scale, own=g is self.G1)
         self.measure(g, None)
         return f, g
 
