@@ -126,6 +126,7 @@ import numpy as np
 from . import _core
 from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_number, check_threads
+from .linesearch import SUFFICIENT_DECREASE, strong_wolfe
 
 __all__ = ["STOP_CALLBACK", "STOP_INTERRUPTED", "NonFiniteObjective", "OptimizeResult", "lbfgs"]
 
@@ -134,12 +135,10 @@ STOP_INTERRUPTED = "interrupted"
 STOP_CALLBACK = "stopped by callback"
 
 _BLOCK = 1 << 15       # entries per block of element-wise work (256 KiB per temporary)
-_DECREASE = 1e-4       # sufficient-decrease (Armijo) constant, libLBFGS's ftol
-_CURVATURE = 0.9       # strong-Wolfe curvature constant for quasi-Newton steps (N&W §3.1)
-_EXTRAPOLATE = 4.0     # step growth while bracketing, libLBFGS's max extrapolation
 _SKIP = 1e-10          # a pair (s, y) is stored only if s·y > _SKIP·y·y
 _HUGE = 2.0 ** 100     # a gradient norm at x0 above this rescales F (see "Scaling")
 _STALL = math.sqrt(2.0 ** -52)  # relative decrease a failed line search must not have promised
+_OVERFLOW = "no descent direction: the gradient's squares overflow"
 
 
 @dataclass
@@ -347,8 +346,8 @@ class _Run:
                 self.order.clear()
                 gd = self.direction()
             self.v = None                        # fun's gradient may be freed below
-            if not gd < 0.0:
-                return "gradient is zero"
+            if not gd < 0.0:                     # 0, or NaN when ‖g‖² overflows
+                return "gradient is zero" if gd == 0.0 else _OVERFLOW
             # libLBFGS's first step: unit length (‖d‖ = ‖v‖ for steepest descent)
             alpha = 1.0 if self.order else 1.0 / math.sqrt(self.gram[2 * rows, 2 * rows])
             if len(self.order) == rows:
@@ -399,7 +398,8 @@ class _Run:
         self.scale = math.ldexp(1.0, -e)
         self.c1 *= self.scale
         self.g_factor = self.scale if self.x_scale is None else self.x_scale * self.scale
-        f, g = _times(f * self.scale, g, self.scale, own=g is self.G1)
+        f *= self.scale                          # fun's own array is left alone
+        g = np.multiply(g, self.scale, out=g if g is self.G1 else None)
         self.measure(g, None)
         return f, g
 
@@ -416,6 +416,8 @@ class _Run:
             return (f"the line search found no point below {F / self.scale:.6g} though the "
                     f"gradient promised a decrease of {self.promised / self.scale:.3g}: a badly "
                     "scaled problem, or a wrong gradient")
+        if reason == _OVERFLOW:
+            return "the gradient grew too large for the optimiser's sums after it was rescaled"
         if self.n_iterations and not F < self.F0 and not reason.startswith("gradient"):
             return f"no iteration lowered the objective from its value at x0, {F / self.scale:.6g}"
         return None
@@ -442,7 +444,8 @@ class _Run:
             np.copyto(self.G1, g)
             g = self.G1
         if self.g_factor is not None:            # F·scale and ∂/∂u (see "Scaling")
-            f, g = _times(f * self.scale, g, self.g_factor, own=g is self.G1)
+            f *= self.scale                      # fun's own array is left alone
+            g = np.multiply(g, self.g_factor, out=g if g is self.G1 else None)
         summary = float(np.sum(g)) if along is None else self.dot(g, along)
         if not (math.isfinite(f) and (math.isfinite(summary)
                                       or all(np.isfinite(g[a:b]).all() for a, b in self.blocks))):
@@ -560,7 +563,7 @@ class _Run:
             f, g = self.evaluate(self.T)
             F = f + self.c1 * norm
             self.note_trial(alpha, F)
-            if F <= F0 + _DECREASE * step:
+            if F <= F0 + SUFFICIENT_DECREASE * step:
                 return alpha, f, g, F
             g = None
             alpha *= 0.5
@@ -578,7 +581,7 @@ class _Run:
             last["g"] = g
             return f, gd
 
-        found = _strong_wolfe(phi, f0, gd0, alpha, self.max_linesearch)
+        found = strong_wolfe(phi, f0, gd0, alpha, self.max_linesearch)
         if found is None:
             return None
         alpha, f = found
@@ -651,15 +654,6 @@ class _Run:
         self.S = self.Y = self.T = self.G0 = self.G1 = self.d = self.spare = self.v = None
 
 
-def _times(f, g, factor, own):
-    """``(f, g·factor)``, in place when ``own`` (the optimiser's buffer), else a new
-    array: ``fun``'s own array is left alone."""
-    if own:
-        g *= factor
-        return f, g
-    return f, g * factor
-
-
 def _norm(blocks):
     """Euclidean norm of the concatenated ``blocks`` without overflow or underflow in
     the squares: each block is divided by its largest magnitude first, and the
@@ -701,65 +695,3 @@ def _pseudo_gradient(g, x, c1):
     off_zero += g                                # x_j ≠ 0
     np.copyto(pg, off_zero, where=x != 0.0)
     return pg
-
-
-def _strong_wolfe(phi, f0, g0, alpha, max_evals):
-    """A step meeting the strong Wolfe conditions (Nocedal & Wright, Alg. 3.5).
-
-    ``phi(a) -> (φ(a), φ'(a))`` evaluates the objective along the direction;
-    ``f0 = φ(0)``, ``g0 = φ'(0) < 0``. Returns ``(a, φ(a))`` for the accepted
-    step, always the last one evaluated, or None after ``max_evals`` evaluations.
-    """
-    previous = (0.0, f0, g0)
-    for i in range(max_evals):
-        f, g = phi(alpha)
-        current = (alpha, f, g)
-        if f > f0 + _DECREASE * alpha * g0 or (i > 0 and f >= previous[1]):
-            return _zoom(phi, f0, g0, previous, current, max_evals - i - 1)
-        if abs(g) <= -_CURVATURE * g0:
-            return alpha, f
-        if g >= 0.0:
-            return _zoom(phi, f0, g0, current, previous, max_evals - i - 1)
-        previous = current
-        alpha *= _EXTRAPOLATE
-    return None
-
-
-def _zoom(phi, f0, g0, lo, hi, max_evals):
-    """Nocedal & Wright, Alg. 3.6. ``lo``, ``hi``: ``(a, φ(a), φ'(a))``; ``lo`` is the
-    lowest point meeting sufficient decrease, and ``φ'(lo)·(hi − lo) < 0``, so
-    strong-Wolfe steps lie between them."""
-    for _ in range(max_evals):
-        a = _cubic_minimiser(lo, hi)
-        if a == lo[0] or a == hi[0]:
-            return None                          # the interval is down to rounding
-        f, g = phi(a)
-        if f > f0 + _DECREASE * a * g0 or f >= lo[1]:
-            hi = (a, f, g)
-        else:
-            if abs(g) <= -_CURVATURE * g0:
-                return a, f
-            if g * (hi[0] - lo[0]) >= 0.0:
-                hi = lo
-            lo = (a, f, g)
-    return None
-
-
-def _cubic_minimiser(p, q):
-    """Minimiser of the cubic matching ``(a, φ, φ')`` at ``p`` and ``q`` (N&W eq. 3.59),
-    or the midpoint when it is undefined or within a tenth of the interval of an end."""
-    (a0, f0, g0), (a1, f1, g1) = p, q
-    middle = a0 + 0.5 * (a1 - a0)
-    d1 = g0 + g1 - 3.0 * (f0 - f1) / (a0 - a1)
-    radicand = d1 * d1 - g0 * g1
-    if not (math.isfinite(radicand) and radicand >= 0.0):
-        return middle
-    d2 = math.copysign(math.sqrt(radicand), a1 - a0)
-    denominator = g1 - g0 + 2.0 * d2
-    if denominator == 0.0:
-        return middle
-    a = a1 - (a1 - a0) * (g1 + d2 - d1) / denominator
-    margin = 0.1 * abs(a1 - a0)
-    if not (min(a0, a1) + margin <= a <= max(a0, a1) - margin):
-        return middle
-    return a
