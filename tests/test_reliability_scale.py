@@ -151,3 +151,29 @@ def test_an_objective_times_a_huge_power_of_two_runs_bit_for_bit_as_the_unit_one
     assert big.stalled is None
     assert np.allclose(big.x, np.linalg.solve(a, b), rtol=0, atol=1e-6)
     assert math.isfinite(big.fun)
+
+
+def test_a_point_whose_squares_overflow_is_not_taken_for_a_minimum():
+    """‖x0‖² of entries near 1e200 overflows; ‖g‖ / max(1, ‖x‖) must not read as 0 there
+    (here ‖g‖ / ‖x‖ is about 1e-303, above epsilon)."""
+    a = np.linspace(1.0, 2.0, 100) * 1e200
+
+    def fun(x):                                  # 1e-300·‖x − a‖² / 2, without overflow
+        r = x - a
+        return 0.5 * float(np.sum((1e-150 * r) ** 2)), 1e-300 * r
+
+    result = lbfgs(fun, a * 1.001, epsilon=1e-310, max_iterations=3)
+    assert result.stop_reason != "gradient norm below epsilon"
+    assert result.n_evaluations > 1
+
+
+def test_huge_sample_weights_train_without_a_false_alarm(corpus):
+    """A loss of 1e100 × the likelihood nears 0 on a separable corpus with a rounding
+    error of about 1e88: a line search failing there is no stall."""
+    X, y = corpus
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = sscrf.CRF(templates="default", max_iterations=100, verbose=False).fit(
+            X, y, sample_weight=np.full(len(X), 1e100))
+    assert "stalled" not in model.training_
+    assert model.score(X, y) > 0.95

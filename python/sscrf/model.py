@@ -105,8 +105,9 @@ class CRF:
     coef_ : ndarray
         The flat parameter vector.
     training_ : dict
-        Iterations, evaluations, final loss, stop reason, seconds, loss history.
-        After a fit in two stages (a supervised warm start, then the
+        Iterations, evaluations, final loss, stop reason, seconds, loss history;
+        ``"stalled"`` (present only then) says why training stopped short of a
+        minimum, as the ``ConvergenceWarning`` did. After a fit in two stages (a supervised warm start, then the
         semi-supervised objective) these are the second stage's, and
         ``training_["stages"]["supervised"]`` holds the first stage's.
         Saved models keep all but the seconds and the history (a loaded

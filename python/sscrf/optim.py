@@ -103,7 +103,7 @@ A NaN or infinite value or gradient from ``fun`` raises
 A run that stops short of a minimum without meeting a stopping rule says so
 in ``result.stalled`` (None otherwise): a line search that found no lower
 point although the first trial's step promised a decrease above
-``sqrt(ε)·|F|`` (the failures at ``F``'s rounding error near a minimum
+``sqrt(ε)·max(|F|, |F(x0)|)`` (the failures at ``F``'s rounding error near a minimum
 promise 1e-16 to 1e-13 of ``F``; a problem with a feature of 1e5 promises 69
 times ``F``), or iterations none of which lowered ``F`` below ``F(x0)``.
 
@@ -290,11 +290,9 @@ class _Run:
                                                 (x_scale > 0.0).all()):
                 raise SscrfError(f"x_scale must be {n} finite positive numbers, like x0")
             x /= x_scale                         # u0
-        # (P,) x_scale; fun's argument x = u·x_scale; the factor from fun's
-        # gradient to the one the iterations use (x_scale·objective scale)
+        # (P,) x_scale; fun's argument x = u·x_scale; ∂/∂u = g_factor·∂f/∂x, F·scale
         self.x_scale, self.X = x_scale, None if x_scale is None else np.empty(n)
-        self.g_factor = x_scale
-        self.scale = 1.0                         # the objective's factor (see "Scaling")
+        self.g_factor, self.scale = x_scale, 1.0
         rows = max(1, min(int(memory), int(max_iterations)))
         self.fun, self.c1, self.l1 = fun, float(c1), c1 > 0
         self.max_linesearch = int(max_linesearch)
@@ -386,6 +384,8 @@ class _Run:
         if self.x_scale is None:
             v_norm = math.sqrt(self.gram[2 * rows, 2 * rows]) / self.scale
             x_norm = math.sqrt(self.x_norm2)
+            if x_norm == math.inf:               # ‖x‖² overflowed: ‖x‖ may still be finite
+                x_norm = _norm(self.x[a:b] for a, b in self.blocks)
         else:
             v_norm = _norm(self.v[a:b] / self.g_factor[a:b] for a, b in self.blocks)
             x_norm = _norm(self.x[a:b] * self.x_scale[a:b] for a, b in self.blocks)
@@ -412,7 +412,8 @@ class _Run:
     def stalled(self, reason):
         """Why the run stopped short of a minimum, or None (see "Interruption and failure")."""
         F = self.best[2]
-        if self.promised is not None and self.promised > _STALL * abs(F):
+        # F's rounding error scales with its terms, which |F(x0)| bounds where F nears 0
+        if self.promised is not None and self.promised > _STALL * max(abs(F), abs(self.F0)):
             return (f"the line search found no point below {F / self.scale:.6g} though the "
                     f"gradient promised a decrease of {self.promised / self.scale:.3g}: a badly "
                     "scaled problem, or a wrong gradient")
