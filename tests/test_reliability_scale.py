@@ -17,6 +17,8 @@ import sscrf
 import sscrf.training
 from sscrf.demo import generate_hmm_corpus
 from sscrf.errors import ConvergenceWarning, FeatureScaleWarning
+from sscrf.features import FeatureExtractor
+from sscrf.layout import ParameterLayout
 from sscrf.optim import lbfgs
 
 
@@ -177,3 +179,18 @@ def test_huge_sample_weights_train_without_a_false_alarm(corpus):
             X, y, sample_weight=np.full(len(X), 1e100))
     assert "stalled" not in model.training_
     assert model.score(X, y) > 0.95
+
+
+def test_variable_scale_covers_exactly_the_weights_of_large_attributes():
+    X = [[{"a": 1.0, "b": 20.0, "c": -3e6}, {"a": 2.0, "d": 17.0}], [{"b": -40.0, "e": 16.0}]]
+    extractor = FeatureExtractor()
+    features = extractor.fit_transform(X)
+    layout = ParameterLayout.every_pair(features[0].n_attributes, 3)
+    with pytest.warns(FeatureScaleWarning, match="'c' has values up to 3e\\+06"):
+        x_scale = sscrf.training.variable_scale(features, extractor, layout)
+    want = np.ones(layout.size)
+    for name, scale in (("b", 2.0 ** -6), ("c", 2.0 ** -22), ("d", 2.0 ** -5)):
+        a = extractor.attribute_index()[name]
+        want[layout.row_ptr[a]:layout.row_ptr[a + 1]] = scale
+    assert np.array_equal(x_scale, want)
+    assert sscrf.training.variable_scale(features, extractor, layout, bound=1e7) is None
