@@ -11,7 +11,7 @@ posterior label entropy is largest (Mann & McCallum 2007 §5, Tsuboi et al.
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer
+from ..inputs import check_integer, random_generator
 
 __all__ = ["SELECTORS", "check_log_q", "register_selector", "select"]
 
@@ -225,7 +225,7 @@ def select(model, pool, strategy, m, log_q=None, random_state=None, **options):
         return empty, np.zeros(0)
     if selector.needs_model:
         _check_fitted(model, strategy)
-    rng = np.random.default_rng(random_state)
+    rng = random_generator(random_state)
     try:
         return selector(model, pool, min(m, len(pool)), log_q, rng, **options)
     except TypeError as e:
