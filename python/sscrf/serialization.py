@@ -167,8 +167,13 @@ def load(path):
         nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
         if offset + nbytes > len(body):
             raise SscrfError(f"{path}: array {name!r} runs past the end of the file")
-        arrays[name] = np.frombuffer(body, dtype=dtype, count=nbytes // np.dtype(dtype).itemsize,
-                                     offset=offset).reshape(shape).copy()
+        try:
+            arrays[name] = np.frombuffer(body, dtype=dtype,
+                                         count=nbytes // np.dtype(dtype).itemsize,
+                                         offset=offset).reshape(shape).copy()
+        except (ValueError, MemoryError) as e:  # a shape such as [2**40, 2**40, 0]
+            raise SscrfError(f"{path}: array {name!r} has a shape numpy cannot make, "
+                             f"{list(shape)}: {e}") from None
         offset += nbytes
     if offset != len(body):
         raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")
