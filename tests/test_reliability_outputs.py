@@ -15,6 +15,7 @@ import pytest
 from cli_common import assert_error, data, run  # noqa: F401  (data is a fixture)
 
 from sscrf import CRF, SscrfError
+from sscrf.constraints import write_constraints
 from sscrf.demo import generate_hmm_corpus
 from sscrf.io import write_conll
 from sscrf.serialization import replace_file
@@ -159,3 +160,12 @@ def test_a_full_disk_while_writing_the_temporary_file_names_the_target(tmp_path,
     assert list(tmp_path.iterdir()) == []  # the temporary file is removed
     with pytest.raises(OSError, match="out.txt"):
         write_conll(target, X, y)
+
+
+def test_write_constraints_goes_through_the_atomic_writer(tmp_path):
+    path = tmp_path / "read-only.constraints"
+    path.write_text("keep me\n")
+    path.chmod(0o444)
+    with pytest.raises(SscrfError, match="read-only"):
+        write_constraints(path, {"U00:the": {"DT": 1.0}})
+    assert path.read_text() == "keep me\n"

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sscrf import CRF, SscrfError, SscrfTypeError
+from sscrf.active import ActiveLearner
 from sscrf.demo import generate_hmm_corpus
 from sscrf.objectives import Objective
 
@@ -250,3 +251,36 @@ def test_locks_are_not_pickled_copied_or_parameters(data, tmp_path):
     assert all(clone.get_params()[k] is v for k, v in params.items())
     clone.fit(*data[:2])  # with a lock of its own
     assert clone._fit_lock is not model._fit_lock
+
+
+# -- siblings: other calls that change an object's state --------------------------------
+
+
+def test_set_params_with_an_invalid_name_sets_nothing():
+    model = CRF(c2=1.0)
+    with pytest.raises(ValueError, match="invalid parameter"):
+        model.set_params(c2=5.0, no_such_parameter=1)
+    assert model.c2 == 1.0
+
+
+def test_a_failed_teach_leaves_the_active_learner_as_it_was(data):
+    X, y, _ = data
+    learner = ActiveLearner(CRF(templates="default", verbose=False, max_iterations=3), X[10:],
+                            "random", X_labeled=X[:10], y_labeled=y[:10], random_state=0)
+    model, whole = learner.model, learner.labeled_indices_.tolist()
+    data_before = learner.training_data()
+    good = y[10]
+    bad = ["X"] * (len(X[11]) + 1)  # one label too many
+    with pytest.raises(SscrfError, match="tokens but the answer has"):
+        learner.teach([0, 1], [good, bad])
+    assert learner.model is model and learner.labeled_indices_.tolist() == whole
+    assert learner.training_data() == data_before
+
+    def interrupted(self, theta, out=None):
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Objective, "__call__", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            learner.teach([0], [good])
+    assert learner.model is model and learner.training_data() == data_before

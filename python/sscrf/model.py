@@ -153,9 +153,10 @@ class CRF:
     def set_params(self, **params):
         """Set hyperparameters (scikit-learn protocol); returns self."""
         valid = set(self._param_names())
-        for name, value in params.items():
+        for name in params:  # all checked before any is set
             if name not in valid:
                 raise ValueError(f"invalid parameter {name!r} for CRF; valid: {sorted(valid)}")
+        for name, value in params.items():
             setattr(self, name, value)
         return self
 

@@ -185,15 +185,25 @@ class ActiveLearner:
         Returns
         -------
         self
+
+        A bad answer, or a retraining that raises, leaves the learner (its
+        answers and its model) as it was.
         """
         indices = list(indices)
         labels = list(labels)
         if len(indices) != len(labels):
             raise SscrfError(f"{len(indices)} indices but {len(labels)} answers")
-        for item, answer in zip(indices, labels):
-            self._record(item, answer)
-        if indices:
-            self._retrain()
+        # A bad answer or a failed retraining (Ctrl-C included) leaves the
+        # learner as it was: answers and model go together.
+        saved = list(self._labels), self._whole.copy()
+        try:
+            for item, answer in zip(indices, labels):
+                self._record(item, answer)
+            if indices:
+                self._retrain()
+        except BaseException:
+            self._labels, self._whole = saved
+            raise
         return self
 
     def _record(self, item, answer):
