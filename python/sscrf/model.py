@@ -9,6 +9,7 @@ reads directly. This module is the estimator's face: fitting is
 :mod:`sscrf.model_file`.
 """
 
+import copy
 import inspect
 import os
 import threading
@@ -258,7 +259,9 @@ class CRF:
             if isinstance(init, (str, os.PathLike)):
                 init = CRF.load(init)
             elif isinstance(init, CRF):
-                init._check_fitted()
+                with init._lock("_state_lock"):  # its parts of one fit, not two
+                    init._check_fitted()
+                    init = copy.copy(init)
             elif init is not None:
                 raise SscrfTypeError("init must be a fitted CRF, the path of a model file or "
                                      f"None, not {type(init).__name__}")
