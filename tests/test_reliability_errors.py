@@ -16,7 +16,7 @@ import pytest
 from cli_common import assert_error, data, run  # noqa: F401  (data is a fixture)
 
 from sscrf import CRF, SscrfError, SscrfTypeError, inputs, lattice, serialization
-from sscrf.active import select
+from sscrf.active import select, sokolovska_weights
 from sscrf.features import FeatureExtractor
 
 X = [[{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "runs"}]]
@@ -72,6 +72,12 @@ def test_init_42_is_a_type_error():
     with pytest.raises(SscrfTypeError, match="init must be a fitted CRF, the path of a "
                                              "model file or None, not int"):
         quiet().fit(X, Y, init=42)
+
+
+def test_a_callback_that_is_not_callable_is_refused_before_training(monkeypatch):
+    monkeypatch.setattr(FeatureExtractor, "fit_transform", pytest.fail)
+    with pytest.raises(SscrfTypeError, match="callback must be callable"):
+        quiet().fit(X, Y, callback=True)
 
 
 @pytest.mark.parametrize("labels", [{"D", "N", "V"}, frozenset("DNV"),
@@ -162,3 +168,15 @@ def test_a_negative_seed_names_the_value(capsys, data, tmp_path):  # noqa: F811
                   "--seed", "-1"], ["demo", "--seed", "-1"]):
         code, _, err = run(capsys, *argv)
         assert code == 2 and "--seed" in err and "not -1" in err, err
+
+
+def test_complex_weights_and_log_q_are_a_type_error():
+    pool = [[["a"]], [["b"]]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SscrfTypeError, match="sample_weight is a complex array"):
+            quiet().fit(X, Y, sample_weight=np.array([1 + 1j, 1]))
+        with pytest.raises(SscrfTypeError, match="log_q is a complex array"):
+            select(None, pool, "quota_sampling", 1, log_q=np.array([0j, 1j]))
+        with pytest.raises(SscrfTypeError, match="log_q is a complex array"):
+            sokolovska_weights(pool, np.array([0j, 1j]))

@@ -33,6 +33,7 @@ __all__ = [
     "check_not_an_input",
     "check_number",
     "check_positive_number",
+    "check_real",
     "check_sample_weight",
     "check_sentences",
     "check_threads",
@@ -129,6 +130,18 @@ def random_generator(random_state, name="random_state"):
         error = SscrfTypeError if isinstance(e, TypeError) else SscrfError
         raise error(f"{name} must be None, an integer ≥ 0 or a numpy Generator, not "
                     f"{random_state!r} ({e})") from None
+
+
+def check_real(value, name):
+    """SscrfTypeError if ``value`` is a complex array or number, which numpy would cast
+    to real with only a ComplexWarning, dropping the imaginary part; else ``value``."""
+    try:
+        complex_ = value is not None and np.iscomplexobj(value)
+    except (TypeError, ValueError):  # ragged: the caller's conversion says what is wrong
+        return value
+    if complex_:
+        raise SscrfTypeError(f"{name} is a complex array; give real values")
+    return value
 
 
 def check_choice(value, name, choices):
@@ -293,6 +306,7 @@ def check_sample_weight(sample_weight, n):
     if isinstance(sample_weight, (str, bytes, dict)):
         raise SscrfTypeError(f"sample_weight must be an array of {n} numbers, "
                              f"not {type(sample_weight).__name__}")
+    check_real(sample_weight, "sample_weight")
     try:
         w = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):

@@ -21,8 +21,8 @@ SscrfErrors). Integer and float32 inputs are converted.
 import numpy as np
 
 from . import _core
-from .errors import SscrfError, SscrfTypeError
-from .inputs import check_integer
+from .errors import SscrfError
+from .inputs import check_integer, check_real
 
 __all__ = [
     "constrained_entropy",
@@ -282,8 +282,5 @@ def _with_start_end(d_e, d_t):
 
 
 def _check_real(**arrays):
-    """SscrfTypeError for a complex array, which numpy would cast to real with only
-    a ComplexWarning, dropping the imaginary part."""
     for name, value in arrays.items():
-        if value is not None and np.iscomplexobj(value):
-            raise SscrfTypeError(f"{name} is a complex array; give real values")
+        check_real(value, name)

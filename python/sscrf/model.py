@@ -265,6 +265,9 @@ class CRF:
             elif init is not None:
                 raise SscrfTypeError("init must be a fitted CRF, the path of a model file or "
                                      f"None, not {type(init).__name__}")
+            if callback is not None and not callable(callback):  # else found at iteration 1
+                raise SscrfTypeError("callback must be callable as callback(iteration, loss, "
+                                     f"theta), not {type(callback).__name__}")
             state = training.fit(self.get_params(), X, y, X_unlabeled=X_unlabeled, init=init,
                                  callback=callback, sample_weight=sample_weight,
                                  checkpoint=checkpoint, checkpoint_every=checkpoint_every,
