@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from cli_common import assert_error, data, run  # noqa: F401  (data is a fixture)
+from cli_common import data, run  # noqa: F401  (data is a fixture)
 
 from sscrf import CRF, SscrfError, SscrfTypeError, inputs, lattice, serialization
 from sscrf.active import select, sokolovska_weights
