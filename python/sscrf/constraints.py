@@ -65,6 +65,7 @@ import numpy as np
 from .errors import SscrfError, SscrfTypeError
 from .features import FeatureExtractor, default_templates
 from .inputs import SUM_TOLERANCE, check_integer, check_label_list, check_number, is_number
+from .serialization import replace_file
 
 __all__ = [
     "TOLERANCE",
@@ -484,10 +485,10 @@ def format_constraints(constraints):
 
 
 def write_constraints(path, constraints):
-    """Write constraints to a file (UTF-8, the format of the module docstring)."""
+    """Write constraints to a file (UTF-8, the format of the module docstring), through
+    :func:`sscrf.serialization.replace_file` (atomic; a read-only file is refused)."""
     text = format_constraints(constraints)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+    replace_file(path, lambda f: f.write(text), "w", "utf-8")
 
 
 def parse_constraints(text, labels=None, source="<constraints>"):

@@ -38,7 +38,7 @@ from bisect import bisect_right
 import numpy as np
 
 from .errors import SscrfError
-from .inputs import check_integer
+from .inputs import check_integer, random_generator
 from .metrics import chunk_scores, format_chunk_report, token_accuracy
 from .model import CRF
 
@@ -149,7 +149,7 @@ def generate_hmm_corpus(n_sentences, *, seed=0, min_length=4, max_length=20):
     if not 1 <= min_length <= max_length:
         raise SscrfError(f"need 1 ≤ min_length ≤ max_length, got {min_length}, {max_length}")
 
-    rng = np.random.default_rng(seed)
+    rng = random_generator(seed, "seed")
     # Cumulative tables as Python lists: bisect on a list is much faster than
     # np.searchsorted on one scalar, and gives the same index.
     start = _cumulative(START, LABELS).tolist()

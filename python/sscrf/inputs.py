@@ -12,6 +12,8 @@ annotation types a label list may hold) only.
 import math
 import numbers
 import os
+import stat
+from collections.abc import Set
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from .errors import SscrfError, SscrfTypeError
 
 __all__ = [
     "ENTROPY_METHODS",
+    "MAX_SAMPLE_WEIGHT",
     "MAX_THREADS",
     "SUM_TOLERANCE",
     "available_cores",
@@ -27,8 +30,10 @@ __all__ = [
     "check_integer",
     "check_label_list",
     "check_labeled",
+    "check_not_an_input",
     "check_number",
     "check_positive_number",
+    "check_real",
     "check_sample_weight",
     "check_sentences",
     "check_threads",
@@ -37,11 +42,17 @@ __all__ = [
     "encode_labels",
     "is_integer",
     "is_number",
+    "random_generator",
 ]
 
 #: How far a distribution (a constraint's target, a GE target row) may sum
 #: from 1: hand-written thirds, 0.333333 each, sum to 0.999999.
 SUM_TOLERANCE = 1e-4
+
+#: The largest sample weight: the optimiser squares weighted gradients, and a
+#: square overflows past 1.3e154, which leaves a gradient entry up to 1e54
+#: (a count times a feature value) per unit of weight.
+MAX_SAMPLE_WEIGHT = 1e100
 
 #: More threads than cores is fine; far more exhausts the OS.
 MAX_THREADS = 1024
@@ -108,6 +119,31 @@ def check_positive_number(value, name):
     return float(value)
 
 
+def random_generator(random_state, name="random_state"):
+    """``numpy.random.default_rng(random_state)``, with a negative integer seed refused
+    as SscrfError naming it (numpy says only "expected non-negative integer")."""
+    if is_integer(random_state):
+        random_state = check_integer(random_state, name, minimum=0)
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError) as e:
+        error = SscrfTypeError if isinstance(e, TypeError) else SscrfError
+        raise error(f"{name} must be None, an integer ≥ 0 or a numpy Generator, not "
+                    f"{random_state!r} ({e})") from None
+
+
+def check_real(value, name):
+    """SscrfTypeError if ``value`` is a complex array or number, which numpy would cast
+    to real with only a ComplexWarning, dropping the imaginary part; else ``value``."""
+    try:
+        complex_ = value is not None and np.iscomplexobj(value)
+    except (TypeError, ValueError):  # ragged: the caller's conversion says what is wrong
+        return value
+    if complex_:
+        raise SscrfTypeError(f"{name} is a complex array; give real values")
+    return value
+
+
 def check_choice(value, name, choices):
     """``value`` if it is one of ``choices`` (strings), else SscrfError listing them."""
     if not isinstance(value, str) or value not in choices:
@@ -141,15 +177,53 @@ def check_threads(n_threads, allow_none=True):
 
 
 def check_writable(path):
-    """Raise SscrfError now if ``path`` could not be written later (before a long run)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    """Raise SscrfError now if ``path`` could not be written later (before a long run).
+
+    Refused: an empty name, a folder, a missing or unwritable folder, and a
+    read-only file (no write permission bit, or none for this user): it is
+    not replaced, as a rename over it would. A path that exists but is no
+    regular file (``/dev/stdout``, a pipe) is written in place, so only its
+    own permission counts.
+    """
+    path = os.fsdecode(os.fspath(path))
+    if path == "":
+        raise SscrfError("the output file name is empty")
     if os.path.isdir(path):
         raise SscrfError(f"{path}: is a directory")
+    if os.path.exists(path) and not os.path.isfile(path):
+        if not os.access(path, os.W_OK):
+            raise SscrfError(f"{path}: cannot write, permission denied")
+        return
+    directory = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(directory):
         raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
     if not os.access(directory, os.W_OK):
         raise SscrfError(f"{path}: cannot write, folder {directory} is not writable")
+    if os.path.isfile(path):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        # root may write anything, so the permission bits are read as well
+        if not mode & 0o222 or not os.access(path, os.W_OK):
+            raise SscrfError(f"{path}: the file is read-only (mode {mode:04o}); it is not "
+                             "replaced: make it writable (chmod u+w) or write elsewhere")
+
+
+def check_not_an_input(output, inputs):
+    """Raise SscrfError if ``output`` is the same file as one of ``inputs`` (through
+    symbolic and hard links: :func:`os.path.samefile`), which writing it would destroy.
+    ``None`` and ``"-"`` (standard input or output) name no file and are skipped."""
+    if output is None or output == "-":
+        return
+    for path in inputs:
+        if path is None or path == "-":
+            continue
+        try:
+            same = os.path.samefile(output, path)
+        except (OSError, ValueError):  # either does not exist (yet)
+            continue
+        if same:
+            raise SscrfError(f"{os.fsdecode(os.fspath(output))}: is the input "
+                             f"{os.fsdecode(os.fspath(path))}; writing it would destroy the "
+                             "input: give another output file")
 
 
 # -- sentences and labels ----------------------------------------------------------------
@@ -213,6 +287,10 @@ def check_label_list(labels, name="labels"):
     if not hasattr(labels, "__iter__"):
         raise SscrfTypeError(f"{name}= must be a list of label strings, not "
                              f"{type(labels).__name__}")
+    if isinstance(labels, Set):  # its order varies from run to run (salted string hashes)
+        raise SscrfTypeError(f"{name}= must be an ordered list of label strings, not a "
+                             f"{type(labels).__name__}: its order, which would be the model's "
+                             f"label order, varies from run to run; give e.g. sorted({name})")
     labels = list(labels)
     if not all(isinstance(label, str) for label in labels):
         raise SscrfTypeError(f"{name} must be distinct strings")
@@ -228,6 +306,7 @@ def check_sample_weight(sample_weight, n):
     if isinstance(sample_weight, (str, bytes, dict)):
         raise SscrfTypeError(f"sample_weight must be an array of {n} numbers, "
                              f"not {type(sample_weight).__name__}")
+    check_real(sample_weight, "sample_weight")
     try:
         w = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):
@@ -236,6 +315,11 @@ def check_sample_weight(sample_weight, n):
         raise SscrfError(f"sample_weight must have one weight per sentence ({n}), got shape {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise SscrfError("sample_weight must be finite and non-negative")
+    if np.any(w > MAX_SAMPLE_WEIGHT):
+        raise SscrfError(f"sample_weight {float(w.max()):g} is above {MAX_SAMPLE_WEIGHT:g}: a "
+                         "weight multiplies a sentence's loss and gradient, whose squared "
+                         "norm must stay finite (the optimum does not change when the weights, "
+                         "c1 and c2 are divided by one factor)")
     return w
 
 

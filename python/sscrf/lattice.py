@@ -14,14 +14,15 @@ The score of a labeling ``y`` is
 ``start[y0] + Σ_t emissions[t, y_t] + Σ_{t≥1} transitions[y_{t-1}, y_t] + end[y_{n-1}]``
 and ``p(y) = exp(score(y) - log Z)`` over the labelings the masks allow.
 Wrong shapes, non-finite values, or masks that leave no labeling raise
-``ValueError`` naming the argument. Integer and float32 inputs are converted.
+``ValueError`` naming the argument, a complex array ``TypeError`` (both
+SscrfErrors). Integer and float32 inputs are converted.
 """
 
 import numpy as np
 
 from . import _core
 from .errors import SscrfError
-from .inputs import check_integer
+from .inputs import check_integer, check_real
 
 __all__ = [
     "constrained_entropy",
@@ -46,6 +47,8 @@ def log_partition(emissions, transitions, start=None, end=None, mask=None, edge_
     float
         0.0 for an empty sequence (its one, empty, labeling scores 0).
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end, mask=mask,
+                edge_mask=edge_mask)
     return _core.log_partition(emissions, transitions, start, end, mask, edge_mask)
 
 
@@ -59,6 +62,8 @@ def marginals(emissions, transitions, start=None, end=None, mask=None, edge_mask
     edge : ndarray (n-1, S, S)
         ``edge[t-1, a, b] = p(y_{t-1} = a, y_t = b)``.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end, mask=mask,
+                edge_mask=edge_mask)
     return _core.marginals(emissions, transitions, start, end, mask, edge_mask)
 
 
@@ -74,6 +79,8 @@ def viterbi(emissions, transitions, start=None, end=None, mask=None, edge_mask=N
     score : float
         ``score(path)``; 0.0 for an empty sequence.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end, mask=mask,
+                edge_mask=edge_mask)
     return _core.viterbi(emissions, transitions, start, end, mask, edge_mask)
 
 
@@ -109,6 +116,8 @@ def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=
     TypeError
         ``k`` is not an integer.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end, mask=mask,
+                edge_mask=edge_mask)
     k = check_integer(k, "k", minimum=1)
     # the core takes a C int; no chain can return more labelings anyway
     k = min(k, 2**31 - 1)
@@ -124,6 +133,7 @@ def sequence_entropy(emissions, transitions, start=None, end=None):
     (DESIGN.md kernel 4), not as ``log Z - E[score]``, which rounding can
     push below zero.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end)
     return _core.entropy_lattices(emissions, transitions, start, end)[0]
 
 
@@ -143,6 +153,7 @@ def entropy_lattices(emissions, transitions, start=None, end=None):
     h_beta : ndarray (n, S)
         ``h_beta[t, a]``: entropy of the labels after t given ``y_t = a``.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end)
     return _core.entropy_lattices(emissions, transitions, start, end)
 
 
@@ -165,6 +176,7 @@ def entropy_gradient(emissions, transitions, start=None, end=None, method="fast"
         The start and end weights enter the score as ``emissions[0]`` and
         ``emissions[n-1]`` do, so their gradients are those rows.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end)
     _, d_e, d_t = _core.entropy_gradient(emissions, transitions, start, end, method)
     return _with_start_end(d_e, d_t)
 
@@ -190,6 +202,8 @@ def expectation_gradient(emissions, transitions, node_scores, edge_scores, start
     d_transitions : ndarray (S, S)
     d_start, d_end : ndarray (S,)
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end,
+                node_scores=node_scores, edge_scores=edge_scores)
     expectation, d_e, d_t = _core.expectation_gradient(
         emissions, transitions, node_scores, edge_scores, start, end)
     return (expectation,) + _with_start_end(d_e, d_t)
@@ -201,6 +215,7 @@ def span_entropy(emissions, transitions, begin, stop, start=None, end=None):
     ``H(Y_begin) + Σ_{t=begin+1}^{stop-1} H(Y_t | Y_{t-1})`` by the Markov
     property; O(n S²) for the lattice, O(1) for the span.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end)
     _, token, transition, _, _ = _core.entropy_lattices(emissions, transitions, start, end)
     n = len(token)
     begin, stop = _check_span(begin, stop, n)
@@ -217,6 +232,7 @@ def span_entropies(emissions, transitions, width, start=None, end=None):
     ndarray (max(n - width + 1, 0),)
         Entry ``i`` is the entropy of ``y[i:i+width]``.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end)
     _, token, transition, _, _ = _core.entropy_lattices(emissions, transitions, start, end)
     return spans_from_lattices(token, transition, width)
 
@@ -227,9 +243,10 @@ def constrained_entropy(emissions, transitions, begin, labels, start=None, end=N
     By the Markov property only the span's end labels matter:
     ``h_alpha[begin, labels[0]] + h_beta[last, labels[-1]]``.
     """
+    _check_real(emissions=emissions, transitions=transitions, start=start, end=end)
     _, token, _, h_alpha, h_beta = _core.entropy_lattices(emissions, transitions, start, end)
     n, S = h_alpha.shape
-    labels = [int(l) for l in labels]
+    labels = [check_integer(l, "a label id") for l in labels]
     if not labels:
         raise SscrfError("labels must name at least one label")
     begin, stop = _check_span(begin, begin + len(labels), n)
@@ -251,7 +268,7 @@ def spans_from_lattices(token_entropy, transition_entropy, width):
 
 
 def _check_span(begin, stop, n):
-    begin, stop = int(begin), int(stop)
+    begin, stop = check_integer(begin, "begin"), check_integer(stop, "stop")
     if not 0 <= begin <= stop <= n:
         raise SscrfError(f"span [{begin}, {stop}) is not inside a sequence of {n} tokens")
     return begin, stop
@@ -262,3 +279,8 @@ def _with_start_end(d_e, d_t):
     if len(d_e) == 0:
         return d_e, d_t, np.zeros(S), np.zeros(S)
     return d_e, d_t, d_e[0].copy(), d_e[-1].copy()
+
+
+def _check_real(**arrays):
+    for name, value in arrays.items():
+        check_real(value, name)

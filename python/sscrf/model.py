@@ -9,17 +9,20 @@ reads directly. This module is the estimator's face: fitting is
 :mod:`sscrf.model_file`.
 """
 
+import copy
 import inspect
 import os
+import threading
 
 import numpy as np
 
 from . import training
 from .decoding import Decoder
-from .errors import SscrfError
-from .inputs import check_labeled, check_threads
+from .errors import SscrfError, SscrfTypeError
+from .inputs import check_label_list, check_labeled, check_threads
 from .layout import ParameterLayout
 from .model_file import read_model, write_model
+from .optim import STOP_INTERRUPTED
 
 # The attributes a fit sets, all at once (see _commit).
 _FITTED = ("classes_", "extractor_", "feature_set_", "row_ptr_", "label_ids_", "coef_",
@@ -52,9 +55,13 @@ class CRF:
         sscrf runs on one thread there and warns once; use ``spawn`` or
         ``forkserver`` for threads in workers. A fitted model may predict
         from several Python threads at once (the compiled core releases the
-        GIL); ``fit`` replaces the model's attributes when it has succeeded
-        (a fit that raises leaves the model as it was), one by one, so fit
-        a new model rather than refit one that other threads are using.
+        GIL). ``fit`` builds the new model aside and replaces the fitted
+        attributes only when it has succeeded (a fit that raises leaves the
+        model exactly as it was), under a lock that the predictions take to
+        read the model, so a prediction in another thread uses the old model
+        or the new one, never a mix. Two threads calling ``fit`` on one
+        model are serialised by a lock of the model (the second fit waits
+        for the first); the locks are not pickled or copied.
     feature_set : {"auto", "observed", "dense"}
         ``observed`` keeps the attribute-label pairs seen in labeled data
         (CRFsuite's default); ``dense`` keeps every pair; ``auto`` is
@@ -148,9 +155,10 @@ class CRF:
     def set_params(self, **params):
         """Set hyperparameters (scikit-learn protocol); returns self."""
         valid = set(self._param_names())
-        for name, value in params.items():
+        for name in params:  # all checked before any is set
             if name not in valid:
                 raise ValueError(f"invalid parameter {name!r} for CRF; valid: {sorted(valid)}")
+        for name, value in params.items():
             setattr(self, name, value)
         return self
 
@@ -216,10 +224,7 @@ class CRF:
         checkpoint : path or None
             Save the model to this path (atomically) every
             ``checkpoint_every`` iterations; resume an interrupted run with
-            ``fit(..., init=checkpoint)``. Ctrl-C during fit keeps the best
-            parameters so far on the model, with a warning (during the
-            supervised warm start: its parameters, and the second stage does
-            not run).
+            ``fit(..., init=checkpoint)``.
         constraints : dict or None
             Labeled features for the generalized-expectation term
             (``ge_weight > 0``, needs ``X_unlabeled``): ``{attribute:
@@ -237,24 +242,60 @@ class CRF:
         Returns
         -------
         self
+
+        Raises
+        ------
+        KeyboardInterrupt
+            On Ctrl-C during optimisation, after the model has taken the best
+            parameters so far (``training_["stop_reason"]`` is
+            ``"interrupted"``; during the supervised warm start of a fit in
+            two stages, its parameters, and the second stage does not run),
+            so that a loop of fits or a notebook cell stops. Before the first
+            iteration, or outside optimisation, the model stays as it was.
+        SscrfError, SscrfTypeError
+            Bad data or settings; the model stays as it was, as after any
+            other exception.
         """
-        if isinstance(init, (str, os.PathLike)):
-            init = CRF.load(init)
-        elif init is not None:
-            init._check_fitted()
-        state = training.fit(self.get_params(), X, y, X_unlabeled=X_unlabeled, init=init,
-                             callback=callback, sample_weight=sample_weight,
-                             checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                             constraints=constraints)
-        self._commit(state)
+        with self._lock("_fit_lock"):
+            if isinstance(init, (str, os.PathLike)):
+                init = CRF.load(init)
+            elif isinstance(init, CRF):
+                with init._lock("_state_lock"):  # its parts of one fit, not two
+                    init._check_fitted()
+                    init = copy.copy(init)
+            elif init is not None:
+                raise SscrfTypeError("init must be a fitted CRF, the path of a model file or "
+                                     f"None, not {type(init).__name__}")
+            if callback is not None and not callable(callback):  # else found at iteration 1
+                raise SscrfTypeError("callback must be callable as callback(iteration, loss, "
+                                     f"theta), not {type(callback).__name__}")
+            state = training.fit(self.get_params(), X, y, X_unlabeled=X_unlabeled, init=init,
+                                 callback=callback, sample_weight=sample_weight,
+                                 checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                                 constraints=constraints)
+            self._commit(state)
+        record = state["training_"]
+        if record["stop_reason"] == STOP_INTERRUPTED:
+            raise KeyboardInterrupt(f"training interrupted after {record['iterations']} "
+                                    "iterations; the model keeps the best parameters so far")
         return self
 
+    def _lock(self, name):
+        """The object's lock ``name``, made on first use. ``dict.setdefault`` is atomic,
+        so two threads asking at once get the same lock; locks are not pickled (see
+        ``__getstate__``), so a copy or a clone gets its own."""
+        lock = self.__dict__.get(name)
+        return lock if lock is not None else self.__dict__.setdefault(name, threading.RLock())
+
     def _commit(self, state):
-        """Replace the fitted attributes by those of ``state`` (a fit's result)."""
-        for name in _FITTED:
-            self.__dict__.pop(name, None)
-        self.__dict__.pop("_layout_cache", None)
-        self.__dict__.update(state)
+        """Replace the fitted attributes by those of ``state`` (a fit's result), under
+        the lock that :meth:`decoder` takes, so that a prediction in another thread
+        reads the old model or the new one, never a mix."""
+        with self._lock("_state_lock"):
+            for name in _FITTED:
+                self.__dict__.pop(name, None)
+            self.__dict__.pop("_layout_cache", None)
+            self.__dict__.update(state)
 
     def _check_hyperparameters(self):
         training.check_params(self.get_params())
@@ -266,8 +307,10 @@ class CRF:
         """The :class:`sscrf.decoding.Decoder` of this fitted model: the kernels behind
         ``predict``, the marginals, probabilities and entropies (e.g. the token and
         transition entropies that active learning's span selection reads)."""
-        self._check_fitted()
-        return Decoder(self.extractor_, self.classes_, self.layout_, self.coef_, self._threads())
+        with self._lock("_state_lock"):
+            self._check_fitted()
+            return Decoder(self.extractor_, self.classes_, self.layout_, self.coef_,
+                           self._threads())
 
     _decoder = decoder
 
@@ -461,8 +504,22 @@ class CRF:
         its layout, and one whose weights are mostly zero (L1) stores the
         others by index (16 bytes each, against 8 for every weight).
         Files with every array, as earlier versions wrote them, still load.
+        A model that would not load back (its labels, vocabulary, layout and
+        ``coef_`` do not fit together, or a hyperparameter is invalid) raises
+        SscrfError naming what is wrong, and nothing is written.
         """
+        with self._lock("_state_lock"):  # not a model that a fit in another thread replaces
+            self._save(path)
+
+    def _save(self, path):
         self._check_fitted()
+        try:
+            self._check_hyperparameters()
+            if self.labels is not None and not set(check_label_list(self.labels)) <= set(
+                    self.classes_):
+                raise SscrfError("labels= names labels the model (classes_) does not have")
+        except SscrfError as e:
+            raise type(e)(f"{os.fsdecode(os.fspath(path))}: not saved: {e}") from None
         write_model(path, params=self.get_params(), classes=self.classes_,
                     extractor=self.extractor_, feature_set=self.feature_set_,
                     training=getattr(self, "training_", {}), layout=self.layout_,
@@ -507,7 +564,8 @@ class CRF:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state.pop("_layout_cache", None)
+        for name in ("_layout_cache", "_fit_lock", "_state_lock"):
+            state.pop(name, None)
         return state
 
 

@@ -32,8 +32,11 @@ def write_model(path, *, params, classes, extractor, feature_set, training, layo
     """Write a fitted model's parts to ``path`` (atomically).
 
     ``params``: the hyperparameters (``get_params()``); ``layout``: a
-    :class:`sscrf.layout.ParameterLayout`; ``coef``: θ (layout.size,).
+    :class:`sscrf.layout.ParameterLayout`; ``coef``: θ (layout.size,). Parts
+    that do not fit together raise SscrfError naming what does not match,
+    before anything is written: the file would not load.
     """
+    _check_parts(path, classes, extractor, layout, coef)
     # templates are restored from the extractor; numpy scalars as Python ones
     meta = {
         "kind": MODEL_KIND,
@@ -61,6 +64,35 @@ def write_model(path, *, params, classes, extractor, feature_set, training, layo
     else:
         arrays["coef"] = coef
     serialization.save(path, meta, arrays)
+
+
+def _check_parts(path, classes, extractor, layout, coef):
+    """SscrfError unless the labels, the vocabulary, the layout and θ fit together."""
+    n_attributes = len(extractor.attributes_ or [])
+    coef = np.asarray(coef)
+    problems = []
+    try:
+        classes = check_label_list(classes, "classes_")
+    except SscrfError as e:
+        problems.append(str(e))
+    if len(classes) != layout.n_labels:
+        problems.append(f"classes_ has {len(classes)} labels, the layout {layout.n_labels}")
+    if layout.n_attributes != n_attributes:
+        problems.append(f"the vocabulary (extractor_) has {n_attributes} attributes, the "
+                        f"layout {layout.n_attributes}")
+    if coef.ndim != 1 or len(coef) != layout.size:
+        problems.append(f"coef_ has shape {coef.shape}, the layout and labels give "
+                        f"({layout.size},)")
+    elif not np.all(np.isfinite(coef)):
+        problems.append("coef_ has non-finite weights")
+    if not problems:
+        try:
+            layout.core  # row_ptr and label ids in range
+        except ValueError as e:
+            problems.append(f"bad layout: {e}")
+    if problems:
+        raise SscrfError(f"{os.fsdecode(os.fspath(path))}: not saved, the model is not "
+                         f"consistent: {'; '.join(problems)}")
 
 
 def read_model(path, new_model):

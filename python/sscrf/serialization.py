@@ -19,16 +19,18 @@ numeric dtypes: nothing in the file can run code. Files are written to a
 temporary file beside the target and renamed into place.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
+import stat
 import struct
 
 import numpy as np
 
 from .errors import SscrfError
-from .inputs import check_writable  # noqa: F401  (its former home)
+from .inputs import check_writable
 
 MAGIC = b"SSCRF\0"
 # 2: model files may name their layout instead of storing it, and list their
@@ -49,28 +51,35 @@ def replace_file(path, write, mode="wb", encoding=None):
     link's target is replaced (the link stays a link); a path that exists
     but is no regular file (``/dev/stdout``, ``/dev/null``, a named pipe)
     is written in place, as a rename would put a file where the device or
-    pipe was. The new file's permissions follow the umask, as ``open``'s do.
+    pipe was. A new file's permissions follow the umask, as ``open``'s do; a
+    replaced file keeps its own. What :func:`sscrf.inputs.check_writable`
+    refuses (a read-only file, an empty name, a missing folder) raises
+    SscrfError before anything is written; an OSError while writing (a full
+    disk) names ``path``.
     """
     path = os.fsdecode(os.fspath(path))
+    check_writable(path)
     target = os.path.realpath(path)
     text = {} if "b" in mode else {"encoding": encoding, "newline": ""}
     # Tested on the path itself: /dev/stdout resolves to a name such as
     # /proc/PID/fd/pipe:[N], which names nothing, while the path opens the pipe.
     if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, mode, **text) as f:
+        with _named(path), open(path, mode, **text) as f:
             write(f)
         return
     directory, base = os.path.split(target)
-    if not os.path.isdir(directory):
-        raise SscrfError(f"{path}: cannot write, folder {directory} does not exist")
+    kept_mode = stat.S_IMODE(os.stat(target).st_mode) if os.path.isfile(target) else None
     tmp = os.path.join(directory, f".{base}.{secrets.token_hex(6)}.tmp")
     # 0o666 lets the umask decide, where tempfile.mkstemp would make it 0600
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with _named(path):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, mode, **text) as f:
+        with _named(path), os.fdopen(fd, mode, **text) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+            if kept_mode is not None:
+                os.fchmod(f.fileno(), kept_mode)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -78,6 +87,18 @@ def replace_file(path, write, mode="wb", encoding=None):
         except OSError:
             pass
         raise
+
+
+@contextlib.contextmanager
+def _named(path):
+    """Add ``path`` to an OSError that names no file ("[Errno 28] No space left on
+    device" from a write), so that the message says which file failed."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or not e.strerror:
+            raise
+        raise type(e)(e.errno, e.strerror, path) from e
 
 
 def write_atomic(path, data):
@@ -146,8 +167,13 @@ def load(path):
         nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
         if offset + nbytes > len(body):
             raise SscrfError(f"{path}: array {name!r} runs past the end of the file")
-        arrays[name] = np.frombuffer(body, dtype=dtype, count=nbytes // np.dtype(dtype).itemsize,
-                                     offset=offset).reshape(shape).copy()
+        try:
+            arrays[name] = np.frombuffer(body, dtype=dtype,
+                                         count=nbytes // np.dtype(dtype).itemsize,
+                                         offset=offset).reshape(shape).copy()
+        except (ValueError, MemoryError) as e:  # a shape such as [2**40, 2**40, 0]
+            raise SscrfError(f"{path}: array {name!r} has a shape numpy cannot make, "
+                             f"{list(shape)}: {e}") from None
         offset += nbytes
     if offset != len(body):
         raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")

@@ -6,8 +6,11 @@ start first when a non-concave term takes part, as Jiao et al. do) and
 returns the fitted state as a dict of the estimator's attributes. Nothing is
 written to the estimator here: :meth:`sscrf.CRF.fit` assigns the dict in one
 place once everything has succeeded, so a fit that raises leaves the
-estimator as it was. (Ctrl-C during optimisation is not an error: the
-optimiser keeps the best parameters so far and the fit finishes with them.)
+estimator as it was. Ctrl-C during optimisation ends it with the best
+parameters so far, stop reason ``"interrupted"``: :func:`fit` returns that
+state (``CRF.fit`` commits it, then raises ``KeyboardInterrupt``), or raises
+``KeyboardInterrupt`` itself before the first iteration, when nothing was
+learnt.
 
 The optimise stage is :func:`minimize`: :func:`sscrf.optim.lbfgs` with
 CRFsuite's stopping rules, a progress display, and the handling of Ctrl-C
@@ -296,6 +299,9 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
         callback = _checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
     result, stages = _optimise(params, plan, supervised, terms, theta0, callback,
                                warm_start=init is None, x_scale=x_scale)
+    if result.stop_reason == STOP_INTERRUPTED and result.n_iterations + sum(
+            stage.get("iterations", 0) for stage in stages.values()) == 0:
+        raise KeyboardInterrupt("training interrupted before its first iteration")
     state["coef_"] = result.theta
     state["training_"] = _training_record(result)
     if stages:
@@ -527,7 +533,8 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
     improvement over the last ``period`` iterations below ``delta``;
     gradient norm below ``epsilon·max(1, ‖θ‖)``), a progress display on
     stderr, a guard against a non-finite loss, and Ctrl-C handling that
-    keeps the best parameters so far.
+    keeps the best parameters so far (returned with stop reason
+    ``"interrupted"``, without a warning: the caller says what it means).
 
     Parameters
     ----------
@@ -596,10 +603,8 @@ def _minimize(objective, theta0, c1, *, max_iterations, epsilon, period, delta, 
                   max_iterations=max_iterations, epsilon=epsilon, period=period, delta=delta,
                   callback=on_iteration, n_threads=n_threads, gradient_out=gradient_out,
                   x_scale=x_scale)
-    except KeyboardInterrupt as e:
+    except KeyboardInterrupt as e:  # the caller decides: CRF.fit commits, then re-raises
         r = e.result
-        warnings.warn(f"training interrupted after {r.n_iterations} iterations; keeping the "
-                      "best parameters so far", RuntimeWarning, stacklevel=3)
     except NonFiniteObjective as e:
         r = e.result
         error = NonFiniteLoss(f"the training loss became non-finite; the model keeps the last "

@@ -10,7 +10,7 @@ differs between the two.
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer
+from ..inputs import check_integer, random_generator
 from .selectors import SELECTORS, check_log_q, select
 
 __all__ = ["ActiveLearner", "gold_oracle", "partial_examples", "simulate"]
@@ -102,7 +102,7 @@ class ActiveLearner:
         self.partial = partial
         self.max_candidates = (None if max_candidates is None
                                else check_integer(max_candidates, "max_candidates", minimum=1))
-        self._rng = np.random.default_rng(random_state)
+        self._rng = random_generator(random_state)
         self._template = model
         self._X_seed = list(X_labeled or [])
         self._y_seed = [list(ys) for ys in (y_labeled or [])]
@@ -185,15 +185,25 @@ class ActiveLearner:
         Returns
         -------
         self
+
+        A bad answer, or a retraining that raises, leaves the learner (its
+        answers and its model) as it was.
         """
         indices = list(indices)
         labels = list(labels)
         if len(indices) != len(labels):
             raise SscrfError(f"{len(indices)} indices but {len(labels)} answers")
-        for item, answer in zip(indices, labels):
-            self._record(item, answer)
-        if indices:
-            self._retrain()
+        # A bad answer or a failed retraining (Ctrl-C included) leaves the
+        # learner as it was: answers and model go together.
+        saved = list(self._labels), self._whole.copy()
+        try:
+            for item, answer in zip(indices, labels):
+                self._record(item, answer)
+            if indices:
+                self._retrain()
+        except BaseException:
+            self._labels, self._whole = saved
+            raise
         return self
 
     def _record(self, item, answer):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer
+from ..inputs import check_integer, check_real
 
 __all__ = ["BOS", "EOS", "UNK", "NgramModel", "sokolovska_weights"]
 
@@ -227,7 +227,7 @@ def sokolovska_weights(X, log_q):
     ndarray (len(X),)
     """
     X = list(X)
-    log_q = np.asarray(log_q, dtype=np.float64)
+    log_q = np.asarray(check_real(log_q, "log_q"), dtype=np.float64)
     if log_q.shape != (len(X),):
         raise SscrfError(f"log_q must have one value per sentence ({len(X)}), got shape "
                          f"{log_q.shape}")

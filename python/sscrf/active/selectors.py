@@ -11,7 +11,7 @@ posterior label entropy is largest (Mann & McCallum 2007 §5, Tsuboi et al.
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer
+from ..inputs import check_integer, check_real, random_generator
 
 __all__ = ["SELECTORS", "check_log_q", "register_selector", "select"]
 
@@ -167,7 +167,7 @@ def check_log_q(log_q, n):
     """``log_q`` as float64 of shape (n,), or None; NaN and +inf refused."""
     if log_q is None:
         return None
-    log_q = np.asarray(log_q, dtype=np.float64)
+    log_q = np.asarray(check_real(log_q, "log_q"), dtype=np.float64)
     if log_q.shape != (n,):
         raise SscrfError(f"log_q must have one value per pool sentence ({n}), got shape "
                          f"{log_q.shape}")
@@ -225,7 +225,7 @@ def select(model, pool, strategy, m, log_q=None, random_state=None, **options):
         return empty, np.zeros(0)
     if selector.needs_model:
         _check_fitted(model, strategy)
-    rng = np.random.default_rng(random_state)
+    rng = random_generator(random_state)
     try:
         return selector(model, pool, min(m, len(pool)), log_q, rng, **options)
     except TypeError as e:

@@ -199,7 +199,7 @@ def add_demo(commands):
         "Sample a chunking corpus from a small built-in hidden Markov model (nothing\n"
         "is downloaded; see sscrf.demo), train a CRF with the default templates, tag\n"
         "a held-out sample and print chunk scores and a few tagged sentences.")
-    sub.add_argument("--seed", type=int, default=0, help="corpus seed (default: 0)")
+    sub.add_argument("--seed", type=non_negative_int, default=0, help="corpus seed (default: 0)")
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: every core)")
     sub.add_argument("--n-train", type=positive_int, default=800, metavar="N",
@@ -236,7 +236,7 @@ def add_select(commands):
                           "so that long sentences are not chosen for their length")
     sub.add_argument("--order", type=positive_int, default=4, metavar="N",
                      help="n-gram order of q(x) for quota_sampling (default: 4)")
-    sub.add_argument("--seed", type=int, default=None,
+    sub.add_argument("--seed", type=non_negative_int, default=None,
                      help="random seed for random and quota_sampling")
     conllu_options(sub, "FILE")
     model_threads_option(sub)

@@ -3,7 +3,7 @@
 import sys
 
 from ..errors import SscrfError
-from ..inputs import check_writable
+from ..inputs import check_not_an_input, check_writable
 from ..io import conll_sentences, gc_paused, write_conll
 from ..serialization import replace_file
 from .reading import batches, file_name, load_model, sentences_to_tag
@@ -15,6 +15,7 @@ def run(args):
     """``sscrf tag``: the exit status."""
     if args.output is not None:
         check_writable(args.output)
+        check_not_an_input(args.output, (args.model, args.file, args.constraints))
     model = load_model(args.model, args.threads)
     sentences = sentences_to_tag(args.file, model, args.model, args)
     if args.constraints is not None:

@@ -7,7 +7,7 @@ import warnings
 from ..constraints import read_constraints
 from ..errors import SscrfError
 from ..features import read_templates
-from ..inputs import check_writable
+from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
@@ -20,7 +20,12 @@ __all__ = ["run"]
 def run(args):
     """``sscrf train``: the exit status."""
     started = time.perf_counter()
+    if args.model == "-":
+        raise SscrfError("-m -: a model is written to a file, not to standard output; give "
+                         "a file name")
     check_writable(args.model)
+    check_not_an_input(args.model, (args.train, args.template, args.unlabeled,
+                                    args.constraints))
     templates = "default"
     if args.template is not None:
         templates = read_templates(args.template)
@@ -88,13 +93,14 @@ def run(args):
             warnings.simplefilter("always")  # shown below as the program's warnings
             model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled,
                       constraints=constraints)
+    except KeyboardInterrupt:  # the model holds the best parameters so far, if any
+        if not hasattr(model, "coef_"):
+            error(f"interrupted before the first iteration; {args.model} not written")
+            return 130
     finally:  # also before an error, which they may explain
         for w in caught:
             print(f"{PROG}: warning: {w.message}", file=sys.stderr)
     training = model.training_
-    if training["stop_reason"] == STOP_INTERRUPTED and training["iterations"] == 0:
-        error(f"interrupted before the first iteration; {args.model} not written")
-        return 130
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
     ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"

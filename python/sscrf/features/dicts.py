@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import SscrfError, SscrfTypeError
 from .sentences import locate
 
-__all__ = ["dict_pairs", "flatten_dict"]
+__all__ = ["MAX_DICT_DEPTH", "dict_pairs", "flatten_dict"]
 
 
 def dict_pairs(tokens, lengths, prefix, first=0):
@@ -73,13 +73,22 @@ class _TypeProblem(_ValueProblem):
 _isfinite = math.isfinite
 
 
-def flatten_dict(token, prefix, names, values):
+#: How deep feature dicts may nest: each level takes two of Python's 1,000
+#: stack frames, and a dict that contains itself nests without end.
+MAX_DICT_DEPTH = 100
+
+
+def flatten_dict(token, prefix, names, values, depth=0):
     """Append the (attribute, value) pairs of one feature dict.
 
     ``prefix`` is ``""`` at the top level and ``"outer:"`` inside a nested
-    dict. Exact type checks come first because this runs for every feature of
-    every token; subclasses and numpy scalars take the slower branch below.
+    dict, ``depth`` its nesting level (at most MAX_DICT_DEPTH). Exact type
+    checks come first because this runs for every feature of every token;
+    subclasses and numpy scalars take the slower branch below.
     """
+    if depth > MAX_DICT_DEPTH:
+        raise _ValueProblem(f"feature {prefix[:60]}...: dicts nest more than {MAX_DICT_DEPTH} "
+                            "levels deep (a dict that contains itself?)")
     for name, value in token.items():
         if type(name) is not str and not isinstance(name, str):
             raise _TypeProblem(f"feature name {name!r} is not a string")
@@ -103,10 +112,10 @@ def flatten_dict(token, prefix, names, values):
                 names.append(prefix + name)
                 values.append(1.0)
         else:
-            _flatten_other(prefix + name, value, names, values)
+            _flatten_other(prefix + name, value, names, values, depth)
 
 
-def _flatten_other(key, value, names, values):
+def _flatten_other(key, value, names, values, depth):
     """The less common value kinds of :func:`flatten_dict`."""
     if isinstance(value, str):
         names.append(f"{key}={value}")
@@ -116,13 +125,16 @@ def _flatten_other(key, value, names, values):
             names.append(key)
             values.append(1.0)
     elif isinstance(value, numbers.Real):
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # Fraction(10**400, 3)
+            raise _ValueProblem(f"feature {key}: value too large for a float") from None
         if not _isfinite(v):
             raise _ValueProblem(f"feature {key} has non-finite value {value!r}")
         names.append(key)
         values.append(v)
     elif isinstance(value, Mapping):
-        flatten_dict(value, key + ":", names, values)
+        flatten_dict(value, key + ":", names, values, depth + 1)
     elif isinstance(value, (list, tuple, set, frozenset)):
         if not all(isinstance(item, str) for item in value):
             bad = next(item for item in value if not isinstance(item, str))
