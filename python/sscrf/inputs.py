@@ -49,9 +49,9 @@ __all__ = [
 #: from 1: hand-written thirds, 0.333333 each, sum to 0.999999.
 SUM_TOLERANCE = 1e-4
 
-#: The largest sample weight: the optimiser squares weighted gradients, and a
-#: square overflows past 1.3e154, which leaves a gradient entry up to 1e54
-#: (a count times a feature value) per unit of weight.
+#: The largest sample weight: weighted losses and gradients must stay finite
+#: in float64 (up to 1.8e308), and 1e100 leaves 1e208 for a sentence's loss or
+#: gradient entry (a count times a feature value) per unit of weight.
 MAX_SAMPLE_WEIGHT = 1e100
 
 #: More threads than cores is fine; far more exhausts the OS.
