@@ -23,12 +23,14 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import struct
 
 import numpy as np
 
 from .errors import SscrfError
 from .inputs import check_writable  # noqa: F401  (its former home)
+from .resources import check_memory
 
 MAGIC = b"SSCRF\0"
 # 2: model files may name their layout instead of storing it, and list their
@@ -39,6 +41,9 @@ READABLE_VERSIONS = (1, 2)
 _ALLOWED_DTYPES = {"<f8", "<i4", "<i8", "|u1", "|b1"}
 _PREFIX = struct.Struct("<6sIQ")
 _DIGEST_SIZE = 32
+#: The largest header a model file may have: it holds the labels and the
+#: vocabulary (a model of 10 million attributes has a header of about 300 MB).
+MAX_HEADER_BYTES = 1 << 30
 
 
 def replace_file(path, write, mode="wb", encoding=None):
@@ -112,7 +117,7 @@ def load(path):
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = _read(f, path)
     except OSError as e:
         raise SscrfError(f"{path}: cannot read model file: {e.strerror}") from None
     if len(data) < _PREFIX.size + _DIGEST_SIZE or not data.startswith(MAGIC):
@@ -152,6 +157,41 @@ def load(path):
     if offset != len(body):
         raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")
     return meta, arrays
+
+
+def _read(f, path):
+    """The bytes of a model file, read no further than its sizes allow.
+
+    A regular file is read whole once its size is known to fit in memory (it
+    is held twice: the bytes and the arrays). A stream (a pipe, a device) is
+    read as its prefix and header declare, and no further: the header up to
+    MAX_HEADER_BYTES, the arrays as the header lists them, the checksum, so
+    that ``/dev/zero`` or an endless stream ends in an error.
+    """
+    if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        check_memory(2 * os.fstat(f.fileno()).st_size, f"{path}: loading this model file")
+        return f.read()
+    data = f.read(_PREFIX.size)
+    if len(data) < _PREFIX.size or not data.startswith(MAGIC):
+        return data  # refused by the caller
+    header_len = _PREFIX.unpack(data)[2]
+    if header_len > MAX_HEADER_BYTES:
+        raise SscrfError(f"{path}: model header of {header_len:,} bytes is larger than the "
+                         f"{MAX_HEADER_BYTES >> 20} MiB a model file may have")
+    check_memory(2 * header_len, f"{path}: reading this model's header")
+    data += f.read(header_len)
+    try:
+        entries = json.loads(data[_PREFIX.size:].decode("utf-8"))["arrays"]
+        shapes = [_array_entry(entry) for entry in entries]
+        n_bytes = sum(int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+                      for _, dtype, shape in shapes)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return data  # refused by the caller (truncated, or a malformed header)
+    check_memory(2 * n_bytes, f"{path}: loading this model")
+    data += f.read(n_bytes + _DIGEST_SIZE)
+    if f.read(1):
+        raise SscrfError(f"{path}: model stream goes on past the arrays its header declares")
+    return data
 
 
 def _array_entry(entry):

@@ -54,8 +54,8 @@ def main(argv=None):
     int
         The exit status: 0 on success (also for ``--help`` and
         ``--version``), 2 for a usage error or bad input (malformed or
-        missing file, invalid model, bad option value), 130 when
-        interrupted.
+        missing file, invalid model, bad option value), 1 when memory runs
+        out, 130 when interrupted.
     """
     # BLAS is only used for L-BFGS's vector operations, where its threads
     # contend with the core's OpenMP threads (on a busy 2-core machine the
@@ -86,6 +86,9 @@ def main(argv=None):
     except OSError as e:
         error(_os_error_message(e))
         return 2
+    except MemoryError:
+        error("out of memory")
+        return 1
     except KeyboardInterrupt:
         error("interrupted")
         return 130
