@@ -231,17 +231,44 @@ def test_reading_a_stream_without_line_ends_stops_with_an_error(reader):
     assert got["rss"] < SMALL_RSS, got
 
 
-def test_a_model_stream_is_read_no_further_than_its_header_declares(template_model):
-    # A pipe that gives a valid model file, then zeros without end.
+LINE_READERS = {
+    "read_conll": "from sscrf.io import read_conll as read",
+    "read_templates": "from sscrf.features import read_templates as read",
+    "read_constraints": "from sscrf.constraints import read_constraints as read",
+}
+
+
+@pytest.mark.parametrize("reader", list(LINE_READERS))
+def test_a_line_past_the_bound_is_refused_at_its_number(tmp_path, reader):
+    path = tmp_path / "long.txt"
+    with open(path, "wb") as f:
+        f.write(b"U00:%x[0,0] O\n\n" * 2 + b"x" * (MAX_LINE_BYTES + 1) + b" O\nz O\n")
+    got = child_outcome(f"{LINE_READERS[reader]}\nread({str(path)!r})")
+    assert got["message"].startswith(f"{path}:5: line longer than "
+                                     f"{MAX_LINE_BYTES >> 20} MiB"), got
+
+
+@pytest.mark.parametrize("start, message", [
+    ("model", "goes on past the arrays its header declares"),
+    ("huge header", "model header of 1,099,511,627,776 bytes is larger than the 1024 MiB"),
+], ids=["model, then zeros", "1 TiB header, then zeros"])
+def test_a_model_stream_is_read_no_further_than_its_header_declares(template_model, start,
+                                                                   message):
+    # A pipe that gives a valid model file (or a prefix that declares a
+    # header of 1 TiB), then zeros without end.
     got = child_outcome(f"""
-        import os, threading
+        import os, struct, threading
         from sscrf import CRF
-        model = open({str(template_model / "m.model")!r}, "rb").read()
+        from sscrf.serialization import FORMAT_VERSION, MAGIC
+        if {start!r} == "model":
+            first = open({str(template_model / "m.model")!r}, "rb").read()
+        else:
+            first = MAGIC + struct.pack("<IQ", FORMAT_VERSION, 1 << 40)
         r, w = os.pipe()
 
         def feed():
             try:
-                os.write(w, model)
+                os.write(w, first)
                 while True:
                     os.write(w, bytes(1 << 16))
             except OSError:  # the reader closed the pipe
@@ -251,7 +278,7 @@ def test_a_model_stream_is_read_no_further_than_its_header_declares(template_mod
         CRF.load(f"/dev/fd/{{r}}")
     """, timeout=60)
     assert got["error"] == "SscrfError", got
-    assert "goes on past the arrays its header declares" in got["message"], got
+    assert message in got["message"], got
     assert got["rss"] < SMALL_RSS, got
 
 

@@ -129,6 +129,7 @@ def load(path):
                          f"(this sscrf reads versions {', '.join(map(str, READABLE_VERSIONS))})")
     if hashlib.sha256(body).digest() != digest:
         raise SscrfError(f"{path}: model file is truncated or corrupted (checksum mismatch)")
+    _check_header_size(header_len, path)
     if header_len > len(body) - _PREFIX.size:
         raise SscrfError(f"{path}: model header runs past the end of the file")
     try:
@@ -168,16 +169,15 @@ def _read(f, path):
     MAX_HEADER_BYTES, the arrays as the header lists them, the checksum, so
     that ``/dev/zero`` or an endless stream ends in an error.
     """
-    if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-        check_memory(2 * os.fstat(f.fileno()).st_size, f"{path}: loading this model file")
+    status = os.fstat(f.fileno())
+    if stat.S_ISREG(status.st_mode):
+        check_memory(2 * status.st_size, f"{path}: loading this model file")
         return f.read()
     data = f.read(_PREFIX.size)
     if len(data) < _PREFIX.size or not data.startswith(MAGIC):
         return data  # refused by the caller
     header_len = _PREFIX.unpack(data)[2]
-    if header_len > MAX_HEADER_BYTES:
-        raise SscrfError(f"{path}: model header of {header_len:,} bytes is larger than the "
-                         f"{MAX_HEADER_BYTES >> 20} MiB a model file may have")
+    _check_header_size(header_len, path)
     check_memory(2 * header_len, f"{path}: reading this model's header")
     data += f.read(header_len)
     try:
@@ -192,6 +192,12 @@ def _read(f, path):
     if f.read(1):
         raise SscrfError(f"{path}: model stream goes on past the arrays its header declares")
     return data
+
+
+def _check_header_size(header_len, path):
+    if header_len > MAX_HEADER_BYTES:
+        raise SscrfError(f"{path}: model header of {header_len:,} bytes is larger than the "
+                         f"{MAX_HEADER_BYTES >> 20} MiB a model file may have")
 
 
 def _array_entry(entry):
