@@ -322,10 +322,16 @@ def test_a_model_read_from_a_pipe_loads(template_model):
     ["tag", "-m", "/dev/zero", "{tag}"],
     ["tag", "-m", "{model}", "/dev/zero"],
     ["train", "/dev/zero", "-m", "{out}"],
-], ids=["tag -m /dev/zero", "tag /dev/zero", "train /dev/zero"])
+    ["train", "{train}", "--template", "/dev/zero", "-m", "{out}"],
+    ["train", "{train}", "--unlabeled", "/dev/zero", "--entropy-weight", "0.1", "-m", "{out}"],
+    ["train", "{train}", "--unlabeled", "{tag}", "--constraints", "/dev/zero", "--ge-weight",
+     "1", "-m", "{out}"],
+    ["eval", "-m", "{model}", "/dev/zero"],
+], ids=["tag -m /dev/zero", "tag /dev/zero", "train /dev/zero", "train --template /dev/zero",
+        "train --unlabeled /dev/zero", "train --constraints /dev/zero", "eval /dev/zero"])
 def test_the_command_line_on_dev_zero_stops_with_an_error(template_model, argv):
     names = {"tag": template_model / "tag.txt", "model": template_model / "m.model",
-             "out": template_model / "out.model"}
+             "out": template_model / "out.model", "train": template_model / "train.txt"}
     rc, err = run_cli(*[a.format(**names) for a in argv], timeout=60)
     assert rc == 2, err[-2000:]
     assert err.startswith("sscrf: error: /dev/zero"), err[-2000:]

@@ -305,7 +305,9 @@ def parse_templates(text_or_lines, source="<templates>"):
     SscrfError
         On a ``B`` line with macros (observation-conditioned transitions are
         not supported yet), a line starting with any other letter, a malformed
-        or unsupported macro, a negative column, or no ``U`` line at all.
+        or unsupported macro, a negative column, no ``U`` line at all, or a
+        set past the bounds of the module docstring (1,000 templates; 32
+        cells and 256 characters of text per template; 512 distinct cells).
     """
     if isinstance(text_or_lines, Templates):
         return text_or_lines
