@@ -225,6 +225,23 @@ def test_a_model_with_templates_past_the_bounds_is_refused(template_model, capsy
     assert err.startswith(f"sscrf: error: {forged}") and "Traceback" not in err
 
 
+def test_tagging_with_templates_at_the_bounds_holds_one_template_at_a_time():
+    # 1,000 templates of 250 characters on 32,768 distinct words: the
+    # strings of every template at once took 5 GB.
+    got = child_outcome(f"""
+        from sscrf.features import FeatureExtractor
+        templates = [f"U{{k:04d}}" + "x" * {MAX_TEMPLATE_TEXT - 6} + ":%x[0,0]"
+                     for k in range({MAX_TEMPLATES})]
+        extractor = FeatureExtractor(templates)
+        extractor.fit([[["a"], ["b"]]])
+        X = [[[f"w{{j}}.{{i}}"] for i in range(64)] for j in range(512)]
+        features = extractor.transform(X)
+        assert features.n_tokens == 32_768 and len(features.indices) == 0  # all unseen
+    """, timeout=120)
+    assert got["error"] is None, got
+    assert got["rss"] < SMALL_RSS, got
+
+
 # ---------------------------------------------------------------------------
 # Unbounded reads: a line or a header that never ends
 # ---------------------------------------------------------------------------
