@@ -3,7 +3,8 @@
 Run ``sscrf --help`` or ``sscrf COMMAND --help``; ``python -m sscrf`` is the
 same program. :func:`main` returns the exit status instead of exiting, so
 tests and other programs can call it in-process: 0 on success, 2 on a usage
-error or bad input (``sscrf: error: <message>`` on stderr, no traceback).
+error or bad input, 1 when memory runs out (``sscrf: error: <message>`` on
+stderr, no traceback).
 
 Modules: :mod:`~sscrf.cli.parsers` (the argument parser, one function per
 command) and :mod:`~sscrf.cli.options` (what commands share) import only the
