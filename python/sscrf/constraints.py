@@ -66,6 +66,7 @@ from .errors import SscrfError, SscrfTypeError
 from .features import FeatureExtractor, default_templates
 from .inputs import SUM_TOLERANCE, check_integer, check_label_list, check_number, is_number
 from .serialization import replace_file
+from .resources import read_bounded
 
 __all__ = [
     "TOLERANCE",
@@ -584,7 +585,7 @@ def read_constraints(path, labels=None):
     """
     name = os.fsdecode(path)
     with open(path, "rb") as f:
-        data = f.read()
+        data = read_bounded(f, name)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -18,6 +18,7 @@ import re
 from typing import List, NamedTuple, Optional
 
 from .errors import SscrfError, SscrfTypeError
+from .resources import MAX_LINE_BYTES, line_too_long
 from .serialization import replace_file
 
 __all__ = [
@@ -108,7 +109,9 @@ class _Source:
     def lines(self):
         lineno = 0  # lines as a text editor counts them: "\n", "\r\n" or a lone "\r" ends one
         try:
-            for physical, line in enumerate(self.file, 1):
+            for physical, line in enumerate(self._bounded_lines(), 1):
+                if line is None:
+                    raise line_too_long(self.name, lineno + 1)
                 if self.binary:
                     try:
                         line = line.decode(self.encoding)
@@ -137,6 +140,21 @@ class _Source:
                 f"{self.name}: cannot decode as {self.encoding} at or after line "
                 f"{lineno + 1}: {exc.reason}"
             ) from None
+
+    def _bounded_lines(self):
+        """The file's lines as read, None for one longer than MAX_LINE_BYTES: readline's
+        limit ends a line that has no end (a stream of NUL bytes) where the file has it."""
+        readline = getattr(self.file, "readline", None)
+        if readline is None:  # a file-like object that only iterates
+            for line in self.file:
+                yield None if len(line) > MAX_LINE_BYTES else line
+            return
+        limit = MAX_LINE_BYTES + 1
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            yield None if len(line) == limit and line[-1:] not in ("\n", b"\n") else line
 
     def error(self, lineno, message):
         return SscrfError(f"{self.name}:{lineno}: {message}")

@@ -22,10 +22,17 @@ from .errors import SscrfError
 from .features import FeatureExtractor
 from .inputs import check_label_list, is_integer
 from .layout import ParameterLayout
+from .resources import NotEnoughMemory, check_memory
 
-__all__ = ["MODEL_KIND", "read_model", "write_model"]
+__all__ = ["LOAD_BYTES_PER_WEIGHT", "MODEL_KIND", "read_model", "write_model"]
 
 MODEL_KIND = "sscrf.CRF"
+
+#: Bytes a loaded model holds per weight, at most: the weight (8), its
+#: label id (4) and the core layout's copy of it (4), and the one-byte
+#: temporaries of the checks (48 more per attribute: its row in the layout
+#: and in the core's).
+LOAD_BYTES_PER_WEIGHT = 17
 
 
 def write_model(path, *, params, classes, extractor, feature_set, training, layout, coef):
@@ -123,11 +130,14 @@ def read_model(path, new_model):
         model.row_ptr_, model.label_ids_, model.coef_ = _stored_weights(meta, arrays, n_attr, S)
         if model.row_ptr_.ndim != 1 or len(model.row_ptr_) != n_attr + 1:
             raise SscrfError("array sizes do not match the vocabulary and labels")
-        if not np.all(np.isfinite(model.coef_)):
+        if not np.isfinite(model.coef_).all():
             raise SscrfError("non-finite weights")
-        if not np.all(np.abs(model.coef_) <= _core.MAX_SCORE):
+        # min and max, not |coef|: no temporary as large as the weights
+        if len(model.coef_) and max(-model.coef_.min(), model.coef_.max()) > _core.MAX_SCORE:
             raise SscrfError(f"weights above {_core.MAX_SCORE:g}, which the core refuses")
         model.layout_.core  # validates row_ptr and label ids
+    except NotEnoughMemory as e:
+        raise NotEnoughMemory(f"{os.fspath(path)}: {e}") from None
     except SscrfError as e:
         raise SscrfError(f"{os.fspath(path)}: invalid model file: {e}") from None
     except MemoryError:
@@ -182,6 +192,10 @@ def _stored_weights(meta, arrays, n_attr, S):
                          "'coef_values' with 'n_weights', one of the two")
     n_pairs = n_attr * S if every_pair else len(arrays["label_ids"])
     expected = n_pairs + S * S + 2 * S
+    # A few KB of labels and vocabulary can declare billions of weights (an
+    # every-pair layout with the non-zero weights listed), so the memory
+    # they take is checked before any of it is allocated.
+    check_memory(expected * LOAD_BYTES_PER_WEIGHT + n_attr * 48, "loading this model")
     if listed:
         n = meta.get("n_weights")
         if not is_integer(n) or n != expected:

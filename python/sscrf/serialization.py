@@ -31,6 +31,7 @@ import numpy as np
 
 from .errors import SscrfError
 from .inputs import check_writable
+from .resources import check_memory
 
 MAGIC = b"SSCRF\0"
 # 2: model files may name their layout instead of storing it, and list their
@@ -41,6 +42,9 @@ READABLE_VERSIONS = (1, 2)
 _ALLOWED_DTYPES = {"<f8", "<i4", "<i8", "|u1", "|b1"}
 _PREFIX = struct.Struct("<6sIQ")
 _DIGEST_SIZE = 32
+#: The largest header a model file may have: it holds the labels and the
+#: vocabulary (a model of 10 million attributes has a header of about 300 MB).
+MAX_HEADER_BYTES = 1 << 30
 
 
 def replace_file(path, write, mode="wb", encoding=None):
@@ -133,7 +137,7 @@ def load(path):
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = _read(f, path)
     except OSError as e:
         raise SscrfError(f"{path}: cannot read model file: {e.strerror}") from None
     if len(data) < _PREFIX.size + _DIGEST_SIZE or not data.startswith(MAGIC):
@@ -145,6 +149,7 @@ def load(path):
                          f"(this sscrf reads versions {', '.join(map(str, READABLE_VERSIONS))})")
     if hashlib.sha256(body).digest() != digest:
         raise SscrfError(f"{path}: model file is truncated or corrupted (checksum mismatch)")
+    _check_header_size(header_len, path)
     if header_len > len(body) - _PREFIX.size:
         raise SscrfError(f"{path}: model header runs past the end of the file")
     try:
@@ -178,6 +183,46 @@ def load(path):
     if offset != len(body):
         raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")
     return meta, arrays
+
+
+def _read(f, path):
+    """The bytes of a model file, read no further than its sizes allow.
+
+    A regular file is read whole once its size is known to fit in memory (it
+    is held twice: the bytes and the arrays). A stream (a pipe, a device) is
+    read as its prefix and header declare, and no further: the header up to
+    MAX_HEADER_BYTES, the arrays as the header lists them, the checksum, so
+    that ``/dev/zero`` or an endless stream ends in an error.
+    """
+    status = os.fstat(f.fileno())
+    if stat.S_ISREG(status.st_mode):
+        check_memory(2 * status.st_size, f"{path}: loading this model file")
+        return f.read()
+    data = f.read(_PREFIX.size)
+    if len(data) < _PREFIX.size or not data.startswith(MAGIC):
+        return data  # refused by the caller
+    header_len = _PREFIX.unpack(data)[2]
+    _check_header_size(header_len, path)
+    check_memory(2 * header_len, f"{path}: reading this model's header")
+    data += f.read(header_len)
+    try:
+        entries = json.loads(data[_PREFIX.size:].decode("utf-8"))["arrays"]
+        shapes = [_array_entry(entry) for entry in entries]
+        n_bytes = sum(int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+                      for _, dtype, shape in shapes)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return data  # refused by the caller (truncated, or a malformed header)
+    check_memory(2 * n_bytes, f"{path}: loading this model")
+    data += f.read(n_bytes + _DIGEST_SIZE)
+    if f.read(1):
+        raise SscrfError(f"{path}: model stream goes on past the arrays its header declares")
+    return data
+
+
+def _check_header_size(header_len, path):
+    if header_len > MAX_HEADER_BYTES:
+        raise SscrfError(f"{path}: model header of {header_len:,} bytes is larger than the "
+                         f"{MAX_HEADER_BYTES >> 20} MiB a model file may have")
 
 
 def _array_entry(entry):

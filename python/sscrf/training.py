@@ -40,12 +40,15 @@ from .layout import ParameterLayout
 from .model_file import write_model
 from .objectives import OBJECTIVES, Objective
 from .optim import STOP_CALLBACK, STOP_INTERRUPTED, NonFiniteObjective, lbfgs
+from .resources import check_memory, size_text
 
-__all__ = ["FEATURE_SETS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult", "WARN_ABOVE",
-           "check_params", "fit", "ge_constraints", "label_set", "labeled_terms", "minimize",
-           "variable_scale"]
+__all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
+           "WARN_ABOVE", "check_params", "fit", "ge_constraints", "label_set", "labeled_terms",
+           "minimize", "training_bytes", "variable_scale"]
 
 FEATURE_SETS = ("auto", "observed", "dense")
+#: The correction pairs L-BFGS keeps (CRFsuite's default).
+HISTORY_PAIRS = 6
 
 #: The weights of an attribute with values above this in magnitude are
 #: optimised in rescaled variables: from here L-BFGS's one-scalar H0 slows
@@ -343,14 +346,45 @@ def _compile(params, plan, started):
     features = extractor.fit_transform(*corpora)
     label_index = {label: i for i, label in enumerate(plan.classes)}
     token_labels = encode_labels(plan.y, label_index)
-    layout = ParameterLayout.for_feature_set(features[0], token_labels, len(plan.classes),
-                                             plan.feature_set)
+    S = len(plan.classes)
+    # Checked before the layout and θ are allocated: a small file with many
+    # labels asks for S² transitions, a dense one for A·S weights.
+    layout = None
+    if plan.feature_set == "dense":
+        n_pairs = features[0].n_attributes * S
+    else:  # the observed pairs: no more than the labeled data's attribute occurrences
+        layout = ParameterLayout.for_feature_set(features[0], token_labels, S, plan.feature_set)
+        n_pairs = layout.n_pairs
+    need = training_bytes(n_pairs, S, params["max_iterations"], features)
+    check_memory(need, "training")
+    if layout is None:
+        layout = ParameterLayout.for_feature_set(features[0], token_labels, S, plan.feature_set)
     if params["verbose"]:  # before the first evaluation: what the model will hold
         print(f"features: {len(extractor.attributes_):,} attributes, "
               f"{len(plan.classes)} labels, {layout.core.n_parameters:,} parameters "
-              f"({plan.feature_set} feature set), {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+              f"({plan.feature_set} feature set), training needs about {size_text(need)}, "
+              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
     return extractor, features, token_labels, layout
+
+
+def training_bytes(n_pairs, n_labels, max_iterations, corpora):
+    """About how many bytes a fit allocates from its layout on.
+
+    The parameters ``P = n_pairs + S² + 2S`` times what each takes: θ₀ (8),
+    the optimiser's ``8m + 40`` with its float32 history of
+    ``m = min(memory, max_iterations)`` pairs (:mod:`sscrf.optim`'s "Memory"),
+    and a pair's label id in the layout and its core copy (8 per pair); the
+    compiled copy of each corpus (``corpora``: :class:`sscrf.features.Features`),
+    8 bytes per token and 20 per attribute occurrence with its attribute
+    index; and the kernels' scratch, four ``(tokens, S)`` float64 blocks of a
+    chunk per corpus (emissions, residuals and the lattices' work).
+    """
+    m = max(1, min(HISTORY_PAIRS, max_iterations))
+    n_parameters = n_pairs + n_labels * n_labels + 2 * n_labels
+    chunk = _core.chunk_tokens_for(n_labels)
+    compiled = sum(8 * len(c.indptr) + 20 * len(c.indices)
+                   + 32 * min(chunk, len(c.indptr) - 1) * n_labels for c in corpora)
+    return n_parameters * (8 * m + 48) + 8 * n_pairs + compiled
 
 
 def _terms(params, plan, extractor, features, token_labels, layout):
@@ -526,7 +560,8 @@ class NonFiniteLoss(SscrfError):
 
 
 def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
-             memory=6, callback=None, verbose=False, c1=0.0, n_threads=1, x_scale=None):
+             memory=HISTORY_PAIRS, callback=None, verbose=False, c1=0.0, n_threads=1,
+             x_scale=None):
     """Minimise ``objective(theta) -> (loss, grad)`` (plus ``c1·‖θ‖₁``) by L-BFGS / OWL-QN.
 
     Runs :func:`sscrf.optim.lbfgs` with CRFsuite's stopping tests (relative

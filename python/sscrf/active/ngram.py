@@ -8,9 +8,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer, check_real
+from ..inputs import check_integer, check_real, is_integer
 
-__all__ = ["BOS", "EOS", "UNK", "NgramModel", "sokolovska_weights"]
+__all__ = ["BOS", "EOS", "MAX_ORDER", "UNK", "NgramModel", "check_order", "sokolovska_weights"]
+
+#: The highest order: each token stores a history of every length below n,
+#: so time and memory grow as tokens·n² (word models rarely pass 5).
+MAX_ORDER = 16
 
 
 class _Symbol:
@@ -77,6 +81,14 @@ class _WittenBell:
                          for t in range(n - 1, len(padded)))
 
 
+def check_order(n, name):
+    """An n-gram order as an ``int`` in [1, MAX_ORDER]; ``name`` names it in the message."""
+    if is_integer(n) and n > MAX_ORDER:
+        raise SscrfError(f"{name} must be at most {MAX_ORDER}, not {n!r}: an n-gram model's "
+                         "time and memory grow as tokens·n²")
+    return check_integer(n, name, minimum=1, maximum=MAX_ORDER)
+
+
 class NgramModel:
     """q(x) as an n-gram model of input token sequences (Sokolovska 2011 eq. 20).
 
@@ -117,12 +129,13 @@ class NgramModel:
     """
 
     def __init__(self, n=4, boundaries=True, columns=None):
-        self.n = check_integer(n, "n", minimum=1)
+        self.n = check_order(n, "n")
         self.boundaries = bool(boundaries)
         self.columns = None if columns is None else [int(c) for c in columns]
 
     def fit(self, sequences):
         """Count the n-grams of ``sequences`` (a list of token sequences); returns self."""
+        check_order(self.n, "n")  # also when set after construction
         sequences = _token_sequences(sequences)
         first = next((tok for seq in sequences for tok in seq), None)
         if first is None:

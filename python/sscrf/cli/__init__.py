@@ -3,7 +3,8 @@
 Run ``sscrf --help`` or ``sscrf COMMAND --help``; ``python -m sscrf`` is the
 same program. :func:`main` returns the exit status instead of exiting, so
 tests and other programs can call it in-process: 0 on success, 2 on a usage
-error or bad input (``sscrf: error: <message>`` on stderr, no traceback).
+error or bad input, 1 when memory runs out (``sscrf: error: <message>`` on
+stderr, no traceback).
 
 Modules: :mod:`~sscrf.cli.parsers` (the argument parser, one function per
 command) and :mod:`~sscrf.cli.options` (what commands share) import only the
@@ -54,8 +55,8 @@ def main(argv=None):
     int
         The exit status: 0 on success (also for ``--help`` and
         ``--version``), 2 for a usage error or bad input (malformed or
-        missing file, invalid model, bad option value), 130 when
-        interrupted.
+        missing file, invalid model, bad option value), 1 when memory runs
+        out, 130 when interrupted.
     """
     # BLAS is only used for L-BFGS's vector operations, where its threads
     # contend with the core's OpenMP threads (on a busy 2-core machine the
@@ -86,6 +87,9 @@ def main(argv=None):
     except OSError as e:
         error(_os_error_message(e))
         return 2
+    except MemoryError:
+        error("out of memory")
+        return 1
     except KeyboardInterrupt:
         error("interrupted")
         return 130

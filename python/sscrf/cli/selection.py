@@ -1,6 +1,7 @@
 """``sscrf select``: rank the sentences of a pool by an active-learning strategy."""
 
 from ..active import NgramModel, select
+from ..active.ngram import check_order
 from ..errors import SscrfError
 from ..io import read_conll, read_conllu
 from .reading import label_column, load_model, read_for_tagging, readable
@@ -10,6 +11,7 @@ __all__ = ["run"]
 
 def run(args):
     """``sscrf select``: the exit status."""
+    check_order(args.order, "--order")
     if args.model is None and args.strategy not in ("random", "quota_sampling"):
         raise SscrfError(f"--strategy {args.strategy} needs --model")
     if args.per_token and args.strategy not in ("sequence_entropy", "token_entropy"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain
 from operator import itemgetter
 
 import numpy as np
@@ -415,31 +414,38 @@ class FeatureExtractor:
         return Features(indptr, indices, values, offsets, len(index)), shortest
 
     def _template_slice(self, columns, lengths, index, grow, new_strings):
-        """CSR of a run of whole sentences (template mode); see :meth:`_features`."""
-        factors = self.templates.apply(columns, lengths)
-        # One id per distinct (template, attribute) pair.
-        strings = list(chain.from_iterable(s for _, _, s in factors))
-        if grow:
-            # Intern in order of first occurrence (by token, then template)
-            # so that new attributes are numbered in reading order.
-            first = np.concatenate([f for _, f, _ in factors])
-            template = np.repeat(np.arange(len(factors)), [len(f) for _, f, _ in factors])
-            order = np.lexsort((template, first))
-            ids = np.empty(len(strings), dtype=np.int64)
-            ids[order] = index.intern(list(map(strings.__getitem__, order.tolist())), True,
-                                      new_strings)
-        else:
-            ids = index.intern(strings, False, [])
-        del strings
-        # matrix[t, j]: the id of template j's attribute at token t.
-        matrix = np.empty((int(lengths.sum()), len(factors)), dtype=np.int32)
-        start = 0
-        for j, (inverse, _, template_strings) in enumerate(factors):
-            matrix[:, j] = ids[start : start + len(template_strings)][inverse]
-            start += len(template_strings)
-        del factors
+        """CSR of a run of whole sentences (template mode); see :meth:`_features`.
+
+        Templates are applied one at a time and their strings looked up, so
+        that one template's strings are alive at a time; with ``grow``, the
+        new ones are kept and interned at the end in order of first
+        occurrence (by token, then template), so that new attributes are
+        numbered in reading order.
+        """
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
+        # matrix[t, j]: the id of template j's attribute at token t; −2 − k for
+        # the k-th new attribute until it is interned.
+        matrix = np.empty((int(lengths.sum()), len(self.templates)), dtype=np.int32)
+        unseen, unseen_first, unseen_count = [], [], []
+        for j, (inverse, first, strings) in enumerate(self.templates.apply_each(columns, lengths)):
+            ids = index.intern(strings, False, [])
+            if grow:
+                new = np.flatnonzero(ids < 0)
+                ids[new] = -2 - len(unseen) - np.arange(len(new))
+                unseen += map(strings.__getitem__, new.tolist())
+                unseen_first.append(first[new])
+                unseen_count.append(len(new))
+            matrix[:, j] = ids[inverse]
+            del inverse, first, strings, ids
+        if unseen:
+            order = np.lexsort((np.repeat(np.arange(len(unseen_count)), unseen_count),
+                                np.concatenate(unseen_first)))
+            new_ids = np.empty(len(unseen), dtype=np.int64)
+            new_ids[order] = index.intern(list(map(unseen.__getitem__, order.tolist())), True,
+                                          new_strings)
+            pending = matrix < 0
+            matrix[pending] = new_ids[-2 - matrix[pending]]
         return csr_from_matrix(matrix, offsets, len(index))
 
     def _columns(self, tokens, lengths, prefix):

@@ -5,6 +5,18 @@ line such as ``U05:%x[-1,0]/%x[0,0]`` gives the attribute
 ``U05:<col 0 at t-1>/<col 0 at t>`` with value 1.0. Positions outside the
 sentence read as CRF++'s pads ``_B-1``, ``_B-2``, ... before the start and
 ``_B+1``, ``_B+2``, ... after the end.
+
+Bounds: a template's work and memory grow with the corpus times its size
+(each distinct cell ``(row, col)`` is an int64 array over the tokens, each
+distinct attribute a string holding the template's text), so a template set
+is held to sizes far above any real one (CRF++'s CoNLL-2000 set: 19
+templates, at most 3 cells and 5 characters of text each, 10 distinct
+cells): at most :data:`MAX_TEMPLATES` ``U`` templates, :data:`MAX_TEMPLATE_CELLS`
+cells and :data:`MAX_TEMPLATE_TEXT` characters of text (besides the cells)
+per template, :data:`MAX_DISTINCT_CELLS` distinct cells in all, rows within
+±:data:`MAX_TEMPLATE_OFFSET` and columns up to :data:`MAX_TEMPLATE_COLUMN`.
+A template file (or a model's templates) past them is refused with
+an ``SscrfError`` naming the bound.
 """
 
 from __future__ import annotations
@@ -18,9 +30,25 @@ import numpy as np
 from .. import _core
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer
+from ..resources import read_bounded
 
-__all__ = ["DEFAULT_TEMPLATES", "Templates", "default_templates", "parse_templates",
-           "read_templates"]
+__all__ = ["DEFAULT_TEMPLATES", "MAX_DISTINCT_CELLS", "MAX_TEMPLATES", "MAX_TEMPLATE_CELLS",
+           "MAX_TEMPLATE_COLUMN", "MAX_TEMPLATE_OFFSET", "MAX_TEMPLATE_TEXT", "Templates",
+           "default_templates", "parse_templates", "read_templates"]
+
+#: ``U`` templates in one set.
+MAX_TEMPLATES = 1000
+#: ``%x[row,col]`` cells in one template.
+MAX_TEMPLATE_CELLS = 32
+#: Characters of a template besides its cells (its name, separators): the
+#: fixed part of every attribute string it makes.
+MAX_TEMPLATE_TEXT = 256
+#: Distinct ``(row, col)`` cells over all templates (8 bytes per token each).
+MAX_DISTINCT_CELLS = 512
+#: |row| of a cell: the pad strings are built per offset.
+MAX_TEMPLATE_OFFSET = 1000
+#: col of a cell.
+MAX_TEMPLATE_COLUMN = 1000
 
 # `%x[row,col]`; the sign of col is accepted here so that a negative column
 # gets a clear message instead of "unsupported macro".
@@ -117,9 +145,18 @@ class Templates:
             shape (U,), the first token where distinct attribute u fires;
             ``strings`` : list of U str, the attribute strings.
         """
+        return list(self.apply_each(columns, lengths))
+
+    def apply_each(self, columns, lengths):
+        """:meth:`apply`'s list one template at a time (a generator), so that a
+        caller that only looks the strings up holds one template's strings, not
+        every template's (a string per distinct attribute and template: 11 GB
+        for 1,000 templates on 65,536 tokens when all are held)."""
         n = int(lengths.sum())
         if n == 0:
-            return [(np.zeros(0, np.int64), np.zeros(0, np.int64), []) for _ in self.unigrams]
+            for _ in self.unigrams:
+                yield np.zeros(0, np.int64), np.zeros(0, np.int64), []
+            return
         # Per column: value ids, with the pads interned first so that
         # _bos(k) has id k - 1 and _eos(k) has id before + k - 1. A real value
         # spelled like a pad shares its id, as it shares its string.
@@ -138,7 +175,6 @@ class Templates:
         for row, col in self._cells:
             cell_ids[row, col] = self._shift(value_ids[col], position, length_of, row)
 
-        out = []
         every_token = np.arange(n)
         for pieces in self.unigrams:
             # key = Σ value_id · Π K over the template's cells (mixed radix,
@@ -167,8 +203,7 @@ class Templates:
                     for piece in pieces
                 ]
                 strings = list(map("".join, zip(*parts)))
-            out.append((inverse, first, strings))
-        return out
+            yield inverse, first, strings
 
     def _shift(self, ids, position, length_of, row):
         """Value ids at offset ``row`` from every token, pads outside the sentence.
@@ -201,9 +236,6 @@ class Templates:
         return out
 
 
-_MAX_TEMPLATE_OFFSET = 1000  # padding strings are built per offset; keep that bounded
-
-
 def _parse_line(line, where):
     """Compile one ``U`` template line into literal and (row, col) pieces."""
     pieces = []
@@ -219,11 +251,14 @@ def _parse_line(line, where):
         if len(m.group(1)) > 12 or len(m.group(2)) > 12:
             raise SscrfError(f"{where}: row or column number in template {line!r} is too large")
         row, col = int(m.group(1)), int(m.group(2))
-        if abs(row) > _MAX_TEMPLATE_OFFSET:
+        if abs(row) > MAX_TEMPLATE_OFFSET:
             raise SscrfError(f"{where}: row offset {row} in template {line!r} is too large "
-                             f"(at most ±{_MAX_TEMPLATE_OFFSET})")
+                             f"(at most ±{MAX_TEMPLATE_OFFSET})")
         if col < 0:
             raise SscrfError(f"{where}: negative column {col} in template {line!r}")
+        if col > MAX_TEMPLATE_COLUMN:
+            raise SscrfError(f"{where}: column {col} in template {_short(line)} is too large "
+                             f"(at most {MAX_TEMPLATE_COLUMN})")
         pieces.append((row, col))
         pos = m.end()
     tail = line[pos:]
@@ -234,7 +269,20 @@ def _parse_line(line, where):
         )
     if tail:
         pieces.append(tail)
+    cells = sum(type(p) is tuple for p in pieces)
+    if cells > MAX_TEMPLATE_CELLS:
+        raise SscrfError(f"{where}: template {_short(line)} has {cells} cells, more than the "
+                         f"{MAX_TEMPLATE_CELLS} a template may have")
+    text = sum(len(p) for p in pieces if type(p) is str)
+    if text > MAX_TEMPLATE_TEXT:
+        raise SscrfError(f"{where}: template {_short(line)} has {text} characters besides its "
+                         f"cells, more than the {MAX_TEMPLATE_TEXT} a template may have")
     return tuple(pieces)
+
+
+def _short(line):
+    """A template line for messages: the first 60 characters of a long one."""
+    return repr(line) if len(line) <= 60 else f"{line[:60]!r}... ({len(line):,} characters)"
 
 
 def parse_templates(text_or_lines, source="<templates>"):
@@ -264,7 +312,9 @@ def parse_templates(text_or_lines, source="<templates>"):
     SscrfError
         On a ``B`` line with macros (observation-conditioned transitions are
         not supported yet), a line starting with any other letter, a malformed
-        or unsupported macro, a negative column, or no ``U`` line at all.
+        or unsupported macro, a negative column, no ``U`` line at all, or a
+        set past the bounds of the module docstring (1,000 templates; 32
+        cells and 256 characters of text per template; 512 distinct cells).
     """
     if isinstance(text_or_lines, Templates):
         return text_or_lines
@@ -294,6 +344,9 @@ def parse_templates(text_or_lines, source="<templates>"):
         if not line or line.startswith("#"):
             continue
         if line[0] == "U":
+            if len(unigrams) == MAX_TEMPLATES:
+                raise SscrfError(f"{where}: more than {MAX_TEMPLATES} unigram ('U') templates, "
+                                 "the most a template set may have")
             unigrams.append(_parse_line(line, where))
             sources.append(line)
         elif line[0] == "B":
@@ -308,6 +361,11 @@ def parse_templates(text_or_lines, source="<templates>"):
             )
     if not unigrams:
         raise SscrfError(f"{source}: no unigram ('U') templates, so no token would get attributes")
+    cells = {p for pieces in unigrams for p in pieces if type(p) is tuple}
+    if len(cells) > MAX_DISTINCT_CELLS:
+        raise SscrfError(f"{source}: the templates read {len(cells)} distinct cells "
+                         f"(row, column), more than the {MAX_DISTINCT_CELLS} a template set "
+                         "may read")
     return Templates(lines, unigrams, sources)
 
 
@@ -322,9 +380,11 @@ def read_templates(path):
     -------
     Templates
     """
+    name = os.fsdecode(os.fspath(path))
+    with open(path, "rb") as f:
+        data = read_bounded(f, name)
     try:
-        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is no template
-            text = f.read()
+        text = data.decode("utf-8-sig")  # a byte-order mark is no template
     except UnicodeDecodeError as e:
         raise SscrfError(f"{os.fspath(path)}: template file is not UTF-8 ({e})") from None
     return parse_templates(text, source=os.fspath(path))
