@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "dense_kernels.hpp"
-#include "lattice.hpp"
+#include "chain.hpp"
 
 namespace sscrf {
 

@@ -9,7 +9,7 @@
 
 #include "corpus.hpp"
 #include "dense_kernels.hpp"
-#include "lattice.hpp"
+#include "chain.hpp"
 #include "linear_layer.hpp"
 #include "parallel.hpp"
 

@@ -11,7 +11,7 @@
 
 #include "covariance.hpp"
 #include "dense_kernels.hpp"
-#include "scaled_lattice.hpp"
+#include "scaled_passes.hpp"
 
 namespace sscrf {
 

@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "dense_kernels.hpp"
-#include "lattice.hpp"
-#include "scaled_lattice.hpp"
+#include "chain.hpp"
+#include "scaled_passes.hpp"
 
 namespace sscrf {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "covariance.hpp"
-#include "scaled_lattice.hpp"
+#include "scaled_passes.hpp"
 
 namespace sscrf {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "objective.hpp"
+#include "chunked.hpp"
 
 namespace sscrf {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "covariance.hpp"
-#include "objective.hpp"
+#include "chunked.hpp"
 
 namespace sscrf {
 

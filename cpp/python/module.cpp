@@ -11,9 +11,9 @@
 #include "corpus.hpp"
 #include "covariance.hpp"
 #include "dense_kernels.hpp"
-#include "lattice.hpp"
+#include "chain.hpp"
 #include "linear_layer.hpp"
-#include "objective.hpp"
+#include "chunked.hpp"
 #include "parallel.hpp"
 #include "vector_passes.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "lattice.hpp"
+#include "chain.hpp"
 
 namespace sscrf {
 

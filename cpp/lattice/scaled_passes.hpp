@@ -15,7 +15,7 @@
 #include <cmath>
 #include <limits>
 
-#include "lattice.hpp"
+#include "chain.hpp"
 
 namespace sscrf {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "covariance.hpp"
-#include "objective.hpp"
+#include "chunked.hpp"
 
 namespace sscrf {
 

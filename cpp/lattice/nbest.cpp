@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "lattice.hpp"
+#include "chain.hpp"
 
 namespace sscrf {
 
