@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "covariance.hpp"
-#include "dense_kernels.hpp"
-#include "scaled_passes.hpp"
+#include "lattice/covariance.hpp"
+#include "lattice/scaled_passes.hpp"
+#include "runtime/dense_kernels.hpp"
 
 namespace sscrf {
 
@@ -397,7 +397,7 @@ double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& 
                             double* d_emissions, double* d_transitions, double* log_z,
                             double scale) {
   if (c.node_mask || c.edge_mask)
-    throw std::invalid_argument("expectation gradients do not support masks");
+    throw InputError("expectation gradients do not support masks");
   if (c.n == 0) {
     if (log_z) *log_z = 0.0;
     return 0.0;

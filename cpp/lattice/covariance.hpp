@@ -1,10 +1,11 @@
-// Covariance kernels: expectations of additive scores and their gradients,
-// entropy lattices, and Jiao et al.'s nested dynamic programme.
+// The covariance kernel (DESIGN.md kernel 3): the expectation of a score
+// additive along the chain and its gradient Cov_p[F, r], and the entropy
+// gradient it gives.
 #pragma once
 
 #include <cstdint>
 
-#include "chain.hpp"
+#include "lattice/chain.hpp"
 
 namespace sscrf {
 
@@ -33,24 +34,19 @@ double expectation_gradient(const Chain& c, Workspace& ws, const AdditiveScore& 
                             double* d_emissions, double* d_transitions, double* log_z,
                             double scale = 1.0);
 
-// Entropy lattices (DESIGN.md kernel 4), all from log-space conditionals:
-//   node_entropy: [n], H(Y_t)
-//   transition_entropy: [n], H(Y_t | Y_{t-1}) for t ≥ 1; [0] = 0
-//   h_alpha: [n][S] or nullptr, entropy of y_0..y_{t-1} given y_t = b
-//   h_beta:  [n][S] or nullptr, entropy of y_{t+1}..y_{n-1} given y_t = a
-// Returns the sequence entropy H(Y | x) (a sum of non-negative terms).
-double entropy_lattices(const Chain& c, Workspace& ws, double* node_entropy,
-                        double* transition_entropy, double* h_alpha, double* h_beta);
-
-// Entropy H = log Z - E[s] and its gradient by Jiao et al. (2006) §3:
-// -Cov[f, s] from quadratic feature expectations, computed with summary
-// matrices M_{u+1, v-1} in a nested O(n² S³) programme. Reference only.
-//   d_emissions: [n][S] (written), d_transitions: [S][S] (added)
-double entropy_gradient_jiao(const Chain& c, Workspace& ws, double* d_emissions,
-                             double* d_transitions);
-
-// Jiao's pair marginals from the same summary matrices, for checking:
-// out[a'][a][b'][b] = p(y_{u-1}=a', y_u=a, y_{v-1}=b', y_v=b), 1 ≤ u < v < n.
-void jiao_pair_marginals(const Chain& c, Workspace& ws, int64_t u, int64_t v, double* out);
+// The entropy H(Y | x) = log Z − E[s] and its gradient ∂H/∂θ = −Cov[F, s]
+// (the covariance kernel with r = s, E[F] cancelling), times `scale`:
+//   d_emissions: [n][S] (written; may alias c.emissions), d_transitions: [S][S] (added)
+// Returns H unscaled; 0 for an empty chain (then nothing is written).
+inline double entropy_gradient(const Chain& c, Workspace& ws, double* d_emissions,
+                               double* d_transitions, double scale = 1.0) {
+  if (c.n == 0) return 0.0;
+  AdditiveScore score;
+  score.log_potentials = true;
+  double log_z;
+  const double expected =
+      expectation_gradient(c, ws, score, d_emissions, d_transitions, &log_z, -scale);
+  return log_z - expected;
+}
 
 }  // namespace sscrf

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "covariance.hpp"
-#include "scaled_passes.hpp"
+#include "lattice/entropy_jiao.hpp"
+#include "lattice/scaled_passes.hpp"
 
 namespace sscrf {
 
@@ -22,11 +22,11 @@ struct JiaoLattice {
 };
 
 JiaoLattice build(const Chain& c, Workspace& ws) {
-  if (c.node_mask || c.edge_mask) throw std::invalid_argument("the jiao method does not support masks");
+  if (c.node_mask || c.edge_mask) throw InputError("the jiao method does not support masks");
   fill_node_potentials(c, ws);
   const TransitionFactors& f = factors_of(c, ws);
   if (!(scaled_forward(c, f, ws) && scaled_backward(c, f, ws)))
-    throw std::invalid_argument(
+    throw InputError(
         "the jiao reference works in scaled probabilities and cannot represent this chain "
         "(probabilities underflow); use method='fast'");
   JiaoLattice L{c.n, c.S, f.ld, {}, {}};
@@ -159,7 +159,7 @@ double entropy_gradient_jiao(const Chain& c, Workspace& ws, double* dE, double* 
 
 void jiao_pair_marginals(const Chain& c, Workspace& ws, int64_t u, int64_t v, double* out) {
   const int S = c.S;
-  if (!(1 <= u && u < v && v < c.n)) throw std::invalid_argument("need 1 <= u < v < n");
+  if (!(1 <= u && u < v && v < c.n)) throw InputError("need 1 <= u < v < n");
   const JiaoLattice L = build(c, ws);
   const int ld = L.ld;
   std::vector<double> P, Q(static_cast<size_t>(S) * S);

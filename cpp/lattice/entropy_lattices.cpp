@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "covariance.hpp"
-#include "dense_kernels.hpp"
-#include "scaled_passes.hpp"
+#include "lattice/entropy_lattices.hpp"
+#include "lattice/scaled_passes.hpp"
+#include "runtime/dense_kernels.hpp"
 
 namespace sscrf {
 
@@ -183,7 +183,7 @@ bool scaled_entropies(const Chain& c, Workspace& ws, double* node_entropy,
 
 double entropy_lattices(const Chain& c, Workspace& ws, double* node_entropy,
                         double* transition_entropy, double* h_alpha, double* h_beta) {
-  if (c.node_mask || c.edge_mask) throw std::invalid_argument("entropy lattices do not support masks");
+  if (c.node_mask || c.edge_mask) throw InputError("entropy lattices do not support masks");
   const int64_t n = c.n;
   const int S = c.S;
   if (n == 0) return 0.0;

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <limits>
 
-#include "dense_kernels.hpp"
-#include "chain.hpp"
-#include "scaled_passes.hpp"
+#include "lattice/forward_backward.hpp"
+#include "lattice/scaled_passes.hpp"
+#include "runtime/dense_kernels.hpp"
 
 namespace sscrf {
 

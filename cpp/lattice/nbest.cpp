@@ -33,12 +33,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "chain.hpp"
+#include "lattice/nbest.hpp"
 
 namespace sscrf {
 
@@ -83,7 +82,7 @@ struct LowerScore {
 int nbest(const Chain& c, int k, Workspace& ws, int32_t* paths, double* scores) {
   const int64_t n = c.n;
   const int S = c.S;
-  if (k < 1) throw std::invalid_argument("k must be a positive integer, got " + std::to_string(k));
+  if (k < 1) throw InputError("k must be a positive integer, got " + std::to_string(k));
   if (n == 0) {  // one labeling, the empty one, scoring 0
     scores[0] = 0.0;
     return 1;
@@ -94,7 +93,7 @@ int nbest(const Chain& c, int k, Workspace& ws, int32_t* paths, double* scores) 
   for (int64_t t = 0; t < n && K < k; ++t) K *= S;
   K = std::min<int64_t>(K, k);
   if (static_cast<int64_t>(S) * K > std::numeric_limits<int32_t>::max())
-    throw std::length_error("k * S is too large for n-best decoding");
+    throw InputError("k * S is too large for n-best decoding");
   const size_t layer = static_cast<size_t>(S) * K;
 
   // score[t][b][r], parent[t][b][r] = slot a*K + r' of its parent in layer
@@ -211,6 +210,20 @@ int nbest(const Chain& c, int k, Workspace& ws, int32_t* paths, double* scores) 
     }
   }
   return static_cast<int>(m);
+}
+
+int64_t nbest_rows(int64_t k, int64_t n, int S) {
+  if (k < 1) throw InputError("k must be a positive integer, got " + std::to_string(k));
+  // room for min(k, S^n) labelings, never more than there can be
+  const int64_t k_max = std::min<int64_t>(k, INT32_MAX);
+  int64_t rows = 1;
+  for (int64_t t = 0; t < n && rows < k_max; ++t) rows *= S;
+  rows = std::min(rows, k_max);
+  if (static_cast<double>(rows) * std::max<int64_t>(n, 1) * S > kMostNbestStates)
+    throw InputError("k = " + std::to_string(k) + " is too large for a sentence of " +
+                     std::to_string(n) + " tokens and " + std::to_string(S) +
+                     " labels (k·n·S must stay below 1e8, about 1.3 GB of lattice state)");
+  return rows;
 }
 
 }  // namespace sscrf

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <limits>
 
-#include "chain.hpp"
+#include "lattice/chain.hpp"
 
 namespace sscrf {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "dense_kernels.hpp"
-#include "chain.hpp"
+#include "lattice/viterbi.hpp"
+#include "runtime/dense_kernels.hpp"
 
 namespace sscrf {
 

@@ -1,5 +1,5 @@
 // Attribute vocabulary as a hash table, and feature-dict tokens to CSR in one pass.
-#include "attribute_index.hpp"
+#include "layer/attribute_index.hpp"
 
 #include <pybind11/numpy.h>
 
@@ -9,6 +9,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+
+#include "runtime/errors.hpp"
 
 namespace py = pybind11;
 
@@ -52,9 +54,9 @@ int32_t AttributeIndex::insert(std::string_view key, uint64_t h, bool& added) {
     std::memcpy(&id, arena_.data() + ((slots_[s] & ((uint64_t(1) << kTagShift) - 1)) - 1), 4);
     return id;
   }
-  if (size_ == INT32_MAX) throw std::length_error("more than 2^31 - 1 distinct attributes");
+  if (size_ == INT32_MAX) throw InputError("more than 2^31 - 1 distinct attributes");
   if (key.size() > UINT32_MAX || arena_.size() + 8 + key.size() >= (uint64_t(1) << kTagShift) - 1)
-    throw std::length_error("attribute strings too long in total");
+    throw InputError("attribute strings too long in total");
   const uint64_t offset = arena_.size();
   const int32_t id = size_;
   const uint32_t length = static_cast<uint32_t>(key.size());

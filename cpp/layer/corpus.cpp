@@ -1,5 +1,5 @@
 // Chunking of a corpus and the per-chunk attribute -> token index.
-#include "corpus.hpp"
+#include "layer/corpus.hpp"
 
 #include <algorithm>
 

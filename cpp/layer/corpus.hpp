@@ -107,6 +107,12 @@ struct Corpus {
     chunks();
     return absent_attributes_;
   }
+  // Work items of the gradient's back-projection Xᵀ·∂E, over all chunks.
+  int64_t n_back_projection_blocks() const {
+    int64_t n = 0;
+    for (const Chunk& ch : chunks()) n += static_cast<int64_t>(ch.slot_blocks.size()) - 1;
+    return n;
+  }
 
  private:
   void build_chunks() const;

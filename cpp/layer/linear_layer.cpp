@@ -1,10 +1,10 @@
 // Scoring E = X·W and back-projection Xᵀ·∂E over the attribute layout.
-#include "linear_layer.hpp"
+#include "layer/linear_layer.hpp"
 
 #include <algorithm>
 
-#include "dense_kernels.hpp"
-#include "parallel.hpp"
+#include "runtime/dense_kernels.hpp"
+#include "runtime/parallel.hpp"
 
 namespace sscrf {
 

@@ -15,9 +15,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "corpus.hpp"
-#include "dense_kernels.hpp"
-#include "parallel.hpp"
+#include "layer/corpus.hpp"
+#include "runtime/dense_kernels.hpp"
+#include "runtime/parallel.hpp"
 
 namespace sscrf {
 

@@ -1,17 +1,18 @@
-// Chunked, deterministic evaluation of a per-sequence objective over a
-// corpus (DESIGN.md "Chunks, determinism, bounded memory"), and the
-// objectives and decoders built on it.
+// Where the linear layer meets the lattice: chunked, deterministic
+// evaluation of a per-sequence objective over a corpus (DESIGN.md "Chunks,
+// determinism, bounded memory"), and the parallel pass the decoders share.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "corpus.hpp"
-#include "dense_kernels.hpp"
-#include "chain.hpp"
-#include "linear_layer.hpp"
-#include "parallel.hpp"
+#include "lattice/chain.hpp"
+#include "layer/corpus.hpp"
+#include "layer/linear_layer.hpp"
+#include "runtime/dense_kernels.hpp"
+#include "runtime/parallel.hpp"
+#include "runtime/scratch.hpp"
 
 namespace sscrf {
 
@@ -111,7 +112,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
                              n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
-  std::vector<Workspace> workspaces(n_threads);
+  PerThread<Workspace> workspaces(n_threads);
   // A group's sums: [loss | ∂T (S×S) | ∂start (S) | ∂end (S)]
   const int64_t width = 1 + SS + 2 * static_cast<int64_t>(S);
   constexpr int64_t kSliceEntries = 64;  // entries of the group sums per reduction item
@@ -160,7 +161,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, g1 - g0))
       for (int64_t g = g0; g < g1; ++g) {
         errors.run([&] {
-          Workspace& ws = workspaces[thread_id()];
+          Workspace& ws = workspaces.mine();
           double* sums = sums_of + (g - g0) * width;
           std::fill(sums, sums + width, 0.0);
           double* sum_start = sums + 1 + SS;
@@ -220,9 +221,15 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   return loss;
 }
 
+// The scores of one sequence, for the decoders (one per thread).
+struct alignas(64) SequenceRows {
+  Scratch emissions;  // [n][S]
+};
+
 // Runs f(seq, chain, ws) for every non-empty sequence in parallel, with the
-// sequence's emissions scored into ws.emissions and the corpus mask (if any)
-// on the chain. For decoders, whose outputs per sequence are disjoint.
+// sequence's emissions scored into the thread's rows and the corpus mask
+// (if any) on the chain. For decoders, whose outputs per sequence are
+// disjoint.
 template <class F>
 void for_each_sequence(const Corpus& corpus, const Layout& layout, const double* theta,
                        int n_threads, bool use_mask, F&& f) {
@@ -232,16 +239,18 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
   const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
                              n_threads);
   n_threads = effective_threads(n_threads, corpus.n_sequences / 16 + 1);
-  std::vector<Workspace> workspaces(n_threads);
+  PerThread<Workspace> workspaces(n_threads);
+  PerThread<SequenceRows> rows(n_threads);
   ExceptionCarrier errors;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(n_threads)
   for (int64_t s = 0; s < corpus.n_sequences; ++s) {
     errors.run([&] {
       const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
       if (te == tb) return;
-      Workspace& ws = workspaces[thread_id()];
-      ws.emissions.resize(static_cast<size_t>(te - tb) * S);
-      Chain c = scored_chain(corpus, layout, weights, factors, tb, te, ws.emissions.data());
+      Workspace& ws = workspaces.mine();
+      Scratch& emissions = rows.mine().emissions;
+      emissions.resize(static_cast<size_t>(te - tb) * S);
+      Chain c = scored_chain(corpus, layout, weights, factors, tb, te, emissions.data());
       c.node_mask = use_mask ? corpus.mask_at(tb) : nullptr;
       c.edge_mask = use_mask && te - tb > 1 ? corpus.edge_mask_from(tb) : nullptr;
       f(s, c, ws);
@@ -249,99 +258,5 @@ void for_each_sequence(const Corpus& corpus, const Layout& layout, const double*
   }
   errors.rethrow();
 }
-
-// Supervised negative log-likelihood Σ_seq w_seq (log Z - score(y)); returns
-// it and writes its gradient into grad.
-double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
-                            double* grad, int n_threads);
-
-// Viterbi labels [n_tokens] and best scores [n_sequences] (masks honoured).
-void decode_viterbi(const Corpus& corpus, const Layout& layout, const double* theta,
-                    int n_threads, int32_t* labels, double* scores);
-
-// Node marginals [n_tokens][S] and log Z [n_sequences] (masks honoured).
-void decode_marginals(const Corpus& corpus, const Layout& layout, const double* theta,
-                      int n_threads, double* node, double* log_z);
-
-// log p(y | x) [n_sequences] of the corpus labels (no masks).
-void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
-                                const double* theta, int n_threads, double* out);
-
-// Marginalised likelihood of partial / ambiguous annotations (Tsuboi et al.
-// 2008 eq. 3-4): Σ_x w_x (log Z(x) - log Z_L(x)), Z_L summing over the
-// labelings the corpus masks allow; gradient p - p_L by two forward-backward
-// passes.
-double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
-                                    const double* theta, double* grad, int n_threads);
-
-// Explicit alternative labelings of each sequence of a corpus:
-// labels[first[s] + k·n_s + t] is label t of alternative k of sequence s
-// (k < count[s], n_s its length), the sequences' alternatives one after
-// another. Built once per term (validated by the binding).
-struct AlternativeLabelings {
-  int64_t n_tokens = 0, n_sequences = 0;
-  std::vector<int64_t> count;    // [n_sequences], each >= 1
-  std::vector<int64_t> first;    // [n_sequences]
-  std::vector<int32_t> labels;   // [Σ_s count[s] · n_s]
-  int32_t largest_label = -1;    // checked against a layout's labels at each call
-};
-
-// −Σ_x w_x log Σ_k p(y_k | x) over the alternatives y_k of each sequence x
-// (a list: a labeling given twice counts twice). One forward-backward per
-// sequence: the gradient is w_x (E_p[F] − Σ_k q_k F(y_k)) with
-// q_k = p(y_k | x) / Σ_j p(y_j | x) = softmax_k score(y_k), since Z(x)
-// cancels (Tsuboi et al. 2008, eq. 4, with the allowed set listed).
-double alternatives_objective(const Corpus& corpus, const Layout& layout,
-                              const double* theta, double* grad, int n_threads,
-                              const AlternativeLabelings& alternatives);
-
-// Where the constraints of generalized expectation fire in a corpus, found
-// once per term (the corpus and the constraints are fixed while training):
-// constraint[token_ptr[t] .. token_ptr[t+1]) are the constraints whose
-// attribute occurs at token t (once per occurrence), counts[m] = C_m, and
-// active[s] = 1 when some constraint fires in sequence s.
-struct ConstraintFirings {
-  int n_constraints = 0;
-  int64_t n_tokens = 0, n_sequences = 0;
-  std::vector<int64_t> token_ptr;   // [n_tokens + 1]
-  std::vector<int32_t> constraint;  // [n_firings]
-  std::vector<double> counts;       // [n_constraints]
-  std::vector<uint8_t> active;      // [n_sequences]
-  // The same firings by constraint: m fires at the tokens
-  // firing_token[constraint_ptr[m] .. constraint_ptr[m+1]), ascending (a
-  // token once per occurrence), so that each constraint's sums can run on
-  // their own thread in the token order above.
-  std::vector<int64_t> constraint_ptr;  // [n_constraints + 1]
-  std::vector<int64_t> firing_token;    // [n_firings]
-  // constraint_of_attribute [n_attributes]: attribute -> constraint m or -1.
-  ConstraintFirings(const Corpus& corpus, const int32_t* constraint_of_attribute,
-                    int n_constraints);
-};
-
-// Generalized expectation, pass 1: for each constraint m, the sum of the
-// model's node marginals over the C_m tokens where it fires: sums [M][S].
-// With `emissions` [n_tokens][S], the emission rows of the sequences where
-// some constraint fires are also written there, for pass 2 at the same theta.
-void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
-                     int n_threads, const ConstraintFirings& firings, double* sums,
-                     double* emissions = nullptr);
-
-// Pass 2: grad = Σ_x Cov_x[F, r_x] with r_x(y) = Σ_j Σ_{m fires at j}
-// score_weights[m][y_j] (score_weights [M][S] = ∂loss/∂p̂_m / C_m). With
-// `emissions`, pass 1's rows at this theta are reused instead of rescoring.
-void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
-                 double* grad, int n_threads, const ConstraintFirings& firings,
-                 const double* score_weights, const double* emissions = nullptr);
-
-// Σ_x w_x H(Y | x) and its gradient, by Mann & McCallum's O(n S²) covariance
-// kernel or (jiao = true) by Jiao et al.'s O(n² S³) nested programme.
-double entropy_objective(const Corpus& corpus, const Layout& layout, const double* theta,
-                         double* grad, int n_threads, bool jiao);
-
-// Sequence entropies [n_sequences], token entropies H(Y_t) [n_tokens] and
-// transition entropies H(Y_t | Y_{t-1}) [n_tokens] (0 at each first token).
-void decode_entropy(const Corpus& corpus, const Layout& layout, const double* theta,
-                    int n_threads, double* sequence_entropy, double* token_entropy,
-                    double* transition_entropy);
 
 }  // namespace sscrf

@@ -5,25 +5,53 @@
 //   ∂loss/∂θ = Σ_x Cov_x[F, r_x],  r_x(y) = Σ_j Σ_{m fires at j} w_m(y_j),
 //   w_m(l) = (∂loss/∂p̂_m(l)) / C_m,
 // one O(n S²) pass for all constraints at once.
+#include "objectives/ge.hpp"
+
 #include <algorithm>
+#include <string>
 #include <vector>
 
-#include "covariance.hpp"
-#include "chunked.hpp"
+#include "lattice/covariance.hpp"
+#include "lattice/forward_backward.hpp"
+#include "objectives/chunked.hpp"
 
 namespace sscrf {
 
-ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int32_t* constraint_of_attribute,
+namespace {
+
+// Throws InputError unless map [n_map] covers the corpus's attributes with
+// constraint ids in [-1, n_constraints).
+void check_constraint_map(const Corpus& corpus, const int64_t* map, int64_t n_map,
+                                      int n_constraints) {
+  if (n_map < corpus.n_attributes)
+    throw InputError("constraint_of_attribute must be a 1-D int array with an entry per attribute");
+  if (n_constraints < 0) throw InputError("n_constraints must be >= 0");
+  for (int64_t a = 0; a < n_map; ++a)
+    if (map[a] < -1 || map[a] >= n_constraints)
+      throw InputError("constraint id " + std::to_string(map[a]) + " out of range [-1, " +
+                       std::to_string(n_constraints) + ")");
+}
+
+// One thread's GE node scores.
+struct alignas(64) GeScratch {
+  Scratch node;  // [n][S] Σ over the constraints firing at token t of w_m
+};
+
+}  // namespace
+
+// The map is checked first, before any member is sized by n_constraints.
+ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int64_t* map, int64_t n_map,
                                      int n_constraints_)
-    : n_constraints(n_constraints_),
+    : n_constraints((check_constraint_map(corpus, map, n_map, n_constraints_), n_constraints_)),
       n_tokens(corpus.n_tokens),
       n_sequences(corpus.n_sequences),
       token_ptr(static_cast<size_t>(corpus.n_tokens) + 1, 0),
       counts(static_cast<size_t>(n_constraints_), 0.0),
       active(static_cast<size_t>(corpus.n_sequences), 0) {
+  const int64_t* constraint_of_attribute = map;
   for (int64_t t = 0; t < corpus.n_tokens; ++t) {
     for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
-      const int32_t m = constraint_of_attribute[corpus.indices[k]];
+      const int32_t m = static_cast<int32_t>(constraint_of_attribute[corpus.indices[k]]);
       if (m < 0) continue;
       constraint.push_back(m);
       counts[m] += 1.0;
@@ -43,6 +71,11 @@ ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int32_t* constr
     active[s] = token_ptr[corpus.offsets[s + 1]] > token_ptr[corpus.offsets[s]];
 }
 
+void ConstraintFirings::check_corpus(const Corpus& corpus) const {
+  if (n_tokens != corpus.n_tokens || n_sequences != corpus.n_sequences)
+    throw InputError("these constraint firings were built for another corpus");
+}
+
 void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
                      int n_threads, const ConstraintFirings& firings, double* sums,
                      double* emissions) {
@@ -53,7 +86,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
                              n_threads);
   n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
-  std::vector<Workspace> workspaces(n_threads);
+  PerThread<Workspace> workspaces(n_threads);
   // Rows of active sequences only are written, and only they are read.
   UninitializedBuffer marginal_rows;
   ExceptionCarrier errors;
@@ -63,7 +96,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
     for (int64_t g = 0; g < n_groups; ++g) {
       errors.run([&] {
-        Workspace& ws = workspaces[thread_id()];
+        Workspace& ws = workspaces.mine();
         for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb || !firings.active[s]) continue;
@@ -97,20 +130,22 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
                  double* grad, int n_threads, const ConstraintFirings& firings,
                  const double* score_weights, const double* emissions) {
   const int S = layout.S;
+  PerThread<GeScratch> scratch(n_threads);
   evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
         const int64_t tb = corpus.offsets[s];
         // node score of token t: Σ over the constraints firing there of w_m
-        ws.ge_node.assign(static_cast<size_t>(c.n) * S, 0.0);
+        Scratch& node = scratch.mine().node;
+        node.assign(static_cast<size_t>(c.n) * S, 0.0);
         for (int64_t t = 0; t < c.n; ++t) {
           for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k) {
             const double* w = score_weights + static_cast<int64_t>(firings.constraint[k]) * S;
-            for (int l = 0; l < S; ++l) ws.ge_node[t * S + l] += w[l];
+            for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
           }
         }
         AdditiveScore r;
-        r.node = ws.ge_node.data();
+        r.node = node.data();
         expectation_gradient(c, ws, r, dE, dT, nullptr);
         return 0.0;  // the loss itself is a function of the expectations, computed by the caller
       },

@@ -1,14 +1,25 @@
-// The likelihood objectives (complete, partial and listed alternative
-// labelings) and the corpus decoders.
+// The likelihood of listed labelings: the complete labeling of each
+// sequence, or a list of alternatives per sequence.
+#include "objectives/likelihood.hpp"
+
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
+#include <string>
 
-#include "chunked.hpp"
+#include "lattice/forward_backward.hpp"
+#include "objectives/chunked.hpp"
 
 namespace sscrf {
 
 namespace {
+
+// One thread's buffers for listed_labelings_loss.
+struct alignas(64) ListedScratch {
+  Scratch q;     // [K] q_k of a sequence's labelings
+  Scratch edge;  // [S][S] edge marginal sums, before the weight
+};
 
 // One sequence's −w log Σ_k p(y_k | x) over its K listed labelings
 // y [K][n] (K = 1: the likelihood, −w log p(y | x)), and its gradient:
@@ -16,11 +27,11 @@ namespace {
 // likewise with edge marginals and transition counts added into dT, where
 // q_k = p(y_k | x) / Σ_j p(y_j | x) = softmax_k score(y_k), since Z(x)
 // cancels (Tsuboi et al. 2008, eq. 4, with the allowed set listed).
-double listed_labelings_loss(const Chain& c, Workspace& ws, double w, const int32_t* y,
-                             int64_t K, double* dE, double* dT) {
+double listed_labelings_loss(const Chain& c, Workspace& ws, ListedScratch& own, double w,
+                             const int32_t* y, int64_t K, double* dE, double* dT) {
   const int S = c.S;
   // q_k from the labelings' scores, read before dE overwrites E
-  Scratch& q = ws.alternative_weights;
+  Scratch& q = own.q;
   q.resize(static_cast<size_t>(K));
   double top = -std::numeric_limits<double>::infinity();
   for (int64_t k = 0; k < K; ++k) {
@@ -34,9 +45,9 @@ double listed_labelings_loss(const Chain& c, Workspace& ws, double w, const int3
   if (w == 1.0) {
     log_z = forward_backward(c, ws, dE, nullptr, dT);
   } else {
-    ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-    log_z = forward_backward(c, ws, dE, nullptr, ws.edge_scratch.data());
-    for (int i = 0; i < S * S; ++i) dT[i] += w * ws.edge_scratch[i];
+    own.edge.assign(static_cast<size_t>(S) * S, 0.0);
+    log_z = forward_backward(c, ws, dE, nullptr, own.edge.data());
+    for (int i = 0; i < S * S; ++i) dT[i] += w * own.edge[i];
     for (int64_t i = 0; i < c.n * S; ++i) dE[i] *= w;
   }
   for (int64_t k = 0; k < K; ++k) {
@@ -52,55 +63,64 @@ double listed_labelings_loss(const Chain& c, Workspace& ws, double w, const int3
 
 }  // namespace
 
-double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
-                            double* grad, int n_threads) {
-  return evaluate_chunked(
-      corpus, layout, theta, grad, n_threads,
-      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
-        return listed_labelings_loss(c, ws, corpus.weight(s), &corpus.labels[corpus.offsets[s]],
-                                     1, dE, dT);
-      });
+AlternativeLabelings::AlternativeLabelings(const Corpus& corpus, const int64_t* y,
+                                           int64_t n_y, const int64_t* g, int64_t n_groups)
+    : n_tokens(corpus.n_tokens),
+      n_sequences(corpus.n_sequences),
+      count(static_cast<size_t>(corpus.n_sequences), 0),
+      first(static_cast<size_t>(corpus.n_sequences), 0) {
+  int64_t n_labels = 0;
+  for (int64_t k = 0; k < n_groups; ++k) {
+    const int64_t prev = k ? g[k - 1] : -1;
+    if (k == 0 ? g[k] != 0 : g[k] != prev && g[k] != prev + 1)
+      throw InputError("groups must run 0, 1, 2, ... without gaps (non-decreasing, every "
+                       "sequence present), got " + std::to_string(g[k]) + " after " +
+                       std::to_string(prev));
+    if (g[k] >= corpus.n_sequences)
+      throw InputError("groups names sequence " + std::to_string(g[k]) + " but the corpus has " +
+                       std::to_string(corpus.n_sequences));
+    if (g[k] != prev) first[g[k]] = n_labels;
+    ++count[g[k]];
+    n_labels += corpus.offsets[g[k] + 1] - corpus.offsets[g[k]];
+  }
+  if (corpus.n_sequences > 0 && (n_groups == 0 || g[n_groups - 1] != corpus.n_sequences - 1))
+    throw InputError("groups must give every one of the corpus's " +
+                     std::to_string(corpus.n_sequences) + " sequences at least one alternative");
+  if (n_y != n_labels)
+    throw InputError("labels must hold " + std::to_string(n_labels) + " label ids (each "
+                     "alternative as long as its sequence), got " + std::to_string(n_y));
+  for (int64_t i = 0; i < n_labels; ++i) {
+    if (y[i] < 0 || y[i] > INT32_MAX)
+      throw InputError("label id " + std::to_string(y[i]) + " out of range");
+    largest_label = std::max(largest_label, static_cast<int32_t>(y[i]));
+  }
+  labels.assign(y, y + n_labels);
 }
 
-double partial_likelihood_objective(const Corpus& corpus, const Layout& layout,
-                                    const double* theta, double* grad, int n_threads) {
-  const int S = layout.S;
+double likelihood_objective(const Corpus& corpus, const Layout& layout, const double* theta,
+                            double* grad, int n_threads) {
+  PerThread<ListedScratch> scratch(n_threads);
   return evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
-        const int64_t tb = corpus.offsets[s];
-        const double w = corpus.weight(s);
-        // Constrained pass first: the unconstrained one overwrites the emissions.
-        Chain constrained = c;
-        constrained.node_mask = corpus.mask_at(tb);
-        constrained.edge_mask = c.n > 1 ? corpus.edge_mask_from(tb) : nullptr;
-        Scratch& p_allowed = ws.partial_node;
-        p_allowed.resize(static_cast<size_t>(c.n) * S);
-        ws.partial_edge.assign(static_cast<size_t>(S) * S, 0.0);
-        const double log_z_allowed =
-            forward_backward(constrained, ws, p_allowed.data(), nullptr, ws.partial_edge.data());
-        // ∂(log Z - log Z_L) = p - p_L, for nodes and for edges; with unit
-        // weight the free pass adds its edge sums to dT itself
-        const bool unit = w == 1.0;
-        if (!unit) ws.edge_scratch.assign(static_cast<size_t>(S) * S, 0.0);
-        const double log_z =
-            forward_backward(c, ws, dE, nullptr, unit ? dT : ws.edge_scratch.data());
-        for (int64_t i = 0; i < c.n * S; ++i) dE[i] = w * (dE[i] - p_allowed[i]);
-        if (unit)
-          for (int i = 0; i < S * S; ++i) dT[i] -= ws.partial_edge[i];
-        else
-          for (int i = 0; i < S * S; ++i) dT[i] += w * (ws.edge_scratch[i] - ws.partial_edge[i]);
-        return w * (log_z - log_z_allowed);
+        return listed_labelings_loss(c, ws, scratch.mine(), corpus.weight(s),
+                                     &corpus.labels[corpus.offsets[s]], 1, dE, dT);
       });
 }
 
 double alternatives_objective(const Corpus& corpus, const Layout& layout,
                               const double* theta, double* grad, int n_threads,
                               const AlternativeLabelings& alternatives) {
+  if (alternatives.n_tokens != corpus.n_tokens || alternatives.n_sequences != corpus.n_sequences)
+    throw InputError("these alternatives were built for another corpus");
+  if (alternatives.largest_label >= layout.S)
+    throw InputError("label id " + std::to_string(alternatives.largest_label) +
+                     " out of range for " + std::to_string(layout.S) + " labels");
+  PerThread<ListedScratch> scratch(n_threads);
   double loss = evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
-        return listed_labelings_loss(c, ws, corpus.weight(s),
+        return listed_labelings_loss(c, ws, scratch.mine(), corpus.weight(s),
                                      &alternatives.labels[alternatives.first[s]],
                                      alternatives.count[s], dE, dT);
       });
@@ -110,36 +130,6 @@ double alternatives_objective(const Corpus& corpus, const Layout& layout,
     if (corpus.offsets[s + 1] == corpus.offsets[s] && alternatives.count[s] > 1)
       loss -= corpus.weight(s) * std::log(static_cast<double>(alternatives.count[s]));
   return loss;
-}
-
-void decode_viterbi(const Corpus& corpus, const Layout& layout, const double* theta,
-                    int n_threads, int32_t* labels, double* scores) {
-  for_each_sequence(corpus, layout, theta, n_threads, true,
-                    [&](int64_t s, const Chain& c, Workspace& ws) {
-                      scores[s] = viterbi(c, ws, labels + corpus.offsets[s]);
-                    });
-}
-
-void decode_marginals(const Corpus& corpus, const Layout& layout, const double* theta,
-                      int n_threads, double* node, double* log_z) {
-  const int S = layout.S;
-  for_each_sequence(corpus, layout, theta, n_threads, true,
-                    [&](int64_t s, const Chain& c, Workspace& ws) {
-                      log_z[s] = forward_backward(c, ws, node + corpus.offsets[s] * S,
-                                                  nullptr, nullptr);
-                    });
-}
-
-void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
-                                const double* theta, int n_threads, double* out) {
-  std::fill(out, out + corpus.n_sequences, 0.0);  // empty sequences: log 1
-  for_each_sequence(corpus, layout, theta, n_threads, false,
-                    [&](int64_t s, const Chain& c, Workspace& ws) {
-                      const int32_t* y = &corpus.labels[corpus.offsets[s]];
-                      // log p <= 0; for a near-certain labeling, the rounding of two
-                      // sums of n terms can put its score a few ulps above log Z
-                      out[s] = std::min(0.0, labeling_score(c, y) - log_partition(c, ws));
-                    });
 }
 
 }  // namespace sscrf

@@ -1,11 +1,11 @@
 // Optimiser vector passes: fixed blocks, block sums added in block order.
-#include "vector_passes.hpp"
+#include "optim/vector_passes.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "dense_kernels.hpp"
-#include "parallel.hpp"
+#include "runtime/dense_kernels.hpp"
+#include "runtime/parallel.hpp"
 
 namespace sscrf {
 

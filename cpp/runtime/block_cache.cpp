@@ -1,4 +1,4 @@
-#include "block_cache.hpp"
+#include "runtime/block_cache.hpp"
 
 #include <mutex>
 #include <new>

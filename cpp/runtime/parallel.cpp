@@ -1,4 +1,4 @@
-#include "parallel.hpp"
+#include "runtime/parallel.hpp"
 
 #include <atomic>
 

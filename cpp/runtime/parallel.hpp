@@ -12,7 +12,7 @@
 #include <mutex>
 #include <new>
 
-#include "block_cache.hpp"
+#include "runtime/block_cache.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
