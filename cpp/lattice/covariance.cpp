@@ -29,7 +29,7 @@ constexpr size_t kEdgeAheadBytes = 24 * 1024;
 // Labels b..b+3 of a row of S node scores as a vec4, 0 past S (all 0 for
 // a null row), so that the loops over labels run a vec4 at a time over
 // padded rows. A row's last vec4 is put together in registers: copied to a
-// padded row first, it was read back across stores that could not be
+// padded row first, it would be read back across stores that cannot be
 // forwarded, on the backward sweep's dependency chain.
 __attribute__((always_inline)) inline vec4 node_scores4(const double* row, int S, int b) {
   if (!row) return splat4(0.0);
@@ -140,11 +140,9 @@ bool scaled_expectation_gradient(const Chain& c, const TransitionFactors& f, Wor
   // first on its own, then G g_t and alpha_{t-1} · G for every t at once
   // (matrix_product); the two sweeps then read one matrix per position
   // instead of two. Two 49 x 52 matrices take 40 KB, more than many L1
-  // caches hold, and were read from L2 at every position: the kernel took
-  // 0.88x the time this way at 49 labels, 0.97x at 44, 0.99x at 40, and
-  // 1.01x / 1.04x / 1.09x at 32 / 22 / 9, where the one sweep's three
-  // products share their loads and hide each other's latency (AMD EPYC,
-  // 32 KB L1; bench/kernel_ab).
+  // caches hold, and would be read from L2 at every position; with fewer
+  // labels the one sweep's three products share their loads and hide each
+  // other's latency, so kEdgeAheadBytes sets where this starts.
   const bool edge_ahead = shared_edge && n > 1 &&
                           2 * sizeof(double) * static_cast<size_t>(S) * ld > kEdgeAheadBytes;
   double* edge_forward = nullptr;   // [n-1][ld]: alpha_{t-1} · G at t - 1

@@ -42,8 +42,8 @@ struct Chunk {
 // residual rows stay in the last-level cache.
 constexpr int64_t kChunkTokens = 32768;
 // With many labels a chunk's residual rows (tokens x S doubles) outgrow any
-// cache and become an evaluation's largest scratch (78 MB at 300 labels,
-// where the whole of CRFsuite's training took 141 MB): corpora for a model
+// cache and become an evaluation's largest scratch (78 MB at 300 labels):
+// corpora for a model
 // of S labels take chunks of at most kChunkResidualDoubles / S tokens (the
 // same 32k up to 128 labels), at least kMinChunkTokens.
 constexpr int64_t kChunkResidualDoubles = int64_t{1} << 22;
@@ -53,8 +53,7 @@ inline int64_t chunk_tokens_for_labels(int64_t S) {
   return n > kChunkTokens ? kChunkTokens : n < kMinChunkTokens ? kMinChunkTokens : n;
 }
 // Work groups of about kGroupTokens tokens: a chunk has a few hundred, so
-// that the last groups to finish keep few of 16 threads waiting (256 tokens
-// left about 7% of the scoring phase idle at 16 threads on CoNLL-2000).
+// that the last groups to finish keep few of 16 threads waiting.
 constexpr int64_t kGroupTokens = 128;
 // A back-projection block holds about 1/kBlocksPerChunk of its chunk's
 // work (occurrences, plus kSlotWork per attribute for its gradient row),

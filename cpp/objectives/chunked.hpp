@@ -44,8 +44,7 @@ inline Chain scored_chain(const Corpus& corpus, const Layout& layout,
 // rows of attributes absent from the corpus (those past its n_attributes
 // too), T, start and end. Each other row is zeroed by the first chunk where
 // its attribute occurs, so the gradient is not streamed through once more
-// only to be zeroed (59 MB written, each line read first, per dense
-// CoNLL-2000 evaluation).
+// only to be zeroed (a dense model's gradient is tens of MB).
 inline void zero_rows_no_chunk_writes(const Corpus& corpus, const Layout& layout, double* grad,
                                       int n_threads) {
   const std::vector<int32_t>& absent = corpus.absent_attributes();
@@ -119,10 +118,9 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
   const int64_t n_slices = (width + kSliceEntries - 1) / kSliceEntries;
   // Groups run in waves whose sums take at most kGroupSumsBytes (but at
   // least 8 groups per thread): a chunk's few hundred groups hold S² sums
-  // each, 186 MB per chunk at 300 labels where the whole of CRFsuite's
-  // training took 141 MB. Each entry of the chunk's sums is added up group
-  // after group from 0 whatever the waves, so their number, and with it the
-  // thread count, does not change a bit.
+  // each, 186 MB per chunk at 300 labels. Each entry of the chunk's sums is
+  // added up group after group from 0 whatever the waves, so their number,
+  // and with it the thread count, does not change a bit.
   const int64_t wave_groups = std::max<int64_t>(
       8 * static_cast<int64_t>(n_threads),
       static_cast<int64_t>(kGroupSumsBytes / sizeof(double)) / width);
@@ -145,7 +143,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
     // entries of chunk_sums, in group order.
     const auto reduce_slice = [&](int64_t item, int64_t g0, int64_t g1) {
       // The groups are the outer loop so that the slice's entries are read
-      // as one run per group (entry by entry, a group's sums were a stride
+      // as one run per group (entry by entry, a group's sums are a stride
       // of width apart).
       const int64_t e0 = item * kSliceEntries, e1 = std::min(width, e0 + kSliceEntries);
       double total[kSliceEntries];

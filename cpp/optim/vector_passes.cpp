@@ -18,9 +18,8 @@ int64_t block_count(int64_t n) { return (n + kReductionBlock - 1) / kReductionBl
 // are streamed through it, each against the residents it pairs with, up to four
 // streamed vectors side by side (a bundle). One long read stream in flight
 // at a time leaves most of the memory bandwidth unused; a dozen side by side
-// with their accumulators in memory spend it on loads and stores. On dense
-// CoNLL-2000 (7.4M parameters, twelve float history vectors) one stream at a
-// time read at about 8 GB/s and bundles of three or four at about 13 GB/s.
+// with their accumulators in memory spend it on loads and stores; bundles
+// of three or four read about 1.6x as fast as one stream.
 // The optimiser's residents are the new pair, the gradient and the iterate:
 // 4 × 64 KiB per block, up to eight blocks per unit.
 struct DotPlan {
@@ -200,8 +199,7 @@ __attribute__((always_inline)) inline void dot_bundle_of_shape(int G, int R, con
 // Every bundle streams its vectors through the whole unit, its sums stored
 // and restarted at each block boundary: a block's sums are those it would
 // have on its own, while each stream runs unbroken for several blocks
-// (dense CoNLL-2000, 7.4M parameters: units of 8 blocks took 0.80x the time
-// of single blocks in the optimiser's products, same bits).
+// (units of 8 blocks: 0.8x the time of single blocks, same bits).
 SSCRF_SIMD_CLONES
 void dot_products_unit(const std::vector<VectorRef>& vectors, const DotPlan& plan,
                        int64_t begin, int64_t end, double* widened, double* sums,
@@ -397,10 +395,9 @@ int64_t blocks_per_unit(int64_t n_blocks, int threads, int64_t most) {
 }
 
 // Units of the products alone, and of the secant pass fused with them, which
-// writes the new pair just before the products read it. Fused units of 8
-// blocks took 1.22x the time of single blocks on a 16-core Xeon (20 dense
-// L-BFGS iterations, at 1 and at 16 threads; 2 blocks were inconclusive)
-// and 0.9x on a Zen 4 (60 iterations, 1 thread): the larger loss decides.
+// writes the new pair just before the products read it. Fused units of
+// several blocks lost more on some machines (1.22x) than they gained on
+// others (0.9x), so fused units stay single blocks.
 constexpr int64_t kMostUnitBlocks = 8;
 constexpr int64_t kMostFusedUnitBlocks = 1;
 

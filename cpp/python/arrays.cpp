@@ -135,12 +135,12 @@ ChainArrays make_chain(const py::object& emissions, const py::object& transition
 }
 
 Doubles checked_theta(const Corpus& corpus, const Layout& layout, const py::object& theta_o,
-                      bool use_mask, int n_threads) {
+                      bool use_mask, int n_threads, int64_t finite_from) {
   checked_threads(n_threads);
   auto theta = Doubles::ensure(theta_o);
   if (!theta) fail("theta must be a 1-D float array");
   require_shape(theta, {layout.n_parameters()}, "theta");
-  require_finite(theta.data(), theta.size(), "theta", n_threads);
+  require_finite(theta.data() + finite_from, theta.size() - finite_from, "theta", n_threads);
   if (corpus.n_attributes > layout.n_attributes)
     fail("the corpus has more attributes than the model layout");
   if (use_mask && (!corpus.mask.empty() || !corpus.edge_mask.empty()) &&

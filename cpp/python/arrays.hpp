@@ -75,10 +75,11 @@ auto run_chain(F&& f) {
   }
 }
 
-// theta [n_parameters] of the layout, finite, for this corpus; with
-// use_mask, the corpus masks must have the layout's label count.
+// theta [n_parameters] of the layout, finite from entry finite_from on (a
+// call that reads no weight of W checks only what it reads), for this
+// corpus; with use_mask, the corpus masks must have the layout's label count.
 Doubles checked_theta(const Corpus& corpus, const Layout& layout, const py::object& theta_o,
-                      bool use_mask, int n_threads);
+                      bool use_mask, int n_threads, int64_t finite_from = 0);
 // The corpus has labels, all below the layout's label count.
 void require_labels(const Corpus& corpus, const Layout& layout);
 

@@ -6,10 +6,8 @@
 // comes back as fresh pages whenever malloc maps it anew (glibc does for
 // every block over 32 MiB): the kernel zeroes every page on its first
 // touch, and unmapping it in a multi-threaded process interrupts every core
-// that runs one of its threads to flush its TLB. On a 2-core KVM guest an
-// observed likelihood call with 60 attributes per token and 9 labels (a
-// 35 MB copy of the weight rows) took 1.5x as long so, one with 150 labels
-// (39 MB of residual rows) 1.2x (README, "Other shapes").
+// that runs one of its threads to flush its TLB (up to 1.5x the time of a
+// likelihood call whose scratch is tens of MB).
 // So freed blocks of at least kCachedBlockBytes wait here, in one
 // process-wide list (a block freed by one thread serves the next call on
 // any thread), up to kMaxCachedBytes; release_cached_blocks() hands them

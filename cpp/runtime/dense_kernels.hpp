@@ -42,9 +42,8 @@ inline const char* kernel_target() {
 #endif
 }
 
-// Rows are padded to whole vec4s, not to pairs of them: with 8-lane padding
-// 3 labels took 8 lanes and 17 took 24 (the likelihood 3-6% slower on
-// BC2GM and UD POS tags; same bits).
+// Rows are padded to whole vec4s, not to pairs of them: 8-lane padding
+// gives 3 labels 8 lanes and 17 labels 24, work spent on zeros.
 constexpr int kBlock = 4;
 
 inline int padded_width(int S) { return (S + kBlock - 1) / kBlock * kBlock; }
@@ -241,13 +240,11 @@ __attribute__((always_inline)) inline void vector_pair_matrix_tile(
 // rows of M and N (row stride ld): each row of M is loaded once for x and y,
 // and the products' independent accumulator chains overlap where separate
 // products would each wait on their own. Tiles of up to 12 lanes with N (9
-// chains) and 24 without (12 chains; at 12 lanes the 6 chains of 4-cycle
-// multiply-adds left the units idle: GE's gradient 0.97x at S = 22 and 49)
-// keep the multiply-adds busy without splitting the rows even/odd as
-// vector_matrix does: the split doubled the accumulators and so narrowed
-// the tiles, with more broadcasts per multiply-add (the covariance kernel
-// 2-4% slower at 3-49 labels). 24 lanes with N would take 18 accumulators,
-// more than AVX2's 16 registers.
+// chains) and 24 without (12 chains: 6 chains of 4-cycle multiply-adds
+// leave the units idle) keep the multiply-adds busy without splitting the
+// rows even/odd as vector_matrix does (the split doubles the accumulators,
+// narrowing the tiles). 24 lanes with N would take 18 accumulators, more
+// than AVX2's 16 registers.
 template <bool kWithN>
 __attribute__((always_inline)) inline void vector_pair_matrix_impl(
     const double* x, const double* y, const double* M, const double* N, int rows, int ld,
@@ -361,8 +358,7 @@ __attribute__((always_inline)) inline void matrix_product(const double* A, const
 // exp(row[b] - m) for the kVecs vec4s at row (see exp_shifted_row). The
 // polynomials of the vec4s are evaluated side by side: one row's Horner
 // chain is 12 dependent multiply-adds, and with the vec4s one after the
-// other the out-of-order window held too few of them to hide that latency
-// (the chain's last instructions took most of the forward pass's samples).
+// other the out-of-order window holds too few of them to hide that latency.
 template <int kVecs>
 __attribute__((always_inline)) inline void exp_shifted_tile(double* row, double m) {
   const vec4 log2e = splat4(1.4426950408889634);

@@ -67,11 +67,8 @@ inline int effective_threads(int requested, int64_t work) {
 
 // The allocator of the buffers that the kernels read a vec4 at a time:
 // each starts on a cache line, so that rows of ld doubles (a multiple of 4)
-// are whole vec4s within lines. From malloc (16-byte aligned; its large
-// blocks start 16 bytes past a page) half the buffers started mid-vec4,
-// every other vec4 of their rows then straddled two lines, and a
-// vector-matrix product over such a matrix ran 1.3-1.4x slower at 22 and
-// 49 labels.
+// are whole vec4s within lines. malloc aligns to 16 bytes only, and a row
+// whose vec4s straddle two lines made a vector-matrix product 1.3x slower.
 constexpr std::size_t kCacheLine = 64;
 template <class T>
 struct CacheLineAligned {
