@@ -37,10 +37,12 @@ link_pair() {
   for slot in a b; do
     local build=$2
     [ "$slot" = b ] && build=$3
-    local src="$work/$build/cpp"
-    local files=("$here/wrap.cpp" "$src/covariance.cpp" "$src/forward_backward.cpp")
+    local src="$work/$build/cpp" lat="$work/$build/cpp" run="$work/$build/cpp"
+    # sources by layer (cpp/lattice, cpp/runtime), or flat in cpp/ before that
+    [ -d "$src/lattice" ] && lat="$src/lattice" && run="$src/runtime"
+    local files=("$here/wrap.cpp" "$lat/covariance.cpp" "$lat/forward_backward.cpp")
     # the lattice buffers' allocator, from 8889cee on
-    [ -f "$src/block_cache.cpp" ] && files+=("$src/block_cache.cpp")
+    [ -f "$run/block_cache.cpp" ] && files+=("$run/block_cache.cpp")
     for f in "${files[@]}"; do
       local o="$work/$out-$slot-$(basename "$f" .cpp).o"
       g++ $flags -I"$src" -Dsscrf="kernel_ab_ns_$slot" -DKERNEL_AB_ENTRY="kernel_ab_$slot" \

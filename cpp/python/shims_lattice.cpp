@@ -57,7 +57,6 @@ py::tuple viterbi_shim(const py::object& E, const py::object& T, const py::objec
 
 py::tuple nbest_shim(const py::object& E, const py::object& T, int64_t k, const py::object& start,
                      const py::object& end, const py::object& mask, const py::object& edge_mask) {
-  if (k < 1) fail("k must be a positive integer, got " + std::to_string(k));
   auto c = make_chain(E, T, start, end, mask, edge_mask);
   const int64_t n = c.chain.n;
   const int64_t rows = nbest_rows(k, n, c.chain.S);

@@ -1,3 +1,4 @@
+// The process-wide list of large scratch blocks kept between evaluations (block_cache.hpp).
 #include "runtime/block_cache.hpp"
 
 #include <mutex>

@@ -1,3 +1,4 @@
+// The fork guard of the OpenMP helpers: a child forked after threads started runs on one (parallel.hpp).
 #include "runtime/parallel.hpp"
 
 #include <atomic>
