@@ -155,8 +155,8 @@ __attribute__((always_inline)) inline void dot_bundle(const T* const* b, const d
       const vec4 v = load4_any(b[g] + i);
       for (int r = 0; r < R; ++r) acc[g * R + r] += load4(a[r] + i) * v;
     }
-  // An explicit fma: left to the compiler, the tail was contracted for a
-  // float b but not for a double one, so a product's bits depended on its
+  // An explicit fma: left to the compiler, the tail is contracted for a
+  // float b but not for a double one, so a product's bits would depend on its
   // side.
   for (int g = 0; g < G; ++g)
     for (int r = 0; r < R; ++r) {
