@@ -41,7 +41,7 @@ PYBIND11_MODULE(_core, m) {
   // while sscrf/__init__ is still importing this module.
   py::object error_class = py::module_::import("sscrf.errors").attr("SscrfError");
   sscrf_error = error_class.release().ptr();
-  py::register_exception_translator(&translate_input_error);
+  py::register_local_exception_translator(&translate_input_error);
 
   m.doc() = "sscrf compiled core (private): lattice kernels and chunked objectives";
   // the largest |value| of a score, feature value or weight the kernels take
