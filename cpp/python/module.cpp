@@ -33,7 +33,6 @@ void translate_input_error(std::exception_ptr p) {
   }
 }
 
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
