@@ -286,32 +286,46 @@ def test_one_term_evaluated_from_two_threads_at_once():
     assert got == want
 
 
-def test_ge_objective_rejects_bad_emissions_and_weights():
+def test_ge_passes_reject_bad_emissions_and_weights():
     tiny = Tiny(3, [3, 2, 4], p_fire=0.5)
     attrs = [0, 2]
     firings = _core.ConstraintFirings(tiny.corpus, constraint_map(tiny.A, attrs), len(attrs))
     theta = np.zeros(tiny.n_params)
     N, S = tiny.corpus.n_tokens, tiny.S
-    good = lambda sums: np.zeros((len(attrs), S))  # noqa: E731
+    good = np.zeros((len(attrs), S))
     read_only = np.zeros((N, S))
     read_only.flags.writeable = False
     for bad in (np.zeros((N + 1, S)), np.zeros((N, S), dtype=np.float32), read_only,
                 np.zeros((S, N)).T, [[0.0] * S] * N):
         with pytest.raises(ValueError, match="emissions must be"):
-            _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings, good, emissions=bad)
+            _core.ge_expectations(tiny.corpus, tiny.layout, theta, 1, firings, emissions=bad)
+        if bad is not read_only:  # pass 2 only reads the rows
+            with pytest.raises(ValueError, match="emissions must be"):
+                _core.ge_gradient(tiny.corpus, tiny.layout, theta, 1, firings, good,
+                                  emissions=bad)
     with pytest.raises(ValueError, match="score_weights"):
-        _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings,
-                           lambda sums: np.zeros((len(attrs) + 1, S)))
+        _core.ge_gradient(tiny.corpus, tiny.layout, theta, 1, firings,
+                          np.zeros((len(attrs) + 1, S)))
     with pytest.raises(ValueError, match="score_weights"):
-        _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings,
-                           lambda sums: np.full((len(attrs), S), np.nan))
+        _core.ge_gradient(tiny.corpus, tiny.layout, theta, 1, firings,
+                          np.full((len(attrs), S), np.nan))
 
-    def fails(sums):
-        raise RuntimeError("from the callback")
 
-    with pytest.raises(RuntimeError, match="from the callback"):
-        _core.ge_objective(tiny.corpus, tiny.layout, theta, 1, firings, fails,
-                           emissions=np.zeros((N, S)))
+def test_ge_passes_sharing_emissions_match_rescoring():
+    # pass 2 reading pass 1's rows gives the bits of pass 2 scoring them anew
+    tiny = Tiny(3, [3, 2, 4, 5, 1], p_fire=0.5)
+    attrs = [0, 2]
+    firings = _core.ConstraintFirings(tiny.corpus, constraint_map(tiny.A, attrs), len(attrs))
+    theta = np.random.default_rng(4).normal(size=tiny.n_params)
+    weights = np.random.default_rng(5).normal(size=(len(attrs), tiny.S))
+    rows = np.full((tiny.corpus.n_tokens, tiny.S), np.nan)
+    shared = _core.ge_expectations(tiny.corpus, tiny.layout, theta, 1, firings, emissions=rows)
+    alone = _core.ge_expectations(tiny.corpus, tiny.layout, theta, 1, firings)
+    assert shared.tobytes() == alone.tobytes()
+    reused = _core.ge_gradient(tiny.corpus, tiny.layout, theta, 1, firings, weights,
+                               emissions=rows)
+    rescored = _core.ge_gradient(tiny.corpus, tiny.layout, theta, 1, firings, weights)
+    assert reused.tobytes() == rescored.tobytes()
 
 
 def test_term_rejects_bad_input():

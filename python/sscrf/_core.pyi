@@ -1,4 +1,7 @@
-"""Type stub of the private compiled core (kept in sync by tests/test_core_stub.py)."""
+"""Type stub of the private compiled core (kept in sync by tests/test_core_stub.py).
+
+Bad values raise sscrf.errors.SscrfError (a ValueError).
+"""
 
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
@@ -93,16 +96,15 @@ class ConstraintFirings:
     def __init__(self, corpus: Corpus, constraint_of_attribute: Array,
                  n_constraints: int) -> None: ...
 
+# GE's two passes at one theta: pass 1 (ge_expectations) gives the constraints' sums of
+# node marginals (n_constraints, S); with `emissions` (n_tokens, S, float64, C-contiguous),
+# it also keeps the scored rows there, and pass 2 (ge_gradient) given the same buffer and
+# the same theta reads them instead of scoring the corpus again.
 def ge_expectations(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
-                    firings: ConstraintFirings) -> Array: ...
+                    firings: ConstraintFirings, emissions: Optional[Array] = None) -> Array: ...
 def ge_gradient(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
                 firings: ConstraintFirings, score_weights: Array,
-                out: Optional[Array] = None) -> Array: ...
-# Both passes at one theta: score_weights_of(sums) gives pass 2's weights; with
-# `emissions` (n_tokens, S), pass 1's scored rows are kept there for pass 2.
-def ge_objective(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
-                 firings: ConstraintFirings, score_weights_of: Callable[[Array], Array],
-                 out: Optional[Array] = None, emissions: Optional[Array] = None) -> Array: ...
+                out: Optional[Array] = None, emissions: Optional[Array] = None) -> Array: ...
 
 # Optimiser vector passes over C-contiguous vectors of one length, used in place
 # (float64; the L-BFGS history `vectors`, `step` and `y` may be float32); sums run in

@@ -271,6 +271,12 @@ class GE(Term):
     smoothing : float > 0
         δ above (``kl``).
 
+    Attributes
+    ----------
+    firings : _core.ConstraintFirings
+        Where each constraint fires in the corpus, and ``C_m`` (``counts``):
+        what ``_core.ge_expectations`` and ``_core.ge_gradient`` read.
+
     Raises
     ------
     ValueError
@@ -301,8 +307,8 @@ class GE(Term):
         self.constraint_of_attribute = np.ascontiguousarray(constraint_of_attribute,
                                                             dtype=np.int64)
         M = targets.shape[0]
-        self._firings = _core.ConstraintFirings(corpus, self.constraint_of_attribute, M)
-        counts = self._firings.counts
+        self.firings = _core.ConstraintFirings(corpus, self.constraint_of_attribute, M)
+        counts = self.firings.counts
         empty = np.flatnonzero(counts == 0)
         if len(empty):
             raise SscrfError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
@@ -318,7 +324,7 @@ class GE(Term):
         """The model's label distributions ``p̂`` (M, S), smoothed as the penalty uses them."""
         sums = _core.ge_expectations(self.corpus, self.layout,
                                      np.ascontiguousarray(theta, dtype=np.float64),
-                                     self.n_threads, self._firings)
+                                     self.n_threads, self.firings)
         return self._smoothed(sums)
 
     def _smoothed(self, sums):
@@ -341,36 +347,39 @@ class GE(Term):
                         0.0).sum(axis=1)
 
     def _evaluate(self, theta, out):
-        M, S = self.targets.shape
-        value = None
-
-        def score_weights_of(sums):  # called by C++ between its two passes
-            nonlocal value
-            p_hat = self._smoothed(sums)
-            value = float(self._per_constraint(p_hat).sum())
-            if self.penalty == "l2":
-                d_p_hat = 2.0 * (p_hat - self.targets)
-                d_sums = 1.0 / self.counts
-            else:
-                d_p_hat = np.where(self._positive,
-                                   -self.targets / np.where(self._positive, p_hat, 1.0), 0.0)
-                d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
-            return np.ascontiguousarray(d_p_hat * d_sums[:, None])
-
+        S = self.targets.shape[1]
         # One evaluation at a time keeps its scores in the cache; another
         # thread's evaluation meanwhile scores the corpus twice (same bits).
+        # Both passes get the same theta: pass 2 reads the rows pass 1 scored.
         cached = self._emissions_in_use.acquire(blocking=False)
         try:
             if (cached and self._emissions is None
                     and self.corpus.n_tokens * S * 8 <= self.EMISSION_CACHE_BYTES):
                 self._emissions = np.empty((self.corpus.n_tokens, S))
-            grad = _core.ge_objective(self.corpus, self.layout, theta, self.n_threads,
-                                      self._firings, score_weights_of, out=out,
-                                      emissions=self._emissions if cached else None)
+            emissions = self._emissions if cached else None
+            sums = _core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
+                                         self.firings, emissions=emissions)
+            value, score_weights = self._score_weights(sums)
+            grad = _core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
+                                     self.firings, score_weights, out=out, emissions=emissions)
         finally:
             if cached:
                 self._emissions_in_use.release()
         return value, grad
+
+    def _score_weights(self, sums):
+        """The penalty's value and pass 2's weights ``∂loss/∂p̂_m / C_m`` (M, S)."""
+        S = self.targets.shape[1]
+        p_hat = self._smoothed(sums)
+        value = float(self._per_constraint(p_hat).sum())
+        if self.penalty == "l2":
+            d_p_hat = 2.0 * (p_hat - self.targets)
+            d_sums = 1.0 / self.counts
+        else:
+            d_p_hat = np.where(self._positive,
+                               -self.targets / np.where(self._positive, p_hat, 1.0), 0.0)
+            d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
+        return value, np.ascontiguousarray(d_p_hat * d_sums[:, None])
 
 
 @register("alternatives")

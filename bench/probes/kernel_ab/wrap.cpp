@@ -3,8 +3,14 @@
 // builds of the same sources link into one binary (see run.sh).
 #include <vector>
 
+// Sources laid out by layer (cpp/lattice/...) or, before that, flat (cpp/).
+#if __has_include("lattice/covariance.hpp")
+#include "lattice/covariance.hpp"
+#include "lattice/forward_backward.hpp"
+#else
 #include "covariance.hpp"
 #include "lattice.hpp"
+#endif
 
 // Runs one kernel over every chain of a corpus of emission rows and returns
 // a sum of its outputs (so that nothing is optimised away).

@@ -1,0 +1,123 @@
+// A corpus as the kernels see it: a CSR attribute matrix over tokens, the
+// sequence boundaries, optional labels, weights and label masks, and the
+// fixed partition into chunks that makes evaluation deterministic.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace sscrf {
+
+// A run of whole sequences of at most kChunkTokens tokens (or one longer
+// sequence). Chunks depend on the corpus only, never on the thread count.
+struct Chunk {
+  int64_t seq_begin = 0, seq_end = 0;  // sequences [seq_begin, seq_end)
+  int64_t tok_begin = 0, tok_end = 0;  // tokens [tok_begin, tok_end)
+  // Sequence indices cutting the chunk into work groups of about
+  // kGroupTokens tokens: group g is [group_bounds[g], group_bounds[g+1]).
+  std::vector<int64_t> group_bounds;
+  // Attribute -> occurrences in this chunk, for the back-projection
+  // Xᵀ·∂E by attribute: attribute attributes[i] occurs at the tokens
+  // token[attr_ptr[i] .. attr_ptr[i+1]) (relative to tok_begin) with value[...].
+  std::vector<int32_t> attributes;
+  std::vector<int64_t> attr_ptr;
+  std::vector<int32_t> token;
+  std::vector<double> value;  // or empty when the corpus values are constant
+  // first[i] = 1 when attributes[i] occurs in no earlier chunk: its
+  // gradient row is zeroed there, while in cache, rather than by a pass
+  // over the whole gradient before the first chunk.
+  std::vector<uint8_t> first;
+  // The back-projection's work items: slot ranges [slot_blocks[j],
+  // slot_blocks[j+1]) of about equal work. A few frequent attributes hold
+  // much of a chunk's occurrences, and they come first in attribute order:
+  // fixed-size ranges left one range with a tenth of the work on CoNLL-2000,
+  // which held 16 threads back.
+  std::vector<int64_t> slot_blocks;
+};
+
+// Default token budget of a chunk (DESIGN.md: "say 32k tokens"): few
+// enough chunks that the two fork-joins per chunk cost little even when the
+// threads share their cores with other work, small enough that a chunk's
+// residual rows stay in the last-level cache.
+constexpr int64_t kChunkTokens = 32768;
+// With many labels a chunk's residual rows (tokens x S doubles) outgrow any
+// cache and become an evaluation's largest scratch (78 MB at 300 labels):
+// corpora for a model
+// of S labels take chunks of at most kChunkResidualDoubles / S tokens (the
+// same 32k up to 128 labels), at least kMinChunkTokens.
+constexpr int64_t kChunkResidualDoubles = int64_t{1} << 22;
+constexpr int64_t kMinChunkTokens = 1024;
+inline int64_t chunk_tokens_for_labels(int64_t S) {
+  const int64_t n = kChunkResidualDoubles / (S < 1 ? 1 : S);
+  return n > kChunkTokens ? kChunkTokens : n < kMinChunkTokens ? kMinChunkTokens : n;
+}
+// Work groups of about kGroupTokens tokens: a chunk has a few hundred, so
+// that the last groups to finish keep few of 16 threads waiting.
+constexpr int64_t kGroupTokens = 128;
+// A back-projection block holds about 1/kBlocksPerChunk of its chunk's
+// work (occurrences, plus kSlotWork per attribute for its gradient row),
+// but at least kMinBlockWork of it, so that dispatching blocks costs little.
+constexpr int64_t kBlocksPerChunk = 512;
+constexpr int64_t kSlotWork = 4;
+constexpr int64_t kMinBlockWork = 256;
+
+struct Corpus {
+  int64_t n_tokens = 0;
+  int64_t n_sequences = 0;
+  int32_t n_attributes = 0;
+  std::vector<int64_t> indptr;   // [n_tokens + 1]
+  std::vector<int32_t> indices;  // [nnz] attribute ids
+  // [nnz] attribute values, or empty when every value is constant_value
+  // (binary features: 8 bytes per entry less to store and to stream)
+  std::vector<double> values;
+  double constant_value = 1.0;
+  std::vector<int64_t> offsets;  // [n_sequences + 1] token offsets
+  std::vector<int32_t> labels;   // [n_tokens] gold label ids, or empty
+  std::vector<double> weights;   // [n_sequences] sequence weights, or empty (all 1)
+  std::vector<uint8_t> mask;     // [n_tokens][mask_labels] allowed labels, or empty
+  int mask_labels = 0;
+  // [n_tokens][mask_labels][mask_labels] allowed transitions into each token
+  // (y_{t-1}, y_t), or empty; the row of a sequence's first token is unused.
+  std::vector<uint8_t> edge_mask;
+  int64_t chunk_tokens = kChunkTokens;  // token budget of a chunk, >= 1
+
+  double weight(int64_t seq) const { return weights.empty() ? 1.0 : weights[seq]; }
+  const uint8_t* mask_at(int64_t token) const {
+    return mask.empty() ? nullptr : &mask[token * mask_labels];
+  }
+  // The edge mask of the sequence starting at `first_token`, as [n-1][S][S].
+  const uint8_t* edge_mask_from(int64_t first_token) const {
+    return edge_mask.empty()
+               ? nullptr
+               : &edge_mask[(first_token + 1) * static_cast<int64_t>(mask_labels) * mask_labels];
+  }
+  // The chunks with their attribute indices, and the attributes below
+  // n_attributes that occur in no token (their gradient rows are zeroed
+  // before the chunks, no chunk writes them). What the objectives need and
+  // the decoders do not (building them costs about as much as a Viterbi
+  // pass), so they are built on first use, once, by whichever thread asks
+  // first; the arrays above must be filled and validated by then.
+  const std::vector<Chunk>& chunks() const {
+    std::call_once(chunks_built_, [this] { build_chunks(); });
+    return chunks_;
+  }
+  const std::vector<int32_t>& absent_attributes() const {
+    chunks();
+    return absent_attributes_;
+  }
+  // Work items of the gradient's back-projection Xᵀ·∂E, over all chunks.
+  int64_t n_back_projection_blocks() const {
+    int64_t n = 0;
+    for (const Chunk& ch : chunks()) n += static_cast<int64_t>(ch.slot_blocks.size()) - 1;
+    return n;
+  }
+
+ private:
+  void build_chunks() const;
+  mutable std::once_flag chunks_built_;
+  mutable std::vector<Chunk> chunks_;
+  mutable std::vector<int32_t> absent_attributes_;
+};
+
+}  // namespace sscrf

@@ -1,0 +1,155 @@
+// Generalized expectation (Mann & McCallum 2008) on an unlabeled corpus, in
+// two chunked passes: the model's label distribution at the positions where
+// each constraint's attribute fires, then the gradient of any loss of those
+// distributions through the covariance kernel (DESIGN.md kernel 3):
+//   ∂loss/∂θ = Σ_x Cov_x[F, r_x],  r_x(y) = Σ_j Σ_{m fires at j} w_m(y_j),
+//   w_m(l) = (∂loss/∂p̂_m(l)) / C_m,
+// one O(n S²) pass for all constraints at once.
+#include "objectives/ge.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lattice/covariance.hpp"
+#include "lattice/forward_backward.hpp"
+#include "objectives/chunked.hpp"
+
+namespace sscrf {
+
+namespace {
+
+// Throws InputError unless map [n_map] covers the corpus's attributes with
+// constraint ids in [-1, n_constraints).
+void check_constraint_map(const Corpus& corpus, const int64_t* map, int64_t n_map,
+                                      int n_constraints) {
+  if (n_map < corpus.n_attributes)
+    throw InputError("constraint_of_attribute must be a 1-D int array with an entry per attribute");
+  if (n_constraints < 0) throw InputError("n_constraints must be >= 0");
+  for (int64_t a = 0; a < n_map; ++a)
+    if (map[a] < -1 || map[a] >= n_constraints)
+      throw InputError("constraint id " + std::to_string(map[a]) + " out of range [-1, " +
+                       std::to_string(n_constraints) + ")");
+}
+
+// One thread's GE node scores.
+struct alignas(64) GeScratch {
+  Scratch node;  // [n][S] Σ over the constraints firing at token t of w_m
+};
+
+}  // namespace
+
+// The map is checked first, before any member is sized by n_constraints.
+ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int64_t* map, int64_t n_map,
+                                     int n_constraints_)
+    : n_constraints((check_constraint_map(corpus, map, n_map, n_constraints_), n_constraints_)),
+      n_tokens(corpus.n_tokens),
+      n_sequences(corpus.n_sequences),
+      token_ptr(static_cast<size_t>(corpus.n_tokens) + 1, 0),
+      counts(static_cast<size_t>(n_constraints_), 0.0),
+      active(static_cast<size_t>(corpus.n_sequences), 0) {
+  const int64_t* constraint_of_attribute = map;
+  for (int64_t t = 0; t < corpus.n_tokens; ++t) {
+    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+      const int32_t m = static_cast<int32_t>(constraint_of_attribute[corpus.indices[k]]);
+      if (m < 0) continue;
+      constraint.push_back(m);
+      counts[m] += 1.0;
+    }
+    token_ptr[t + 1] = static_cast<int64_t>(constraint.size());
+  }
+  constraint_ptr.assign(static_cast<size_t>(n_constraints) + 1, 0);
+  for (const int32_t m : constraint) ++constraint_ptr[m + 1];
+  for (int m = 0; m < n_constraints; ++m) constraint_ptr[m + 1] += constraint_ptr[m];
+  firing_token.resize(constraint.size());
+  std::vector<int64_t> cursor(constraint_ptr.begin(), constraint_ptr.end() - 1);
+  for (int64_t t = 0; t < corpus.n_tokens; ++t)
+    for (int64_t k = token_ptr[t]; k < token_ptr[t + 1]; ++k) firing_token[cursor[constraint[k]]++] = t;
+  // Sequences where nothing fires have r ≡ 0: they add nothing to the
+  // expectations' sums nor to the gradient, so neither pass scores them.
+  for (int64_t s = 0; s < corpus.n_sequences; ++s)
+    active[s] = token_ptr[corpus.offsets[s + 1]] > token_ptr[corpus.offsets[s]];
+}
+
+void ConstraintFirings::check_corpus(const Corpus& corpus) const {
+  if (n_tokens != corpus.n_tokens || n_sequences != corpus.n_sequences)
+    throw InputError("these constraint firings were built for another corpus");
+}
+
+void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
+                     int n_threads, const ConstraintFirings& firings, double* sums,
+                     double* emissions) {
+  const int S = layout.S;
+  std::fill(sums, sums + static_cast<int64_t>(firings.n_constraints) * S, 0.0);
+  const double* T = theta + layout.transitions_offset();
+  const TransitionFactors factors(T, S);
+  const LayerWeights weights(layout, theta, static_cast<int64_t>(corpus.indices.size()),
+                             n_threads);
+  n_threads = effective_threads(n_threads, std::max<int64_t>(corpus.n_sequences, 1));
+  PerThread<Workspace> workspaces(n_threads);
+  // Rows of active sequences only are written, and only they are read.
+  UninitializedBuffer marginal_rows;
+  ExceptionCarrier errors;
+  for (const Chunk& ch : corpus.chunks()) {
+    double* const marginals = marginal_rows.reserve(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
+    const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
+    for (int64_t g = 0; g < n_groups; ++g) {
+      errors.run([&] {
+        Workspace& ws = workspaces.mine();
+        for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
+          const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
+          if (te == tb || !firings.active[s]) continue;
+          double* rows = &marginals[(tb - ch.tok_begin) * S];
+          double* scored = emissions ? emissions + tb * S : rows;
+          const Chain c = scored_chain(corpus, layout, weights, factors, tb, te, scored);
+          forward_backward(c, ws, rows, nullptr, nullptr);
+        }
+      });
+    }
+    errors.rethrow();
+    // One constraint per work item, its tokens in token order, so the sums
+    // do not depend on the thread count (only tokens of active sequences
+    // have firings, and marginals).
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, firings.n_constraints))
+    for (int m = 0; m < firings.n_constraints; ++m) {
+      const int64_t* first = firings.firing_token.data() + firings.constraint_ptr[m];
+      const int64_t* last = firings.firing_token.data() + firings.constraint_ptr[m + 1];
+      const int64_t* begin = std::lower_bound(first, last, ch.tok_begin);
+      const int64_t* end = std::lower_bound(begin, last, ch.tok_end);
+      double* out = sums + static_cast<int64_t>(m) * S;
+      for (const int64_t* t = begin; t < end; ++t) {
+        const double* p = &marginals[(*t - ch.tok_begin) * S];
+        for (int l = 0; l < S; ++l) out[l] += p[l];
+      }
+    }
+  }
+}
+
+void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
+                 double* grad, int n_threads, const ConstraintFirings& firings,
+                 const double* score_weights, const double* emissions) {
+  const int S = layout.S;
+  PerThread<GeScratch> scratch(n_threads);
+  evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        const int64_t tb = corpus.offsets[s];
+        // node score of token t: Σ over the constraints firing there of w_m
+        Scratch& node = scratch.mine().node;
+        node.assign(static_cast<size_t>(c.n) * S, 0.0);
+        for (int64_t t = 0; t < c.n; ++t) {
+          for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k) {
+            const double* w = score_weights + static_cast<int64_t>(firings.constraint[k]) * S;
+            for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
+          }
+        }
+        AdditiveScore r;
+        r.node = node.data();
+        expectation_gradient(c, ws, r, dE, dT, nullptr);
+        return 0.0;  // the loss itself is a function of the expectations, computed by the caller
+      },
+      firings.active.data(), emissions);
+}
+
+}  // namespace sscrf

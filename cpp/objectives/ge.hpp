@@ -1,0 +1,55 @@
+// Generalized expectation criteria: where the constraints fire, and the two
+// chunked passes (expectations, then the gradient of any loss of them).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "layer/corpus.hpp"
+#include "layer/linear_layer.hpp"
+
+namespace sscrf {
+
+// Where the constraints of generalized expectation fire in a corpus, found
+// once per term (the corpus and the constraints are fixed while training):
+// constraint[token_ptr[t] .. token_ptr[t+1]) are the constraints whose
+// attribute occurs at token t (once per occurrence), counts[m] = C_m, and
+// active[s] = 1 when some constraint fires in sequence s.
+struct ConstraintFirings {
+  int n_constraints = 0;
+  int64_t n_tokens = 0, n_sequences = 0;
+  std::vector<int64_t> token_ptr;   // [n_tokens + 1]
+  std::vector<int32_t> constraint;  // [n_firings]
+  std::vector<double> counts;       // [n_constraints]
+  std::vector<uint8_t> active;      // [n_sequences]
+  // The same firings by constraint: m fires at the tokens
+  // firing_token[constraint_ptr[m] .. constraint_ptr[m+1]), ascending (a
+  // token once per occurrence), so that each constraint's sums can run on
+  // their own thread in the token order above.
+  std::vector<int64_t> constraint_ptr;  // [n_constraints + 1]
+  std::vector<int64_t> firing_token;    // [n_firings]
+  // constraint_of_attribute [n_map >= corpus.n_attributes]: attribute ->
+  // constraint m in [0, n_constraints) or -1. Throws InputError otherwise.
+  ConstraintFirings(const Corpus& corpus, const int64_t* constraint_of_attribute, int64_t n_map,
+                    int n_constraints);
+  // Throws InputError unless these firings were built for `corpus`.
+  void check_corpus(const Corpus& corpus) const;
+};
+
+// Generalized expectation, pass 1: for each constraint m, the sum of the
+// model's node marginals over the C_m tokens where it fires: sums [M][S].
+// With `emissions` [n_tokens][S], the emission rows of the sequences where
+// some constraint fires are also written there, for pass 2 at the same theta.
+void ge_expectations(const Corpus& corpus, const Layout& layout, const double* theta,
+                     int n_threads, const ConstraintFirings& firings, double* sums,
+                     double* emissions = nullptr);
+
+// Pass 2: grad = Σ_x Cov_x[F, r_x] with r_x(y) = Σ_j Σ_{m fires at j}
+// score_weights[m][y_j] (score_weights [M][S] = ∂loss/∂p̂_m / C_m). With
+// `emissions`, pass 1's rows are read instead of rescoring: the caller
+// guarantees that pass 1 wrote them at this same theta.
+void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
+                 double* grad, int n_threads, const ConstraintFirings& firings,
+                 const double* score_weights, const double* emissions = nullptr);
+
+}  // namespace sscrf

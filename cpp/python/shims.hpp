@@ -1,0 +1,115 @@
+// The named shim functions that module.cpp binds: each converts and checks
+// its Python arguments (arrays.hpp), releases the GIL and calls the core.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "layer/attribute_index.hpp"
+#include "layer/corpus.hpp"
+#include "layer/linear_layer.hpp"
+#include "objectives/ge.hpp"
+#include "objectives/likelihood.hpp"
+
+namespace sscrf::python {
+
+namespace py = pybind11;
+
+// runtime and optimiser passes (shims_runtime.cpp)
+py::dict build_info_shim();
+int64_t chunk_tokens_for_shim(int64_t n_labels);
+size_t release_scratch_shim();
+size_t cached_scratch_bytes_shim();
+py::array_t<double> dot_products_shim(const py::sequence& vectors, const py::object& pairs,
+                                      int n_threads);
+double linear_combination_shim(const py::object& out, const py::object& coefficients,
+                               const py::sequence& vectors, const py::object& reference,
+                               bool confine, int n_threads);
+void step_along_shim(const py::object& out, const py::object& x, double alpha,
+                     const py::object& d, int n_threads);
+py::object secant_pair_shim(const py::object& x, const py::object& trial,
+                            const py::object& gradient, const py::object& previous_gradient,
+                            const py::object& step, const py::object& y, int n_threads,
+                            const py::object& vectors, const py::object& pairs);
+double add_l2_prior_shim(const py::object& theta, const py::object& grad, double c2,
+                         int n_threads);
+
+// single-chain lattice kernels (shims_lattice.cpp)
+double log_partition_shim(const py::object& emissions, const py::object& transitions,
+                          const py::object& start, const py::object& end, const py::object& mask,
+                          const py::object& edge_mask);
+py::tuple marginals_shim(const py::object& emissions, const py::object& transitions,
+                         const py::object& start, const py::object& end, const py::object& mask,
+                         const py::object& edge_mask);
+py::tuple viterbi_shim(const py::object& emissions, const py::object& transitions,
+                       const py::object& start, const py::object& end, const py::object& mask,
+                       const py::object& edge_mask);
+py::tuple nbest_shim(const py::object& emissions, const py::object& transitions, int64_t k,
+                     const py::object& start, const py::object& end, const py::object& mask,
+                     const py::object& edge_mask);
+py::tuple entropy_lattices_shim(const py::object& emissions, const py::object& transitions,
+                                const py::object& start, const py::object& end);
+py::tuple entropy_gradient_shim(const py::object& emissions, const py::object& transitions,
+                                const py::object& start, const py::object& end,
+                                const std::string& method);
+py::tuple expectation_gradient_shim(const py::object& emissions, const py::object& transitions,
+                                    const py::object& node_scores, const py::object& edge_scores,
+                                    const py::object& start, const py::object& end);
+py::array_t<double> jiao_pair_marginals_shim(const py::object& emissions,
+                                             const py::object& transitions,
+                                             const py::object& start, const py::object& end,
+                                             int64_t u, int64_t v);
+
+// corpora, layouts, the attribute vocabulary (shims_corpus.cpp)
+std::shared_ptr<Corpus> make_corpus(const py::object& indptr, const py::object& indices,
+                                    const py::object& values, const py::object& offsets,
+                                    int64_t n_attributes, const py::object& labels,
+                                    const py::object& weights, const py::object& mask,
+                                    const py::object& edge_mask, int64_t chunk_tokens);
+std::shared_ptr<Layout> make_layout(const py::object& row_ptr, const py::object& label_ids,
+                                    int n_labels);
+std::shared_ptr<AttributeIndex> make_attribute_index(const py::iterable& attributes);
+void renumber_attributes(AttributeIndex& index, const py::object& new_id);
+py::tuple renumber_csr_shim(const py::object& indptr, const py::object& indices,
+                            const py::object& values, const py::object& new_id);
+
+// objectives and decoders over a corpus (shims_objectives.cpp)
+py::tuple likelihood_shim(const Corpus& corpus, const Layout& layout, const py::object& theta,
+                          int n_threads, const py::object& out);
+py::tuple partial_likelihood_shim(const Corpus& corpus, const Layout& layout,
+                                  const py::object& theta, int n_threads, const py::object& out);
+std::shared_ptr<AlternativeLabelings> make_alternatives(const Corpus& corpus,
+                                                        const py::object& labels,
+                                                        const py::object& groups);
+py::tuple alternatives_likelihood_shim(const Corpus& corpus, const Layout& layout,
+                                       const py::object& theta, int n_threads,
+                                       const AlternativeLabelings& alternatives,
+                                       const py::object& out);
+py::tuple entropy_objective_shim(const Corpus& corpus, const Layout& layout,
+                                 const py::object& theta, int n_threads,
+                                 const std::string& method, const py::object& out);
+py::tuple viterbi_corpus_shim(const Corpus& corpus, const Layout& layout,
+                              const py::object& theta, int n_threads);
+py::tuple marginals_corpus_shim(const Corpus& corpus, const Layout& layout,
+                                const py::object& theta, int n_threads);
+py::array_t<double> log_probability_corpus_shim(const Corpus& corpus, const Layout& layout,
+                                                const py::object& theta, int n_threads);
+py::tuple entropy_corpus_shim(const Corpus& corpus, const Layout& layout,
+                              const py::object& theta, int n_threads);
+std::shared_ptr<ConstraintFirings> make_firings(const Corpus& corpus,
+                                                const py::object& constraint_of_attribute,
+                                                int n_constraints);
+py::array_t<double> ge_expectations_shim(const Corpus& corpus, const Layout& layout,
+                                         const py::object& theta, int n_threads,
+                                         const ConstraintFirings& firings,
+                                         const py::object& emissions);
+py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py::object& theta,
+                           int n_threads, const ConstraintFirings& firings,
+                           const py::object& score_weights, const py::object& out,
+                           const py::object& emissions);
+
+}  // namespace sscrf::python
