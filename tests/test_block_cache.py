@@ -1,5 +1,5 @@
 """Scratch memory. Large blocks are kept from one evaluation to the next
-(cpp/block_cache.hpp): reusing them must not change a result, and training
+(cpp/runtime/block_cache.hpp): reusing them must not change a result, and training
 gives them back when it ends. Corpora for models of many labels take
 smaller chunks, so that a chunk's residual rows stay bounded."""
 

@@ -1,4 +1,4 @@
-"""Entropy kernels (DESIGN.md kernels 3, 4, 5) and the ``entropy`` objective term.
+"""Entropy kernels (docs/architecture.md, kernels 3, 4, 5) and the ``entropy`` objective term.
 
 Every reference here is computed independently of the code under test:
 
@@ -9,7 +9,7 @@ Every reference here is computed independently of the code under test:
   ``Cov[F, r]`` for indicator features F;
 - by central finite differences of those brute-force quantities.
 
-The only library-vs-library comparison is the one DESIGN.md asks for: the
+The only library-vs-library comparison is the one docs/architecture.md describes: the
 ``fast`` and ``jiao`` entropy gradients agree norm-wise on chains too long to
 enumerate (both are also checked against brute force on tiny chains).
 """

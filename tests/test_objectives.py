@@ -446,7 +446,7 @@ def test_chunk_index_built_once_by_whichever_call_comes_first():
 def test_group_sums_reduced_in_waves_match_one_wave():
     # With 128 labels a group's sums (loss, S x S transitions, start, end)
     # take 130 KB, so the 256 groups of a 32k-token chunk run in waves of
-    # at most 16 MiB of sums (cpp/objective.hpp): 3 waves at 1 thread, 2 at
+    # at most 16 MiB of sums (cpp/objectives/chunked.hpp): 3 waves at 1 thread, 2 at
     # 16. Chunks of 8k tokens hold 64 groups, one wave, for the reference.
     A, S = 50, 128
     big = big_corpus(seed=11, n_tokens=33_000, A=A, S=S)

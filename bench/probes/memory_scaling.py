@@ -146,7 +146,7 @@ def phases(out, X, y, peak):
     index = {label: i for i, label in enumerate(sorted({l for s in y for l in s}))}
     labels = np.fromiter((index[l] for s in y for l in s), dtype=np.int32)
     corpus = compile_corpus(features, labels=labels)
-    # What the C++ corpus holds (cpp/corpus.hpp): its CSR copy (int64 indptr,
+    # What the C++ corpus holds (cpp/layer/corpus.hpp): its CSR copy (int64 indptr,
     # int32 ids, double values), int32 labels, int64 offsets, and per chunk
     # of whole sentences of at most 32768 tokens (corpus.cpp) the attribute
     # index: int32 token + double value per entry, plus an int32 id and an

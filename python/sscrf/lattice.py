@@ -130,7 +130,7 @@ def sequence_entropy(emissions, transitions, start=None, end=None):
     """H(Y | x) of the chain's distribution, >= 0.
 
     Computed from the H-alpha lattice as a sum of non-negative terms
-    (DESIGN.md kernel 4), not as ``log Z - E[score]``, which rounding can
+    (docs/architecture.md, kernel 4), not as ``log Z - E[score]``, which rounding can
     push below zero.
     """
     _check_real(emissions=emissions, transitions=transitions, start=start, end=end)

@@ -86,7 +86,7 @@ class CRF:
         features this training uses). Too large a γ drives the model to
         confident wrong labelings: on EWT UPOS with 100 labeled and 3,000
         unlabeled sentences, γ = 0.5 took accuracy from 79% to 47%
-        (``bench/entropy_weight_ewt.py``). The model weighs every attribute
+        (``bench/papers/entropy_weight_ewt.py``). The model weighs every attribute
         of the labeled and unlabeled sentences with every label, so it
         grows with the unlabeled vocabulary; ``min_freq`` bounds it.
     entropy_method : {"fast", "jiao"}

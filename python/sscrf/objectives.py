@@ -250,7 +250,7 @@ class GE(Term):
     Gradient: for a loss ``L(p̂)``, ``∂L/∂θ = Σ_x Cov_x[F, r_x(y)]`` with
     ``r_x(y) = Σ_j Σ_{m fires at j} w_m(y_j)`` and
     ``w_m = (∂L/∂p̂_m)·(∂p̂_m/∂q_m)``, e.g. ``w_m(l) = −p̃_m(l) / (p̂_m(l)·C_m·(1 + S·δ))``
-    for the KL; the covariance kernel (DESIGN.md, kernel 3) handles every
+    for the KL; the covariance kernel (docs/architecture.md, kernel 3) handles every
     constraint at once in O(n S²) per sentence. Each evaluation takes two
     chunked passes over the corpus (expectations, then gradient); both are
     deterministic, so value and gradient have the same bits for any thread

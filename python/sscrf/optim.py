@@ -56,7 +56,7 @@ basis ``s_1..s_m, y_1..y_m, v``, and the two-loop recursion runs on its
 history — one of dot products (the new pair and the new ``v`` against the
 basis, and ``‖x‖²``), one linear combination — plus the step ``x + α·d``, one
 ``g·d`` per trial and the secant pair, all threaded (``n_threads``) over fixed
-blocks in :mod:`sscrf._core` (``cpp/vector_passes.cpp``), so their sums have
+blocks in :mod:`sscrf._core` (``cpp/optim/vector_passes.cpp``), so their sums have
 the same bits for any thread count.
 
 Best point

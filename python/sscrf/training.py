@@ -611,7 +611,7 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
                          n_threads=n_threads, x_scale=x_scale)
     finally:
         # The kernels keep their large scratch from one evaluation to the
-        # next (cpp/block_cache.hpp); training is over, so it goes back.
+        # next (cpp/runtime/block_cache.hpp); training is over, so it goes back.
         _core.release_scratch()
 
 
