@@ -163,18 +163,35 @@ def add_tag(commands):
 def add_eval(commands):
     """The parser of ``sscrf eval``."""
     sub = _command(
-        commands, "eval", "chunk precision/recall/F1 and token accuracy",
-        "Score predictions the way conlleval does: chunk precision, recall and F1\n"
-        "(a chunk is right when its type and both ends are), overall and per chunk\n"
-        "type, and token accuracy.\n\n"
+        commands, "eval", "conlleval's chunk report, or per-label token scores",
+        "Score predictions the way conlleval (2004) does, with its report byte for byte:\n"
+        "'processed N tokens with M phrases; found: F phrases; correct: C.', the\n"
+        "token accuracy and chunk precision, recall and F1 overall, then per chunk\n"
+        "type (a chunk is right when its type and both ends are). conlleval counts a\n"
+        "-DOCSTART- line as a token; sscrf drops them, so on files that have them the\n"
+        "token count and the accuracy differ by those lines (chunk counts do not).\n"
+        "When no gold label is a chunk tag (B-X, I-X; POS tags, say), or with\n"
+        "--tokens, it prints per-label token precision, recall and F1 and the item\n"
+        "and sentence accuracies, as CRFsuite's 'tag -qt' does.\n\n"
         "  sscrf eval FILE            FILE's last column is the prediction, the one\n"
-        "                             before it the gold label ('sscrf tag' output)\n"
-        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score")
+        "                             before it the gold label ('sscrf tag' output;\n"
+        "                             with --marginals or --probability, tag's help says\n"
+        "                             where they go; N-best output: use 'tag -n K\n"
+        "                             --best-last' or score its first labeling column)\n"
+        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score\n\n"
+        "A FILE whose last two columns share no label (an untagged 'word POS chunk'\n"
+        "file, say) is refused.")
     sub.add_argument("file", metavar="FILE",
                      help="tagged file, or the test file with -m ('-': standard input)")
     sub.add_argument("-m", "--model", metavar="MODEL", help="tag FILE with this model first")
     sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
                      help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
+    report = sub.add_mutually_exclusive_group()
+    report.add_argument("--tokens", action="store_true",
+                        help="per-label token precision / recall / F1 and accuracy (automatic "
+                             "when no gold label is a chunk tag)")
+    report.add_argument("--chunks", action="store_true",
+                        help="conlleval's chunk report even when no gold label is a chunk tag")
     conllu_options(sub, "FILE (with -m)")
     model_threads_option(sub)
 
