@@ -37,7 +37,9 @@ examples:
   sscrf eval -m chunk.model test.txt
   sscrf dump chunk.model --top 30
   sscrf demo
-  sscrf select --model chunk.model --pool pool.txt --strategy least_confidence -m 20
+  sscrf select -m chunk.model --pool pool.txt --strategy least_confidence --count 20 \\
+      -o chosen.txt --rest pool2.txt
+  sscrf train chosen-labeled.txt --init chunk.model -m chunk2.model
 """
 
 
@@ -75,6 +77,10 @@ def add_train(commands):
                      help="where to save the model")
     sub.add_argument("--template", metavar="FILE",
                      help="CRF++-style template file (default: built-in templates)")
+    sub.add_argument("--init", metavar="OLD_MODEL",
+                     help="start from OLD_MODEL's weights (attributes and labels it knows; the "
+                          "rest from 0) and, without --template, use its templates: the next "
+                          "round of active learning, or more data for a trained model")
     sub.add_argument("--c1", type=non_negative_float, default=0.0, metavar="C1",
                      help="L1 coefficient: the loss gains C1·‖θ‖₁, trained by OWL-QN; most "
                           "weights become exactly 0 (default: 0)")
@@ -232,20 +238,37 @@ def add_select(commands):
         commands, "select", "choose pool sentences to label next (active learning)",
         "Rank the sentences of the pool FILE (CoNLL: the model's token columns, a gold\n"
         "label column after them is allowed and ignored) by a selection strategy and\n"
-        "print the best M, best first, one per line: the sentence number in FILE\n"
-        "(from 0), the line it starts on and the strategy's score; with\n"
+        "print the best N (--count), best first, one per line: the sentence number in\n"
+        "FILE (from 0), the line it starts on and the strategy's score; with\n"
         "most_uncertain_span also the span's first token and the token after it.\n"
+        "-o CHOSEN writes the chosen sentences (best first) and --rest REST the rest\n"
+        "of the pool (in pool order) as CoNLL files with the pool's columns: label\n"
+        "CHOSEN by hand (a label column after the tokens), then train on it with\n"
+        "--init and select from REST next round.\n"
         "random and quota_sampling need no model; quota_sampling estimates q(x) with\n"
         "an n-gram model (--order) of the pool's first column and draws one sentence\n"
-        "from each of M groups of equal size sorted by q(x) (see sscrf.active).")
-    sub.add_argument("--model", metavar="MODEL",
+        "from each of N groups of equal size sorted by q(x) (see sscrf.active).\n\n"
+        "-m is the model, as in every command; sscrf 0.1 read '-m N' as the count:\n"
+        "use --count N ('-m 20' where no file 20 exists is refused with that hint).\n\n"
+        "The loop:\n"
+        "  sscrf train seed.txt -m r0.model\n"
+        "  sscrf select -m r0.model --pool pool.txt --strategy least_confidence \\\n"
+        "      --count 50 -o chosen.txt --rest pool1.txt\n"
+        "  (label chosen.txt by hand: add the label column)\n"
+        "  sscrf train chosen.txt --init r0.model -m r1.model\n"
+        "  sscrf eval -m r1.model test.txt")
+    sub.add_argument("-m", "--model", metavar="MODEL",
                      help="a model saved by 'sscrf train' (not needed for random and "
                           "quota_sampling)")
     sub.add_argument("--pool", metavar="FILE", required=True,
                      help="the unlabeled pool ('-': standard input)")
     sub.add_argument("--strategy", choices=SELECT_STRATEGIES, required=True)
-    sub.add_argument("-m", type=positive_int, default=20, metavar="M", dest="m",
+    sub.add_argument("--count", "-n", type=positive_int, default=20, metavar="N", dest="m",
                      help="how many sentences to choose (default: 20)")
+    sub.add_argument("-o", "--output", metavar="CHOSEN",
+                     help="write the chosen sentences here, as CoNLL, best first")
+    sub.add_argument("--rest", metavar="REST",
+                     help="write the pool without the chosen sentences here, as CoNLL")
     sub.add_argument("--width", type=positive_int, default=3, metavar="W",
                      help="span width for most_uncertain_span (default: 3)")
     sub.add_argument("--per-token", action="store_true",

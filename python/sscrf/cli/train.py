@@ -12,7 +12,7 @@ from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error
-from .reading import read_labeled
+from .reading import load_model, read_labeled
 
 __all__ = ["run"]
 
@@ -29,6 +29,11 @@ def run(args):
     templates = "default"
     if args.template is not None:
         templates = read_templates(args.template)
+    init = None
+    if args.init is not None:  # the previous round's model: its weights, and its templates
+        init = load_model(args.init)
+        if args.template is None and init.templates is not None:
+            templates = init.templates
     constraints = _read_ge_constraints(args)
     corpus = read_labeled(args.train, args, labels=args.labels)
     if not (args.partial or args.conllu):
@@ -92,7 +97,7 @@ def run(args):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # shown below as the program's warnings
             model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled,
-                      constraints=constraints)
+                      constraints=constraints, init=init)
     except KeyboardInterrupt:  # the model holds the best parameters so far, if any
         if not hasattr(model, "coef_"):
             error(f"interrupted before the first iteration; {args.model} not written")
