@@ -145,6 +145,10 @@ def add_tag(commands):
         "the output can go to 'sscrf eval'. With --conllu the output is CoNLL with\n"
         "three columns: FORM, the --label-column value (gold) and the prediction\n"
         "(spaces inside a FORM are written as U+00A0). -DOCSTART- lines are dropped.\n"
+        "Whatever options add (--probability, --marginals, N-best labelings) goes\n"
+        "between the token columns and the gold label: the last column is always the\n"
+        "(best) prediction and the one before it the gold label, the two that\n"
+        "'sscrf eval' scores.\n"
         "FILE is read, tagged and written about 65,000 tokens at a time, so memory\n"
         "does not grow with its length; on stdout, the batches before the one that\n"
         "holds a malformed line are written by the time it is reported (-o OUT is\n"
@@ -155,9 +159,20 @@ def add_tag(commands):
     sub.add_argument("-o", "--output", metavar="OUT", type=lambda v: None if v == "-" else v,
                      help="write here instead of stdout ('-': stdout)")
     sub.add_argument("-n", "--nbest", type=positive_int, default=1, metavar="K",
-                     help="write the K most probable labelings of each sentence as K label "
-                          "columns, best first, after a '# nbest' line with their "
-                          "log-probabilities (default: 1, the Viterbi labeling)")
+                     help="the K most probable labelings of each sentence, one column each: "
+                          "labelings 2..K after the token columns, then the gold label (when "
+                          "FILE has one), then the best labeling last, the column that 'sscrf "
+                          "eval' scores; no comment lines (default: 1, the Viterbi labeling)")
+    sub.add_argument("--probability", action="store_true",
+                     help="a column with the probability p(y|x) of the sentence's predicted "
+                          "labeling, on each of its token lines (with -n K: K columns, best "
+                          "first), after the token columns and before the gold label and the "
+                          "prediction, which stay the last two columns, the ones eval scores")
+    sub.add_argument("--marginals", nargs="?", const="predicted", choices=("predicted", "all"),
+                     help="a column with the marginal probability of each token's predicted "
+                          "label; '--marginals all': one 'LABEL:p' column per label of the "
+                          "model; placed as --probability's (after it), before the gold label "
+                          "and the prediction")
     sub.add_argument("--constraints", metavar="CFILE",
                      help="constrained decoding: a CoNLL file of the same sentences whose last "
                           "column gives each token's allowed labels: a label, a set 'A|B' or "
@@ -181,9 +196,8 @@ def add_eval(commands):
         "and sentence accuracies, as CRFsuite's 'tag -qt' does.\n\n"
         "  sscrf eval FILE            FILE's last column is the prediction, the one\n"
         "                             before it the gold label ('sscrf tag' output;\n"
-        "                             with --marginals or --probability, tag's help says\n"
-        "                             where they go; N-best output: use 'tag -n K\n"
-        "                             --best-last' or score its first labeling column)\n"
+        "                             with -n K, --probability or --marginals too: it\n"
+        "                             scores the best labeling, still the last column)\n"
         "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score\n\n"
         "A FILE whose last two columns share no label (an untagged 'word POS chunk'\n"
         "file, say) is refused.")
