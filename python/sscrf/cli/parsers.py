@@ -67,7 +67,10 @@ def add_train(commands):
         "Train a CRF on TRAIN (labels in the last column, token columns before it) and\n"
         "save it to MODEL. Attributes come from the --template file (CRF++ syntax:\n"
         "'U01:%x[-1,0]' lines and a bare 'B'), or from the default templates for the\n"
-        "number of token columns: for 'word POS' columns, CRF++'s CoNLL-2000 set.\n"
+        "number of token columns: for 'word POS' columns, CRF++'s CoNLL-2000 set;\n"
+        "--features words for words-only files. Label transitions are always\n"
+        "trained: a template file without a 'B' line (where CRF++ would train none)\n"
+        "gets a warning.\n"
         "Prints training progress on stderr (unless --quiet) and a one-line summary.\n"
         "Ctrl-C stops training: the best model so far is saved, and the exit status\n"
         "is 130 so that a script does not take it for a finished training.")
@@ -77,6 +80,13 @@ def add_train(commands):
                      help="where to save the model")
     sub.add_argument("--template", metavar="FILE",
                      help="CRF++-style template file (default: built-in templates)")
+    sub.add_argument("--features", choices=("columns", "words"), default="columns",
+                     help="'columns' (default): the --template file or the default templates "
+                          "of the token columns; 'words': for words-only files (and word + "
+                          "POS...), the usual named-entity features of "
+                          "sscrf.features.word_features: lower-cased word and neighbours, "
+                          "shape, prefixes and suffixes of 1-4 letters, digits, capitals, as "
+                          "derived columns that tag, eval and select add again")
     sub.add_argument("--init", metavar="OLD_MODEL",
                      help="start from OLD_MODEL's weights (attributes and labels it knows; the "
                           "rest from 0) and, without --template, use its templates: the next "
@@ -223,10 +233,17 @@ def add_dump(commands):
         "Print a model's labels, its number of parameters and of non-zero state\n"
         "features, the state features of largest |weight| (attribute, label,\n"
         "weight), the transition weights (row: previous label, column: next) and\n"
-        "the start and end weights.")
+        "the start and end weights. --json prints all of it as one JSON object:\n"
+        "labels, attributes (in id order), state_features ([attribute, label,\n"
+        "weight] for every stored pair, zeros included), transitions (rows:\n"
+        "previous label), start, end, templates (the template lines), parameters\n"
+        "and the training record.")
     sub.add_argument("model", metavar="MODEL", help="a model saved by 'sscrf train'")
     sub.add_argument("--top", type=non_negative_int, default=20, metavar="K",
                      help="how many state features to show (default: 20)")
+    sub.add_argument("--json", action="store_true",
+                     help="every label, attribute, weight, transition, template and the "
+                          "training record as JSON on stdout")
 
 
 def add_demo(commands):

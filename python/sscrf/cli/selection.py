@@ -7,7 +7,7 @@ from ..active import NgramModel, select
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
 from ..io import read_conll, read_conllu, write_conll
-from .reading import file_name, label_column, load_model, model_columns, readable
+from .reading import file_name, label_column, load_model, model_columns, model_tokens, readable
 
 __all__ = ["run"]
 
@@ -39,6 +39,7 @@ def run(args):
     if args.strategy == "quota_sampling" and tokens:
         first = [[token[0] for token in sentence] for sentence in tokens]
         log_q = NgramModel(n=args.order).fit(first).log_probs(first)
+    tokens = model_tokens(model, tokens)
     options = {"width": args.width} if args.strategy == "most_uncertain_span" else {}
     if args.per_token:
         options = ({"normalize": True} if args.strategy == "sequence_entropy"
