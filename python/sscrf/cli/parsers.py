@@ -182,7 +182,8 @@ def add_tag(commands):
                      help="a column with the marginal probability of each token's predicted "
                           "label; '--marginals all': one 'LABEL:p' column per label of the "
                           "model; placed as --probability's (after it), before the gold label "
-                          "and the prediction")
+                          "and the prediction (write FILE before --marginals, or give its "
+                          "value: '--marginals predicted FILE')")
     sub.add_argument("--constraints", metavar="CFILE",
                      help="constrained decoding: a CoNLL file of the same sentences whose last "
                           "column gives each token's allowed labels: a label, a set 'A|B' or "
