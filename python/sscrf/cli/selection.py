@@ -7,7 +7,15 @@ from ..active import NgramModel, select
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
 from ..io import read_conll, read_conllu, write_conll
-from .reading import file_name, label_column, load_model, model_columns, model_tokens, readable
+from .reading import (
+    file_name,
+    label_column,
+    load_model,
+    model_columns,
+    model_tokens,
+    no_spaces,
+    readable,
+)
 
 __all__ = ["run"]
 
@@ -29,7 +37,7 @@ def run(args):
     pool = readable(args.pool)
     if args.conllu:
         corpus = read_conllu(pool, label_column=label_column(args), token_columns=("form",))
-        shown = corpus.tokens
+        shown = [[[no_spaces(token[0])] for token in sentence] for sentence in corpus.tokens]
     else:
         label_column(args)
         corpus = read_conll(pool, has_labels=False)
