@@ -121,7 +121,7 @@ def test_tag_eval_select_take_threads(capsys, data, tmp_path, monkeypatch):
         assert run(capsys, "eval", "-m", model_path, data["test"], *threads)[0] == 0
     assert seen == [1, 1, 2, 2] and outputs[0] == outputs[1]
     code, out, err = run(capsys, "select", "--model", model_path, "--pool", data["test_nogold"],
-                         "--strategy", "least_confidence", "-m", "3", "--threads", "2")
+                         "--strategy", "least_confidence", "--count", "3", "--threads", "2")
     assert code == 0, err
 
 

@@ -1,5 +1,7 @@
 """`sscrf dump` (sscrf.cli.dump): a model's labels, sizes and weights."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -35,3 +37,21 @@ def test_dump(capsys, data):
         np.testing.assert_allclose([float(v) for v in row[1:]], model.transitions_[i], atol=1e-4)
     assert any(line.split()[:1] == ["start"] for line in lines)
     assert any(line.split()[:1] == ["end"] for line in lines)
+
+
+def test_dump_json_has_every_weight(capsys, data):
+    code, out, err = run(capsys, "dump", data["model"], "--json")
+    assert code == 0, err
+    document = json.loads(out)
+    model = CRF.load(data["model"])
+    assert document["labels"] == list(model.classes_)
+    assert document["attributes"] == model.attributes_
+    stored = {(a, label): w for a, label, w in document["state_features"]}
+    assert len(document["state_features"]) == model.layout_.n_pairs
+    assert {k: v for k, v in stored.items() if v != 0.0} == model.state_features_
+    assert np.array_equal(document["transitions"], model.transitions_)
+    assert document["start"] == model.start_weights_.tolist()
+    assert document["end"] == model.end_weights_.tolist()
+    assert document["templates"]["lines"] == list(model.extractor_.templates.lines)
+    assert document["training"]["iterations"] == model.training_["iterations"]
+    assert document["parameters"]["c2"] == model.c2

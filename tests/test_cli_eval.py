@@ -35,7 +35,7 @@ def test_eval_notes_labels_that_are_not_chunk_tags(capsys, tmp_path):
     # the report says its chunk scores mean nothing
     path = tmp_path / "pos.txt"
     path.write_text("( -LRB- -LRB-\nit PRP PRP\n) -RRB- NN\n")
-    code, out, err = run(capsys, "eval", path)
+    code, out, err = run(capsys, "eval", path, "--chunks")
     assert code == 0, err
     assert "gold labels such as '-LRB-', '-RRB-', 'PRP' are not iob2 chunk tags" in out
     path.write_text("a B-E S-E\nb O O\n")
@@ -49,7 +49,7 @@ def test_eval_scheme_option(capsys, tmp_path):
     path.write_text("a B-X B-X\nb E-X E-X\nc S-X S-X\nd O O\n")
     code, out, _ = run(capsys, "eval", path, "--scheme", "iobes")
     assert code == 0
-    assert out.splitlines()[0].startswith("2 phrases; found: 2 phrases; correct: 2.")
+    assert out.splitlines()[0] == "processed 4 tokens with 2 phrases; found: 2 phrases; correct: 2."
 
 
 def test_eval_needs_gold_with_model(capsys, data):

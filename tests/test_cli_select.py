@@ -28,7 +28,7 @@ def test_select_command(tmp_path, capsys):
     model = CRF.load(tmp_path / "m.model")
     for strategy in SELECT_STRATEGIES:
         argv = ["select", "--model", str(tmp_path / "m.model"), "--pool",
-                str(tmp_path / "pool.txt"), "--strategy", strategy, "-m", "5", "--seed", "0"]
+                str(tmp_path / "pool.txt"), "--strategy", strategy, "--count", "5", "--seed", "0"]
         assert main(argv + ["--width", "2"]) == 0, strategy
         out = capsys.readouterr().out.splitlines()
         rows = [line.split("\t") for line in out[1:]]
@@ -47,7 +47,7 @@ def test_select_command(tmp_path, capsys):
     for strategy, options in (("sequence_entropy", {"normalize": True}),
                               ("token_entropy", {"aggregate": "mean"})):
         assert main(["select", "--model", str(tmp_path / "m.model"), "--pool",
-                     str(tmp_path / "pool.txt"), "--strategy", strategy, "-m", "4",
+                     str(tmp_path / "pool.txt"), "--strategy", strategy, "--count", "4",
                      "--per-token"]) == 0
         rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()[1:]]
         expected, scores = select(model, pool, strategy, 4, **options)
@@ -59,7 +59,7 @@ def test_select_command(tmp_path, capsys):
     assert "--per-token is for" in capsys.readouterr().err
     # quota sampling without a model
     assert main(["select", "--pool", str(tmp_path / "pool.txt"), "--strategy",
-                 "quota_sampling", "-m", "3", "--seed", "1"]) == 0
+                 "quota_sampling", "--count", "3", "--seed", "1"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 4
     assert main(["select", "--pool", str(tmp_path / "pool.txt"), "--strategy",
                  "least_confidence"]) == 2

@@ -199,7 +199,8 @@ def test_train_conllu(capsys, tmp_path):
     assert code == 0, err
     first = out.splitlines()[:5]
     assert first == [f"{w} {x} {x}" for w, _, x in words]
-    code, out, _ = run(capsys, "eval", "-m", model_path, path, "--conllu", "--label-column", "xpos")
+    code, out, _ = run(capsys, "eval", "-m", model_path, path, "--conllu", "--label-column", "xpos",
+                       "--chunks")
     assert code == 0
     assert overall(out)[0] == 100.0
     assert "are not iob2 chunk tags (B/I-X or O), so only the token accuracy is meaningful" in out

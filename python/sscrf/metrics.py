@@ -8,7 +8,8 @@ list of label strings.
 
 from .errors import SscrfError, SscrfTypeError
 
-__all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "apa"]
+__all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "conlleval_report",
+           "label_scores", "format_label_report", "apa"]
 
 _SCHEMES = ("iob1", "iob2", "iobes")
 
@@ -264,6 +265,178 @@ def format_chunk_report(scores, accuracy=None):
             f"recall: {100 * s['recall']:6.2f}%; "
             f"FB1: {100 * s['f1']:6.2f}  {s['n_pred']}"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _conll_tag(label):
+    # conlleval 2004: the tag is what precedes the first hyphen; a type that
+    # Perl reads as false ("0") is the empty type.
+    tag, hyphen, chunk_type = label.partition("-")
+    if not hyphen:
+        return label, ""
+    return tag, ("" if chunk_type == "0" else chunk_type)
+
+
+def _percent(part, whole):
+    # The order of conlleval's arithmetic, 100*c/n, so that %6.2f rounds the same double.
+    return 100 * part / whole if whole > 0 else 0.0
+
+
+def _fb1(precision, recall):
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def conlleval_report(y_true, y_pred, scheme="iob2"):
+    """The report of conlleval.pl (version 2004-01-26), byte for byte.
+
+    The same loop as the script: each sentence is followed by a boundary
+    read as ``O O``, a chunk is correct when gold and prediction start it
+    and end it at the same tokens with the same type, and percentages are
+    computed as ``100*c/n`` and printed with ``%6.2f``. The script reads a
+    ``-DOCSTART-`` line as a token (and a first column ``-X-`` as a
+    sentence boundary); the readers of sscrf drop ``-DOCSTART-`` lines, so
+    on files that have them the token count and the accuracy differ from
+    the script's by those lines (the chunk counts do not, their tags being
+    ``O``).
+
+    Parameters
+    ----------
+    y_true, y_pred : list of sequences of str
+        True and predicted labels, sentence by sentence, of matching shapes.
+    scheme : {"iob2", "iob1", "iobes"}, default "iob2"
+        ``"iobes"`` adds the ``S-`` rules of :func:`chunks`.
+
+    Returns
+    -------
+    str
+        ``processed N tokens with M phrases; found: F phrases; correct: C.``,
+        the ``accuracy: ...`` line (when there are tokens) and one line per
+        chunk type, each ending with a newline.
+    """
+    _check_scheme(scheme)
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    end_pairs, start_pairs = (_END_IOBES, _START_IOBES) if scheme == "iobes" else (_END, _START)
+    found_true, found_pred, correct = {}, {}, {}
+    n_tokens = n_correct_tags = 0
+    in_correct = False
+    last_t, last_tt, last_p, last_pt = "O", "", "O", ""
+
+    def step(t, tt, p, pt):
+        nonlocal in_correct
+        end_t = _end_of_chunk(last_t, t, last_tt, tt, end_pairs)
+        end_p = _end_of_chunk(last_p, p, last_pt, pt, end_pairs)
+        if in_correct:
+            if end_t and end_p and last_pt == last_tt:
+                in_correct = False
+                correct[last_tt] = correct.get(last_tt, 0) + 1
+            elif end_t != end_p or pt != tt:
+                in_correct = False
+        start_t = _start_of_chunk(last_t, t, last_tt, tt, start_pairs)
+        start_p = _start_of_chunk(last_p, p, last_pt, pt, start_pairs)
+        if start_t and start_p and pt == tt:
+            in_correct = True
+        if start_t:
+            found_true[tt] = found_true.get(tt, 0) + 1
+        if start_p:
+            found_pred[pt] = found_pred.get(pt, 0) + 1
+
+    for i, (sentence_true, sentence_pred) in enumerate(zip(y_true, y_pred)):
+        for j, (a, b) in enumerate(zip(sentence_true, sentence_pred)):
+            for label in (a, b):
+                if not isinstance(label, str):
+                    raise SscrfTypeError(f"sentence {i}, token {j}: chunk labels must be str, "
+                                         f"found {type(label).__name__}")
+            (t, tt), (p, pt) = _conll_tag(a), _conll_tag(b)
+            step(t, tt, p, pt)
+            n_tokens += 1
+            n_correct_tags += t == p and tt == pt
+            last_t, last_tt, last_p, last_pt = t, tt, p, pt
+        step("O", "", "O", "")  # the blank line after the sentence
+        last_t, last_tt, last_p, last_pt = "O", "", "O", ""
+    if in_correct:
+        correct[last_tt] = correct.get(last_tt, 0) + 1
+    n_true, n_pred, n_correct = (sum(d.values()) for d in (found_true, found_pred, correct))
+    precision, recall = _percent(n_correct, n_pred), _percent(n_correct, n_true)
+    lines = [f"processed {n_tokens} tokens with {n_true} phrases; "
+             f"found: {n_pred} phrases; correct: {n_correct}.\n"]
+    if n_tokens > 0:
+        lines.append(f"accuracy: {_percent(n_correct_tags, n_tokens):6.2f}%; "
+                     f"precision: {precision:6.2f}%; recall: {recall:6.2f}%; "
+                     f"FB1: {_fb1(precision, recall):6.2f}\n")
+    last = None
+    for ty in sorted(list(found_true) + list(found_pred)):
+        # The script's loop, which keeps a repeated empty type (Perl's false "").
+        if last and last == ty:
+            continue
+        last = ty
+        precision = _percent(correct.get(ty, 0), found_pred.get(ty, 0))
+        recall = _percent(correct.get(ty, 0), found_true.get(ty, 0))
+        lines.append(f"{ty:>17}: precision: {precision:6.2f}%; recall: {recall:6.2f}%; "
+                     f"FB1: {_fb1(precision, recall):6.2f}  {found_pred.get(ty, 0)}\n")
+    return "".join(lines)
+
+
+def label_scores(y_true, y_pred):
+    """Per-label token precision, recall and F1, and the accuracies, as CRFsuite's ``tag -qt``.
+
+    Returns
+    -------
+    dict
+        ``per_label``: ``{label: dict(n_correct, n_pred, n_true, precision,
+        recall, f1)}`` for every label of either corpus (a score whose
+        denominator is 0 is None), ``n_tokens``, ``n_correct_tokens``,
+        ``n_sentences``, ``n_correct_sentences``, ``accuracy`` and
+        ``macro`` (the mean precision, recall and F1 over the labels, a
+        None counting as 0, as CRFsuite averages).
+    """
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    counts = {}  # label -> [correct, predicted, true]
+    n_tokens = n_good = n_good_sentences = 0
+    for t_seq, p_seq in zip(y_true, y_pred):
+        good = 0
+        for a, b in zip(t_seq, p_seq):
+            counts.setdefault(a, [0, 0, 0])[2] += 1
+            counts.setdefault(b, [0, 0, 0])[1] += 1
+            if a == b:
+                counts[a][0] += 1
+                good += 1
+        n_tokens += len(t_seq)
+        n_good += good
+        n_good_sentences += good == len(t_seq)
+    if n_tokens == 0:
+        raise SscrfError("no tokens: accuracy is undefined")
+    per_label = {}
+    for label in sorted(counts):
+        c, p, t = counts[label]
+        precision = c / p if p else None
+        recall = c / t if t else None
+        f1 = (2 * precision * recall / (precision + recall)
+              if precision and recall else (None if precision is None or recall is None
+                                             else 0.0))
+        per_label[label] = {"n_correct": c, "n_pred": p, "n_true": t,
+                            "precision": precision, "recall": recall, "f1": f1}
+    macro = tuple(sum(s[k] or 0.0 for s in per_label.values()) / len(per_label)
+                  for k in ("precision", "recall", "f1"))
+    return {"per_label": per_label, "n_tokens": n_tokens, "n_correct_tokens": n_good,
+            "n_sentences": len(y_true), "n_correct_sentences": n_good_sentences,
+            "accuracy": n_good / n_tokens, "macro": macro}
+
+
+def format_label_report(scores):
+    """The text of CRFsuite's ``tag -qt`` evaluation for :func:`label_scores`' result."""
+    def num(value):
+        return "******" if value is None else f"{value:1.4f}"
+    lines = ["Performance by label (#match, #model, #ref) (precision, recall, F1):"]
+    for label, s in scores["per_label"].items():
+        lines.append(f"    {label}: ({s['n_correct']}, {s['n_pred']}, {s['n_true']}) "
+                     f"({num(s['precision'])}, {num(s['recall'])}, {num(s['f1'])})")
+    lines.append("Macro-average precision, recall, F1: ({:f}, {:f}, {:f})".format(
+        *scores["macro"]))
+    lines.append(f"Item accuracy: {scores['n_correct_tokens']} / {scores['n_tokens']} "
+                 f"({scores['accuracy']:1.4f})")
+    n_sentences = scores["n_sentences"]
+    lines.append(f"Instance accuracy: {scores['n_correct_sentences']} / {n_sentences} "
+                 f"({scores['n_correct_sentences'] / n_sentences:1.4f})")
     return "\n".join(lines) + "\n"
 
 

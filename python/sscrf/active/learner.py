@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, random_generator
-from .selectors import SELECTORS, check_log_q, select
+from .selectors import SELECTORS, check_count, check_log_q, select, short_repr
 
 __all__ = ["ActiveLearner", "gold_oracle", "partial_examples", "simulate"]
 
@@ -87,10 +87,10 @@ class ActiveLearner:
                  y_labeled=None, log_q=None, random_state=None, partial="native",
                  max_candidates=None, **strategy_options):
         if strategy not in SELECTORS:
-            raise SscrfError(f"unknown strategy {strategy!r}; known: "
+            raise SscrfError(f"unknown strategy {short_repr(strategy)}; known: "
                              f"{', '.join(sorted(SELECTORS))}")
         if partial not in ("native", "fragments"):
-            raise SscrfError(f"partial must be 'native' or 'fragments', not {partial!r}")
+            raise SscrfError(f"partial must be 'native' or 'fragments', not {short_repr(partial)}")
         if isinstance(pool, (str, bytes, dict)) or not hasattr(pool, "__len__"):
             raise SscrfTypeError(f"pool must be a list of sentences, not {type(pool).__name__}")
         if (X_labeled is None) != (y_labeled is None):
@@ -150,6 +150,7 @@ class ActiveLearner:
             Positions in the pool given at construction.
         scores : ndarray (k,)
         """
+        m = check_count(m)
         candidates = self.candidates()
         if self.max_candidates is not None and len(candidates) > self.max_candidates:
             candidates = np.sort(self._rng.choice(candidates, self.max_candidates, replace=False))
@@ -209,7 +210,7 @@ class ActiveLearner:
     def _record(self, item, answer):
         span = np.ndim(item) == 1
         if span and len(item) != 3:
-            raise SscrfError(f"a span must be (index, begin, stop), not {item!r}")
+            raise SscrfError(f"a span must be (index, begin, stop), not {short_repr(item)}")
         i, begin, stop = (int(v) for v in item) if span else (int(item), None, None)
         if not 0 <= i < len(self.pool):
             raise SscrfError(f"index {i} is not in the pool (0..{len(self.pool) - 1})")

@@ -8,10 +8,34 @@ posterior label entropy is largest (Mann & McCallum 2007 §5, Tsuboi et al.
 2008 §5.1); ``quota_sampling`` (Sokolovska 2011 §5), which needs no model.
 """
 
+import reprlib
+
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_real, random_generator
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 60
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 4
+_SHORT.maxlevel = 2
+
+
+def short_repr(value):
+    """``repr(value)`` cut to about 80 characters: messages name a value, never print a pool."""
+    return _SHORT.repr(value)
+
+
+def check_count(m, name="m"):
+    """``m`` as a positive count; a sentence list given in its place (``query(X_pool)``,
+    modAL's habit) is named by its length, not printed."""
+    if isinstance(m, (list, tuple)) or (hasattr(m, "__len__") and not isinstance(m, str)):
+        raise SscrfTypeError(f"{name} must be the number of sentences to choose (an integer), "
+                             f"not a sequence of {len(m)} items; the pool is given once, when "
+                             "the learner is made")
+    if isinstance(m, str) or not hasattr(m, "__index__"):
+        raise SscrfTypeError(f"{name} must be an integer ≥ 1, not {short_repr(m)}")
+    return check_integer(m, name, minimum=1)
 
 __all__ = ["SELECTORS", "check_log_q", "register_selector", "select"]
 
@@ -30,7 +54,7 @@ def register_selector(name, needs_model=True, spans=False):
 
     def decorate(fn):
         if name in SELECTORS:
-            raise SscrfError(f"selector {name!r} is already registered")
+            raise SscrfError(f"selector {short_repr(name)} is already registered")
         fn.needs_model = needs_model
         fn.spans = spans
         SELECTORS[name] = fn
@@ -71,7 +95,7 @@ def _sequence_entropy(model, pool, m, log_q, rng, normalize=False):
 def _token_entropy(model, pool, m, log_q, rng, aggregate="sum"):
     """``Σ_t H(Y_t | x)`` (``aggregate="sum"``) or its mean over tokens (``"mean"``)."""
     if aggregate not in ("sum", "mean"):
-        raise SscrfError(f"token_entropy: aggregate must be 'sum' or 'mean', not {aggregate!r}")
+        raise SscrfError(f"token_entropy: aggregate must be 'sum' or 'mean', not {short_repr(aggregate)}")
     per_token = model.token_entropy(pool)
     reduce = np.sum if aggregate == "sum" else np.mean
     return _top([float(reduce(h)) if len(h) else 0.0 for h in per_token], m)
@@ -178,7 +202,7 @@ def check_log_q(log_q, n):
 
 def _check_fitted(model, strategy):
     if model is None or not hasattr(model, "coef_"):
-        raise SscrfError(f"strategy {strategy!r} scores sentences with a trained model; fit the "
+        raise SscrfError(f"strategy {short_repr(strategy)} scores sentences with a trained model; fit the "
                          "model on some labeled sentences first (or use 'random' or "
                          "'quota_sampling', which need none)")
 
@@ -213,8 +237,9 @@ def select(model, pool, strategy, m, log_q=None, random_state=None, **options):
         The selector's utility (log q(x) for quota sampling).
     """
     if strategy not in SELECTORS:
-        raise SscrfError(f"unknown strategy {strategy!r}; known: {', '.join(sorted(SELECTORS))}")
-    m = check_integer(m, "m", minimum=1)
+        raise SscrfError(f"unknown strategy {short_repr(strategy)}; known: "
+                         f"{', '.join(sorted(SELECTORS))}")
+    m = check_count(m)
     if isinstance(pool, (str, bytes, dict)) or not hasattr(pool, "__len__"):
         raise SscrfTypeError(f"pool must be a list of sentences, not {type(pool).__name__}")
     pool = list(pool)
@@ -230,5 +255,5 @@ def select(model, pool, strategy, m, log_q=None, random_state=None, **options):
         return selector(model, pool, min(m, len(pool)), log_q, rng, **options)
     except TypeError as e:
         if "unexpected keyword" in str(e):
-            raise SscrfError(f"strategy {strategy!r}: {e}") from None
+            raise SscrfError(f"strategy {short_repr(strategy)}: {e}") from None
         raise

@@ -1,6 +1,12 @@
-"""``sscrf dump``: a model's labels, sizes, largest state weights, transitions, start and end."""
+"""``sscrf dump``: a model's labels, sizes, largest state weights, transitions, start and end;
+with ``--json``, all of it, machine-readable."""
 
 import heapq
+import json
+import math
+import sys
+
+import numpy as np
 
 from .reading import load_model, model_columns
 
@@ -21,6 +27,9 @@ def _format_table(row_names, column_names, rows):
 def run(args):
     """``sscrf dump``: the exit status."""
     model = load_model(args.model)
+    if args.json:
+        _write_json(model, args.model, sys.stdout)
+        return 0
     labels = list(model.classes_)
     S = len(labels)
     state = model.state_features_
@@ -59,3 +68,54 @@ def run(args):
         ["start", "end"], labels, [model.start_weights_.tolist(), model.end_weights_.tolist()]))
     print("\n".join(out))
     return 0
+
+
+def _plain(value):
+    """A training record's value as JSON holds it: arrays as lists, a non-finite
+    float as the strings "nan", "inf", "-inf" (JSON has no such numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _write_json(model, path, out):
+    """Every label, attribute, state weight (zeros included: each stored
+    attribute-label pair), transition, start and end weight, the templates and
+    the training record, as one JSON object."""
+    extractor = model.extractor_
+    attributes = list(extractor.attributes_ or [])
+    labels = list(model.classes_)
+    layout = model.layout_
+    weights = layout.split(model.coef_)[0].tolist()
+    pairs = [[attributes[a], labels[l], w] for a, l, w in zip(
+        layout.attribute_of_pairs().tolist(), model.label_ids_.tolist(), weights)]
+    templates = None
+    if extractor.templates is not None:
+        templates = {"lines": list(extractor.templates.lines),
+                     "n_columns": model_columns(model, path)}
+    params = {k: v for k, v in model.get_params().items() if k != "templates"}
+    document = {
+        "model": str(path),
+        "labels": labels,
+        "attributes": attributes,
+        "feature_set": model.feature_set_,
+        "templates": templates,
+        "state_features": pairs,
+        "transitions": model.transitions_.tolist(),
+        "start": model.start_weights_.tolist(),
+        "end": model.end_weights_.tolist(),
+        "parameters": _plain(params),
+        "training": _plain(getattr(model, "training_", None) or {}),
+    }
+    json.dump(document, out, ensure_ascii=False, allow_nan=False)
+    out.write("\n")

@@ -1,4 +1,4 @@
-"""``sscrf eval``: conlleval's chunk scores and token accuracy.
+"""``sscrf eval``: conlleval's report, or per-label token scores as CRFsuite's ``tag -qt``.
 
 Of a tagged file, or of MODEL on FILE.
 """
@@ -7,7 +7,7 @@ import sys
 
 from ..errors import SscrfError
 from ..io import gc_paused, read_conll
-from ..metrics import chunk_scores, format_chunk_report, token_accuracy
+from ..metrics import conlleval_report, format_label_report, label_scores
 from .reading import batches, file_name, label_column, load_model, readable, sentences_to_tag
 
 __all__ = ["run"]
@@ -35,19 +35,40 @@ def run(args):
         predicted = [[token[-1] for token in sentence] for sentence in corpus.tokens]
     if not any(gold):
         raise SscrfError(f"{file_name(args.file)}: no tokens to evaluate")
-    scores = chunk_scores(gold, predicted, scheme=args.scheme)
-    accuracy = token_accuracy(gold, predicted)
-    sys.stdout.write(format_chunk_report(scores, accuracy))
+    if args.model is None:
+        _check_columns_are_labels(gold, predicted, file_name(args.file))
     # Tags such as POS tags are read as chunks too (conlleval splits -LRB- and
     # NN-TL at their first '-'), which gives chunk scores that mean nothing.
     prefixes = "BIES" if args.scheme == "iobes" else "BI"
     odd = sorted({label for sentence in gold for label in sentence if label != "O" and not (
         len(label) > 2 and label[0] in prefixes and label[1] == "-")})
+    chunked = any(label != "O" and label not in odd for sentence in gold for label in sentence)
+    tokens = args.tokens or (not args.chunks and not chunked)
+    if tokens:
+        sys.stdout.write(format_label_report(label_scores(gold, predicted)))
+    else:
+        sys.stdout.write(conlleval_report(gold, predicted, scheme=args.scheme))
     if odd:
         shown = ", ".join(map(repr, odd[:3])) + (", ..." if len(odd) > 3 else "")
+        what = ("so the scores are per label; --chunks gives conlleval's report" if tokens
+                else "so only the token accuracy is meaningful")
         print(f"(gold labels such as {shown} are not {args.scheme} chunk tags "
-              f"({'/'.join(prefixes)}-X or O), so only the token accuracy is meaningful)")
-    elif scores["n_true"] == 0 and scores["n_pred"] == 0:
-        print("(no chunks found: the labels are not B-X/I-X chunk tags, so only the token "
-              "accuracy is meaningful)")
+              f"({'/'.join(prefixes)}-X or O), {what})")
     return 0
+
+
+def _check_columns_are_labels(gold, predicted, name):
+    """Refuse a file whose last two columns share no label: an untagged file
+    (a POS column scored against a chunk column) rather than predictions."""
+    gold_labels, predicted_labels = set(), set()
+    for g, p in zip(gold, predicted):
+        gold_labels.update(g)
+        predicted_labels.update(p)
+    if gold_labels.isdisjoint(predicted_labels):
+        def some(labels):
+            shown = sorted(labels)
+            return ", ".join(map(repr, shown[:3])) + (", ..." if len(shown) > 3 else "")
+        raise SscrfError(f"{name}: the gold column (next to last: {some(gold_labels)}) and the "
+                         f"predicted column (last: {some(predicted_labels)}) share no label; "
+                         "is the file tagged? Tag it first ('sscrf tag -m MODEL FILE -o OUT') "
+                         "or score it with 'sscrf eval -m MODEL FILE'")

@@ -37,7 +37,9 @@ examples:
   sscrf eval -m chunk.model test.txt
   sscrf dump chunk.model --top 30
   sscrf demo
-  sscrf select --model chunk.model --pool pool.txt --strategy least_confidence -m 20
+  sscrf select -m chunk.model --pool pool.txt --strategy least_confidence --count 20 \\
+      -o chosen.txt --rest pool2.txt
+  sscrf train chosen-labeled.txt --init chunk.model -m chunk2.model
 """
 
 
@@ -65,7 +67,10 @@ def add_train(commands):
         "Train a CRF on TRAIN (labels in the last column, token columns before it) and\n"
         "save it to MODEL. Attributes come from the --template file (CRF++ syntax:\n"
         "'U01:%x[-1,0]' lines and a bare 'B'), or from the default templates for the\n"
-        "number of token columns: for 'word POS' columns, CRF++'s CoNLL-2000 set.\n"
+        "number of token columns: for 'word POS' columns, CRF++'s CoNLL-2000 set;\n"
+        "--features words for words-only files. Label transitions are always\n"
+        "trained: a template file without a 'B' line (where CRF++ would train none)\n"
+        "gets a warning.\n"
         "Prints training progress on stderr (unless --quiet) and a one-line summary.\n"
         "Ctrl-C stops training: the best model so far is saved, and the exit status\n"
         "is 130 so that a script does not take it for a finished training.")
@@ -75,6 +80,17 @@ def add_train(commands):
                      help="where to save the model")
     sub.add_argument("--template", metavar="FILE",
                      help="CRF++-style template file (default: built-in templates)")
+    sub.add_argument("--features", choices=("columns", "words"), default="columns",
+                     help="'columns' (default): the --template file or the default templates "
+                          "of the token columns; 'words': for words-only files (and word + "
+                          "POS...), the usual named-entity features of "
+                          "sscrf.features.word_features: lower-cased word and neighbours, "
+                          "shape, prefixes and suffixes of 1-4 letters, digits, capitals, as "
+                          "derived columns that tag, eval and select add again")
+    sub.add_argument("--init", metavar="OLD_MODEL",
+                     help="start from OLD_MODEL's weights (attributes and labels it knows; the "
+                          "rest from 0) and, without --template, use its templates: the next "
+                          "round of active learning, or more data for a trained model")
     sub.add_argument("--c1", type=non_negative_float, default=0.0, metavar="C1",
                      help="L1 coefficient: the loss gains C1·‖θ‖₁, trained by OWL-QN; most "
                           "weights become exactly 0 (default: 0)")
@@ -139,6 +155,10 @@ def add_tag(commands):
         "the output can go to 'sscrf eval'. With --conllu the output is CoNLL with\n"
         "three columns: FORM, the --label-column value (gold) and the prediction\n"
         "(spaces inside a FORM are written as U+00A0). -DOCSTART- lines are dropped.\n"
+        "Whatever options add (--probability, --marginals, N-best labelings) goes\n"
+        "between the token columns and the gold label: the last column is always the\n"
+        "(best) prediction and the one before it the gold label, the two that\n"
+        "'sscrf eval' scores.\n"
         "FILE is read, tagged and written about 65,000 tokens at a time, so memory\n"
         "does not grow with its length; on stdout, the batches before the one that\n"
         "holds a malformed line are written by the time it is reported (-o OUT is\n"
@@ -149,9 +169,21 @@ def add_tag(commands):
     sub.add_argument("-o", "--output", metavar="OUT", type=lambda v: None if v == "-" else v,
                      help="write here instead of stdout ('-': stdout)")
     sub.add_argument("-n", "--nbest", type=positive_int, default=1, metavar="K",
-                     help="write the K most probable labelings of each sentence as K label "
-                          "columns, best first, after a '# nbest' line with their "
-                          "log-probabilities (default: 1, the Viterbi labeling)")
+                     help="the K most probable labelings of each sentence, one column each: "
+                          "labelings 2..K after the token columns, then the gold label (when "
+                          "FILE has one), then the best labeling last, the column that 'sscrf "
+                          "eval' scores; no comment lines (default: 1, the Viterbi labeling)")
+    sub.add_argument("--probability", action="store_true",
+                     help="a column with the probability p(y|x) of the sentence's predicted "
+                          "labeling, on each of its token lines (with -n K: K columns, best "
+                          "first), after the token columns and before the gold label and the "
+                          "prediction, which stay the last two columns, the ones eval scores")
+    sub.add_argument("--marginals", nargs="?", const="predicted", choices=("predicted", "all"),
+                     help="a column with the marginal probability of each token's predicted "
+                          "label; '--marginals all': one 'LABEL:p' column per label of the "
+                          "model; placed as --probability's (after it), before the gold label "
+                          "and the prediction (write FILE before --marginals, or give its "
+                          "value: '--marginals predicted FILE')")
     sub.add_argument("--constraints", metavar="CFILE",
                      help="constrained decoding: a CoNLL file of the same sentences whose last "
                           "column gives each token's allowed labels: a label, a set 'A|B' or "
@@ -163,18 +195,34 @@ def add_tag(commands):
 def add_eval(commands):
     """The parser of ``sscrf eval``."""
     sub = _command(
-        commands, "eval", "chunk precision/recall/F1 and token accuracy",
-        "Score predictions the way conlleval does: chunk precision, recall and F1\n"
-        "(a chunk is right when its type and both ends are), overall and per chunk\n"
-        "type, and token accuracy.\n\n"
+        commands, "eval", "conlleval's chunk report, or per-label token scores",
+        "Score predictions the way conlleval (2004) does, with its report byte for byte:\n"
+        "'processed N tokens with M phrases; found: F phrases; correct: C.', the\n"
+        "token accuracy and chunk precision, recall and F1 overall, then per chunk\n"
+        "type (a chunk is right when its type and both ends are). conlleval counts a\n"
+        "-DOCSTART- line as a token; sscrf drops them, so on files that have them the\n"
+        "token count and the accuracy differ by those lines (chunk counts do not).\n"
+        "When no gold label is a chunk tag (B-X, I-X; POS tags, say), or with\n"
+        "--tokens, it prints per-label token precision, recall and F1 and the item\n"
+        "and sentence accuracies, as CRFsuite's 'tag -qt' does.\n\n"
         "  sscrf eval FILE            FILE's last column is the prediction, the one\n"
-        "                             before it the gold label ('sscrf tag' output)\n"
-        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score")
+        "                             before it the gold label ('sscrf tag' output;\n"
+        "                             with -n K, --probability or --marginals too: it\n"
+        "                             scores the best labeling, still the last column)\n"
+        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score\n\n"
+        "A FILE whose last two columns share no label (an untagged 'word POS chunk'\n"
+        "file, say) is refused.")
     sub.add_argument("file", metavar="FILE",
                      help="tagged file, or the test file with -m ('-': standard input)")
     sub.add_argument("-m", "--model", metavar="MODEL", help="tag FILE with this model first")
     sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
                      help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
+    report = sub.add_mutually_exclusive_group()
+    report.add_argument("--tokens", action="store_true",
+                        help="per-label token precision / recall / F1 and accuracy (automatic "
+                             "when no gold label is a chunk tag)")
+    report.add_argument("--chunks", action="store_true",
+                        help="conlleval's chunk report even when no gold label is a chunk tag")
     conllu_options(sub, "FILE (with -m)")
     model_threads_option(sub)
 
@@ -186,10 +234,17 @@ def add_dump(commands):
         "Print a model's labels, its number of parameters and of non-zero state\n"
         "features, the state features of largest |weight| (attribute, label,\n"
         "weight), the transition weights (row: previous label, column: next) and\n"
-        "the start and end weights.")
+        "the start and end weights. --json prints all of it as one JSON object:\n"
+        "labels, attributes (in id order), state_features ([attribute, label,\n"
+        "weight] for every stored pair, zeros included), transitions (rows:\n"
+        "previous label), start, end, templates (the template lines), parameters\n"
+        "and the training record.")
     sub.add_argument("model", metavar="MODEL", help="a model saved by 'sscrf train'")
     sub.add_argument("--top", type=non_negative_int, default=20, metavar="K",
                      help="how many state features to show (default: 20)")
+    sub.add_argument("--json", action="store_true",
+                     help="every label, attribute, weight, transition, template and the "
+                          "training record as JSON on stdout")
 
 
 def add_demo(commands):
@@ -215,20 +270,38 @@ def add_select(commands):
         commands, "select", "choose pool sentences to label next (active learning)",
         "Rank the sentences of the pool FILE (CoNLL: the model's token columns, a gold\n"
         "label column after them is allowed and ignored) by a selection strategy and\n"
-        "print the best M, best first, one per line: the sentence number in FILE\n"
-        "(from 0), the line it starts on and the strategy's score; with\n"
+        "print the best N (--count), best first, one per line: the sentence number in\n"
+        "FILE (from 0), the line it starts on and the strategy's score; with\n"
         "most_uncertain_span also the span's first token and the token after it.\n"
+        "-o CHOSEN writes the chosen sentences (best first) and --rest REST the rest\n"
+        "of the pool (in pool order) as CoNLL files with the pool's columns (FORM\n"
+        "with --conllu): label\n"
+        "CHOSEN by hand (a label column after the tokens), then train on it with\n"
+        "--init and select from REST next round.\n"
         "random and quota_sampling need no model; quota_sampling estimates q(x) with\n"
         "an n-gram model (--order) of the pool's first column and draws one sentence\n"
-        "from each of M groups of equal size sorted by q(x) (see sscrf.active).")
-    sub.add_argument("--model", metavar="MODEL",
+        "from each of N groups of equal size sorted by q(x) (see sscrf.active).\n\n"
+        "-m is the model, as in every command; sscrf 0.1 read '-m N' as the count:\n"
+        "use --count N ('-m 20' where no file 20 exists is refused with that hint).\n\n"
+        "The loop:\n"
+        "  sscrf train seed.txt -m r0.model\n"
+        "  sscrf select -m r0.model --pool pool.txt --strategy least_confidence \\\n"
+        "      --count 50 -o chosen.txt --rest pool1.txt\n"
+        "  (label chosen.txt by hand: add the label column)\n"
+        "  sscrf train chosen.txt --init r0.model -m r1.model\n"
+        "  sscrf eval -m r1.model test.txt")
+    sub.add_argument("-m", "--model", metavar="MODEL",
                      help="a model saved by 'sscrf train' (not needed for random and "
                           "quota_sampling)")
     sub.add_argument("--pool", metavar="FILE", required=True,
                      help="the unlabeled pool ('-': standard input)")
     sub.add_argument("--strategy", choices=SELECT_STRATEGIES, required=True)
-    sub.add_argument("-m", type=positive_int, default=20, metavar="M", dest="m",
+    sub.add_argument("--count", "-n", type=positive_int, default=20, metavar="N", dest="m",
                      help="how many sentences to choose (default: 20)")
+    sub.add_argument("-o", "--output", metavar="CHOSEN",
+                     help="write the chosen sentences here, as CoNLL, best first")
+    sub.add_argument("--rest", metavar="REST",
+                     help="write the pool without the chosen sentences here, as CoNLL")
     sub.add_argument("--width", type=positive_int, default=3, metavar="W",
                      help="span width for most_uncertain_span (default: 3)")
     sub.add_argument("--per-token", action="store_true",

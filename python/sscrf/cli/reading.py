@@ -13,10 +13,11 @@ from ..io import (
     read_conll,
     read_conllu,
 )
+from ..features.word_features import add_word_columns, preset_columns
 from ..model import CRF
 
 __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",
-           "model_columns", "no_spaces", "read_for_tagging", "read_labeled", "readable",
+           "model_columns", "model_tokens", "no_spaces", "read_for_tagging", "read_labeled", "readable",
            "sentences_to_tag"]
 
 
@@ -26,9 +27,21 @@ def model_columns(model, path):
     if extractor.templates is None:
         raise SscrfError(f"{path}: the model reads feature dicts, not columns; the command "
                          "line needs a model trained with templates")
+    preset = preset_columns(extractor.templates)
+    if preset is not None:
+        return preset
     if extractor.n_columns_ is not None:
         return extractor.n_columns_
     return max(extractor.templates.max_column + 1, 1)
+
+
+def model_tokens(model, sentences):
+    """Sentences of a file's token columns as the model reads them: with the
+    derived columns of the ``words`` preset (``--features words``) when the
+    model was trained with it."""
+    if model is None or preset_columns(model.extractor_.templates) is None:
+        return sentences
+    return [add_word_columns(sentence) for sentence in sentences]
 
 
 def label_column(args):
@@ -97,7 +110,8 @@ def sentences_to_tag(path, model, model_path, args, need_gold=False):
                              "CoNLL-U input gives one (FORM)")
         columns = conllu_indices(label_column(args), ("form",))
         for lineno, sentence, gold in conllu_sentences(readable(path), *columns, "utf-8"):
-            yield ToTag(sentence, [[no_spaces(token[0])] for token in sentence], gold, lineno)
+            yield ToTag(model_tokens(model, [sentence])[0],
+                        [[no_spaces(token[0])] for token in sentence], gold, lineno)
         return
     label_column(args)
     with_gold = None
@@ -116,9 +130,10 @@ def sentences_to_tag(path, model, model_path, args, need_gold=False):
                                  f"{expected + 1} (a gold label after them)")
         if with_gold:
             tokens = [token[:-1] for token in sentence]
-            yield ToTag(tokens, tokens, [token[-1] for token in sentence], lineno)
+            yield ToTag(model_tokens(model, [tokens])[0], tokens,
+                        [token[-1] for token in sentence], lineno)
         else:
-            yield ToTag(sentence, sentence, None, lineno)
+            yield ToTag(model_tokens(model, [sentence])[0], sentence, None, lineno)
 
 
 def batches(items):

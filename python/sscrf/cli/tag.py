@@ -1,5 +1,7 @@
-"""``sscrf tag``: label FILE with MODEL (Viterbi, N-best, constrained), batch by batch."""
+"""``sscrf tag``: label FILE with MODEL (Viterbi, N-best, constrained, with probabilities),
+batch by batch."""
 
+import math
 import sys
 
 from ..errors import SscrfError
@@ -13,6 +15,8 @@ __all__ = ["run"]
 
 def run(args):
     """``sscrf tag``: the exit status."""
+    if args.marginals is not None and args.nbest > 1:
+        raise SscrfError("--marginals goes with the Viterbi labeling, not with -n K")
     if args.output is not None:
         check_writable(args.output)
         check_not_an_input(args.output, (args.model, args.file, args.constraints))
@@ -30,9 +34,11 @@ def run(args):
             allowed = None if args.constraints is None else [item.allowed for item in batch]
             if args.nbest > 1:
                 nbest = model.predict_nbest(tokens, args.nbest, allowed=allowed)
-                f.write(_nbest_text(nbest, shown, gold))
-            else:
+                f.write(_nbest_text(nbest, shown, gold, args.probability, args.nbest))
+            elif args.marginals is None and not args.probability:
                 write_conll(f, shown, gold, model.predict(tokens, allowed=allowed))
+            else:
+                f.write(_scored_text(model, tokens, shown, gold, allowed, args))
 
     # Each batch is millions of small objects without cycles, freed by their
     # reference counts; the collector would only walk them.
@@ -66,14 +72,49 @@ def _with_constraints(sentences, path, model, file):
         raise SscrfError(f"{path}: {count + rest} sentences, but {file} has {count}")
 
 
-def _nbest_text(nbest, shown, gold):
-    """Per sentence: '# nbest LOGP1 LOGP2 ...', then each token's columns, gold, K labels."""
+def _scored_text(model, tokens, shown, gold, allowed, args):
+    """Viterbi output with --probability and --marginals columns between the
+    token columns and the gold label, so that the last two columns stay the
+    gold label and the prediction, the ones 'sscrf eval' scores."""
+    predicted = model.predict(tokens, allowed=allowed)
+    extra = [[[] for _ in sentence] for sentence in tokens]
+    if args.probability:
+        # log p(y | x) of the labeling written, under the unconstrained model
+        for s, logp in enumerate(model.sequence_log_probability(tokens, predicted).tolist()):
+            for cells in extra[s]:
+                cells.append(f"{math.exp(logp):.6f}")
+    if args.marginals is not None:
+        for s, rows in enumerate(model.predict_marginals(tokens, allowed=allowed)):
+            for t, row in enumerate(rows):
+                if args.marginals == "all":
+                    extra[s][t] += [f"{label}:{p:.6f}" for label, p in row.items()]
+                else:
+                    extra[s][t].append(f"{row[predicted[s][t]]:.6f}")
     lines = []
-    for s, candidates in enumerate(nbest):
-        lines.append("# nbest " + " ".join(f"{logp:.6f}" for _, logp in candidates))
-        for t, columns in enumerate(shown[s]):
-            cells = list(columns) + ([gold[s][t]] if gold is not None else [])
-            cells += [labels[t] for labels, _ in candidates]
+    for s, sentence in enumerate(shown):
+        for t, columns in enumerate(sentence):
+            cells = list(columns) + extra[s][t]
+            cells += ([gold[s][t]] if gold is not None else []) + [predicted[s][t]]
             lines.append(" ".join(cells))
         lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _nbest_text(nbest, shown, gold, probability, k):
+    """Per token: its columns, [the K probabilities, best first], labelings 2..K,
+    [gold], the best labeling last (the column 'sscrf eval' scores). No
+    comment line: '#' is a token in CoNLL files. A sentence with fewer than K
+    labelings has '_' in the missing columns, so every line has as many."""
+    lines = []
+    for s, candidates in enumerate(nbest):
+        missing = ["_"] * (k - len(candidates))
+        probabilities = ([f"{math.exp(logp):.6f}" for _, logp in candidates] + missing
+                         if probability else [])
+        best = candidates[0][0]
+        for t, columns in enumerate(shown[s]):
+            cells = list(columns) + probabilities
+            cells += [labels[t] for labels, _ in candidates[1:]] + missing
+            cells += ([gold[s][t]] if gold is not None else []) + [best[t]]
+            lines.append(" ".join(cells))
+        lines.append("")
+    return "\n".join(lines) + "\n" if lines else ""

@@ -7,12 +7,13 @@ import warnings
 from ..constraints import read_constraints
 from ..errors import SscrfError
 from ..features import read_templates
+from ..features.word_features import add_word_columns, preset_columns, word_templates
 from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error
-from .reading import read_labeled
+from .reading import load_model, read_labeled
 
 __all__ = ["run"]
 
@@ -29,6 +30,14 @@ def run(args):
     templates = "default"
     if args.template is not None:
         templates = read_templates(args.template)
+    if args.features == "words" and args.template is not None:
+        raise SscrfError("--features words is a template set of its own; give it or "
+                         "--template, not both")
+    init = None
+    if args.init is not None:  # the previous round's model: its weights, and its templates
+        init = load_model(args.init)
+        if args.template is None and init.extractor_.templates is not None:
+            templates = init.extractor_.templates
     constraints = _read_ge_constraints(args)
     corpus = read_labeled(args.train, args, labels=args.labels)
     if not (args.partial or args.conllu):
@@ -61,6 +70,13 @@ def run(args):
         raise SscrfError(f"{args.train}: no sentences to train on, and {args.unlabeled} has "
                          "none either")
     n_columns = min(len(token) for sentence in corpus.tokens or unlabeled for token in sentence)
+    words = (args.features == "words" and args.template is None) or (
+        not isinstance(templates, str) and preset_columns(templates) is not None)
+    if words:  # the preset's derived columns after the file's token columns
+        templates = word_templates(n_columns) if args.features == "words" else templates
+        if preset_columns(templates) != n_columns:
+            raise SscrfError(f"{args.init}: the model reads {preset_columns(templates)} token "
+                             f"column(s), {columns_from} has {n_columns}")
     if args.template is not None and templates.max_column >= n_columns:
         source = next(src for src, pieces in zip(templates.sources, templates.unigrams)
                       if any(type(p) is tuple and p[1] >= n_columns for p in pieces))
@@ -81,6 +97,16 @@ def run(args):
             and not any(label is not None for seq in corpus.labels for label in seq)):
         raise SscrfError(f"{args.train}: no token has a label; give the label set with "
                          "--labels A,B,...")
+    if words:
+        with gc_paused():
+            corpus = corpus._replace(tokens=[add_word_columns([t[:n_columns] for t in s])
+                                             for s in corpus.tokens])
+            if unlabeled is not None:
+                unlabeled = [add_word_columns(s) for s in unlabeled]
+    if args.template is not None and not any(line.strip()[:1] == "B"
+                                             for line in templates.lines):
+        print(f"{PROG}: warning: {args.template}: no 'B' line; sscrf trains label "
+              "transitions all the same (CRF++ would train none without one)", file=sys.stderr)
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
@@ -92,7 +118,7 @@ def run(args):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # shown below as the program's warnings
             model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled,
-                      constraints=constraints)
+                      constraints=constraints, init=init)
     except KeyboardInterrupt:  # the model holds the best parameters so far, if any
         if not hasattr(model, "coef_"):
             error(f"interrupted before the first iteration; {args.model} not written")
