@@ -3,7 +3,7 @@ select do with its models; template files without a B line."""
 
 from sscrf import CRF
 from sscrf.demo import generate_hmm_corpus
-from sscrf.features.word_features import add_word_columns, preset_columns
+from sscrf.features.words import add_word_columns, preset_columns
 from sscrf.io import read_conll, write_conll
 from cli_common import run
 

@@ -13,7 +13,7 @@ from ..io import (
     read_conll,
     read_conllu,
 )
-from ..features.word_features import add_word_columns, preset_columns
+from ..features.words import add_word_columns, preset_columns
 from ..model import CRF
 
 __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",

@@ -7,7 +7,7 @@ import warnings
 from ..constraints import read_constraints
 from ..errors import SscrfError
 from ..features import read_templates
-from ..features.word_features import add_word_columns, preset_columns, word_templates
+from ..features.words import add_word_columns, preset_columns, word_templates
 from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF

@@ -21,7 +21,7 @@ Modules: :mod:`~sscrf.features.templates` (parsing and applying templates),
 :mod:`~sscrf.features.vocabulary` (count, merge, cut and freeze the
 vocabulary, shard by shard if need be), :mod:`~sscrf.features.csr` (the
 ``Features`` matrix), :mod:`~sscrf.features.extractor` (``FeatureExtractor``,
-which puts them together), :mod:`~sscrf.features.word_features` (the usual
+which puts them together), :mod:`~sscrf.features.words` (the usual
 named-entity token features, as dicts or as derived columns and templates).
 
 Example
@@ -42,7 +42,7 @@ from .templates import (
     read_templates,
 )
 from .vocabulary import AttributeCounts, Vocabulary, merge_counts
-from .word_features import word_features
+from .words import word_features
 
 __all__ = [
     "DEFAULT_TEMPLATES",

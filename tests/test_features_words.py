@@ -1,10 +1,10 @@
-"""sscrf.features.word_features: the named-entity token features, as dicts
+"""sscrf.features.words: the named-entity token features, as dicts
 and as derived columns with the templates that read them."""
 
 from sscrf import CRF
 from sscrf.demo import generate_hmm_corpus
 from sscrf.features import word_features
-from sscrf.features.word_features import (
+from sscrf.features.words import (
     add_word_columns,
     preset_columns,
     word_columns,
