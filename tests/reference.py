@@ -344,3 +344,18 @@ def unpack(theta, row_ptr, label_ids, A, S):
     assert layout.n_attributes == A and len(theta) == layout.size
     _, T, start, end = layout.split(theta)
     return layout.weight_matrix(theta), T, start, end
+
+
+def corpus_scores(data, theta, row_ptr, label_ids, S):
+    """Emission scores X·W of every token of ``data`` (a :func:`random_corpus`), and T,
+    start, end, from the flat vector θ of a layout."""
+    W, T, start, end = unpack(theta, row_ptr, label_ids, data["A"], S)
+    return data["X"] @ W, T, start, end
+
+
+def pack_gradient(X, dE_all, dT, dstart, dend, row_ptr, label_ids):
+    """A layout's flat gradient from the gradients of every token's emission scores
+    (``dE_all``, one row a token of ``X``) and of T, start, end: the inverse of unpack."""
+    dW = X.T @ dE_all
+    attrs = np.repeat(np.arange(len(row_ptr) - 1), np.diff(row_ptr))
+    return np.concatenate([dW[attrs, label_ids], np.ravel(dT), dstart, dend])

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sscrf
-from reference import (all_labelings, brute_force, corpus_of_emissions, random_chain,
-                       random_corpus, unpack)
+from reference import (all_labelings, brute_force, corpus_of_emissions, corpus_scores,
+                       pack_gradient, random_chain, random_corpus)
 from sscrf import _core, lattice
 from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES
@@ -907,9 +907,8 @@ def layout_arrays(kind, rng, A, S):
 
 def brute_entropy_term(data, row_ptr, label_ids, theta, weights):
     """Σ_x w_x H(x) and its gradient -Σ_x w_x Cov[F, s], by enumeration."""
-    A, S = data["A"], data["S"]
-    W, T, start, end = unpack(theta, row_ptr, label_ids, A, S)
-    E_all = data["X"] @ W
+    S = data["S"]
+    E_all, T, start, end = corpus_scores(data, theta, row_ptr, label_ids, S)
     dE_all = np.zeros_like(E_all)
     dT, ds, dend = np.zeros((S, S)), np.zeros(S), np.zeros(S)
     values = []
@@ -925,9 +924,7 @@ def brute_entropy_term(data, row_ptr, label_ids, theta, weights):
         dT -= w * dist.cov(dist.f_trans, dist.scores)
         ds -= w * dist.cov(dist.f_start, dist.scores)
         dend -= w * dist.cov(dist.f_end, dist.scores)
-    dW = data["X"].T @ dE_all
-    grad = np.concatenate([dW[np.repeat(np.arange(A), np.diff(row_ptr)), label_ids],
-                           dT.ravel(), ds, dend])
+    grad = pack_gradient(data["X"], dE_all, dT, ds, dend, row_ptr, label_ids)
     return math.fsum(values), grad
 
 
