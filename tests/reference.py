@@ -338,9 +338,49 @@ def random_rows(rng, lengths, A, max_attrs=3):
     )
 
 
+def zipf_rows(rng, lengths, A, max_count, scale):
+    """CSR arrays of sentences of the given lengths, each token 1..max_count distinct
+    attribute ids below A drawn Zipf-like (``scale`` times a Pareto(1.2) draw), the
+    way real text fires a few attributes often and most rarely.
+
+    Returns indptr, indices (int32) and sentence offsets; draws nothing else, so a
+    caller draws values, labels and weights after it as it likes.
+    """
+    N = int(np.sum(lengths))
+    counts = rng.integers(1, max_count + 1, size=N)
+    token = np.repeat(np.arange(N), counts)
+    ids = np.minimum((rng.pareto(1.2, size=len(token)) * scale).astype(np.int64), A - 1)
+    # CSR wants distinct, ascending ids within a token: sort, drop repeats.
+    order = np.lexsort((ids, token))
+    token, ids = token[order], ids[order]
+    keep = np.ones(len(ids), dtype=bool)
+    keep[1:] = (ids[1:] != ids[:-1]) | (token[1:] != token[:-1])
+    token, ids = token[keep], ids[keep]
+    indptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token, minlength=N), out=indptr[1:])
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return indptr, ids.astype(np.int32), offsets
+
+
 def unpack(theta, row_ptr, label_ids, A, S):
     """Dense W (A, S), T (S, S), start (S,), end (S,) from the flat vector θ of a layout."""
     layout = ParameterLayout(row_ptr, label_ids, S)
     assert layout.n_attributes == A and len(theta) == layout.size
     _, T, start, end = layout.split(theta)
     return layout.weight_matrix(theta), T, start, end
+
+
+def corpus_scores(data, theta, row_ptr, label_ids, S):
+    """Emission scores X·W of every token of ``data`` (a :func:`random_corpus`), and T,
+    start, end, from the flat vector θ of a layout."""
+    W, T, start, end = unpack(theta, row_ptr, label_ids, data["A"], S)
+    return data["X"] @ W, T, start, end
+
+
+def pack_gradient(X, dE_all, dT, dstart, dend, row_ptr, label_ids):
+    """A layout's flat gradient from the gradients of every token's emission scores
+    (``dE_all``, one row a token of ``X``) and of T, start, end: the inverse of unpack."""
+    dW = X.T @ dE_all
+    attrs = np.repeat(np.arange(len(row_ptr) - 1), np.diff(row_ptr))
+    return np.concatenate([dW[attrs, label_ids], np.ravel(dT), dstart, dend])

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sscrf
-from reference import (all_labelings, brute_force, corpus_of_emissions, random_chain,
-                       random_corpus, unpack)
+from reference import (all_labelings, brute_force, corpus_of_emissions, corpus_scores,
+                       pack_gradient, random_chain, random_corpus, zipf_rows)
 from sscrf import _core, lattice
 from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES
@@ -907,9 +907,8 @@ def layout_arrays(kind, rng, A, S):
 
 def brute_entropy_term(data, row_ptr, label_ids, theta, weights):
     """Σ_x w_x H(x) and its gradient -Σ_x w_x Cov[F, s], by enumeration."""
-    A, S = data["A"], data["S"]
-    W, T, start, end = unpack(theta, row_ptr, label_ids, A, S)
-    E_all = data["X"] @ W
+    S = data["S"]
+    E_all, T, start, end = corpus_scores(data, theta, row_ptr, label_ids, S)
     dE_all = np.zeros_like(E_all)
     dT, ds, dend = np.zeros((S, S)), np.zeros(S), np.zeros(S)
     values = []
@@ -925,9 +924,7 @@ def brute_entropy_term(data, row_ptr, label_ids, theta, weights):
         dT -= w * dist.cov(dist.f_trans, dist.scores)
         ds -= w * dist.cov(dist.f_start, dist.scores)
         dend -= w * dist.cov(dist.f_end, dist.scores)
-    dW = data["X"].T @ dE_all
-    grad = np.concatenate([dW[np.repeat(np.arange(A), np.diff(row_ptr)), label_ids],
-                           dT.ravel(), ds, dend])
+    grad = pack_gradient(data["X"], dE_all, dT, ds, dend, row_ptr, label_ids)
     return math.fsum(values), grad
 
 
@@ -1034,20 +1031,9 @@ def big_unlabeled_corpus(seed=0, min_tokens=24_000, A=400, S=5):
     while sum(lengths) < min_tokens:
         lengths.append(int(rng.integers(1, 16)))
     N = sum(lengths)
-    counts = rng.integers(1, 5, size=N)
-    token = np.repeat(np.arange(N), counts)
-    ids = np.minimum((rng.pareto(1.2, size=len(token)) * 20).astype(np.int64), A - 1)
-    order = np.lexsort((ids, token))
-    token, ids = token[order], ids[order]
-    keep = np.ones(len(ids), dtype=bool)
-    keep[1:] = (ids[1:] != ids[:-1]) | (token[1:] != token[:-1])
-    token, ids = token[keep], ids[keep]
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(token, minlength=N), out=indptr[1:])
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    indptr, ids, offsets = zipf_rows(rng, lengths, A, max_count=4, scale=20)
     weights = rng.uniform(0.1, 2.0, size=len(lengths))
-    corpus = _core.Corpus(indptr, ids.astype(np.int32), rng.normal(size=len(ids)), offsets, A,
+    corpus = _core.Corpus(indptr, ids, rng.normal(size=len(ids)), offsets, A,
                           None, weights, chunk_tokens=4096)  # several chunks, quickly
     return corpus, N
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import sscrf
-from reference import brute_force, labeling_score, random_corpus, unpack
+from reference import (brute_force, corpus_scores, labeling_score, pack_gradient,
+                       random_corpus, unpack, zipf_rows)
 from sscrf import _core
 from sscrf.layout import ParameterLayout
 from sscrf.objectives import OBJECTIVES, Objective, Term
@@ -63,10 +64,9 @@ def corpus_of(data, weights=None):
 
 def brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights=None):
     """Σ_x w_x (log Z − score(y_x)) and its gradient, by enumeration."""
-    A, S = data["A"], data["S"]
-    W, T, start, end = unpack(theta, row_ptr, label_ids, A, S)
+    S = data["S"]
+    E_all, T, start, end = corpus_scores(data, theta, row_ptr, label_ids, S)
     X, y_all, offsets = data["X"], data["labels"], data["offsets"]
-    E_all = X @ W
     dE_all = np.zeros_like(E_all)
     dT = np.zeros((S, S))
     dstart = np.zeros(S)
@@ -88,9 +88,7 @@ def brute_force_loss_and_grad(data, row_ptr, label_ids, theta, weights=None):
         dT += w * bf.edge.sum(axis=0)
         for t in range(1, b - a):
             dT[y[t - 1], y[t]] -= w
-    dW = X.T @ dE_all
-    attrs = np.repeat(np.arange(A), np.diff(row_ptr))
-    grad = np.concatenate([dW[attrs, label_ids], dT.ravel(), dstart, dend])
+    grad = pack_gradient(X, dE_all, dT, dstart, dend, row_ptr, label_ids)
     return math.fsum(terms), grad
 
 
@@ -343,23 +341,11 @@ def big_corpus(seed=0, n_tokens=120_000, A=3000, S=5):
         lengths.append(n)
         total += n
     N = total
-    counts = rng.integers(1, 6, size=N)
-    token = np.repeat(np.arange(N), counts)
-    ids = np.minimum((rng.pareto(1.2, size=len(token)) * 50).astype(np.int64), A - 1)
-    # CSR wants distinct, ascending ids within a token: sort, drop repeats.
-    order = np.lexsort((ids, token))
-    token, ids = token[order], ids[order]
-    keep = np.ones(len(ids), dtype=bool)
-    keep[1:] = (ids[1:] != ids[:-1]) | (token[1:] != token[:-1])
-    token, indices = token[keep], ids[keep]
-    indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(token, minlength=N), out=indptr[1:])
+    indptr, indices, offsets = zipf_rows(rng, lengths, A, max_count=5, scale=50)
     values = rng.normal(size=len(indices))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
     labels = rng.integers(0, S, size=N).astype(np.int32)
     weights = rng.uniform(0.1, 2.0, size=len(lengths))
-    return dict(indptr=indptr, indices=indices.astype(np.int32), values=values, offsets=offsets,
+    return dict(indptr=indptr, indices=indices, values=values, offsets=offsets,
                 labels=labels, weights=weights, A=A, S=S, N=N)
 
 

@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from reference import all_labelings, brute_force, random_rows, unpack
+from reference import (all_labelings, brute_force, corpus_scores, pack_gradient,
+                       random_rows)
 from sscrf import CRF, _core, lattice
 from sscrf.cli import main
 from sscrf.errors import SscrfError
@@ -77,9 +78,8 @@ def expectations(ys, p, S):
 
 def brute_partial(data, row_ptr, label_ids, theta, annotations, classes, weights=None):
     """Σ_x w_x (log Z − log Z_L) and its gradient, by enumeration."""
-    A, S = data["A"], len(classes)
-    W, T, start, end = unpack(theta, row_ptr, label_ids, A, S)
-    E_all = data["X"] @ W
+    S = len(classes)
+    E_all, T, start, end = corpus_scores(data, theta, row_ptr, label_ids, S)
     dE_all = np.zeros_like(E_all)
     dT, dstart, dend = np.zeros((S, S)), np.zeros(S), np.zeros(S)
     total = []
@@ -103,9 +103,7 @@ def brute_partial(data, row_ptr, label_ids, theta, annotations, classes, weights
         dT += w * (trans_p - trans_l)
         dstart += dE[0]
         dend += dE[-1]
-    dW = data["X"].T @ dE_all
-    attrs = np.repeat(np.arange(A), np.diff(row_ptr))
-    grad = np.concatenate([dW[attrs, label_ids], dT.ravel(), dstart, dend])
+    grad = pack_gradient(data["X"], dE_all, dT, dstart, dend, row_ptr, label_ids)
     return math.fsum(total), grad
 
 
@@ -381,8 +379,7 @@ def test_alternatives_term_sums_listed_labelings_by_enumeration():
     labels = np.array([l for alts in alternatives for y in alts for l in y], dtype=np.int32)
 
     def reference(th):
-        W, T, start, end = unpack(th, row_ptr, label_ids, data["A"], 3)
-        E_all = data["X"] @ W
+        E_all, T, start, end = corpus_scores(data, th, row_ptr, label_ids, 3)
         total = []
         for s, alts in enumerate(alternatives):
             a, b = data["offsets"][s], data["offsets"][s + 1]
@@ -436,8 +433,7 @@ def test_alternatives_equal_minus_log_summed_probability_and_sets_differ():
     anns = [Alternatives([["A", "B", "C"], ["C", "A", "B"]]),
             Alternatives([["A", "B", "B", "C"], ["C", "A", "B", "B"], ["C", "C", "C", "C"]])]
     # Reference: −log Σ_{y in alternatives} p(y|x), computed from the scores directly.
-    W, T, start, end = unpack(theta, row_ptr, label_ids, data["A"], 3)
-    E_all = data["X"] @ W
+    E_all, T, start, end = corpus_scores(data, theta, row_ptr, label_ids, 3)
     want = 0.0
     for s, ann in enumerate(anns):
         E = E_all[data["offsets"][s]:data["offsets"][s + 1]]

@@ -4,8 +4,8 @@
   beside it (``../shared/data``).
 - :func:`machine_info` / :func:`machine_line`: CPU model, core counts, load,
   date, git commit, Python version.
-- :func:`default_threads` / :func:`parse_threads`: the thread counts a
-  benchmark measures.
+- :func:`default_threads` / :func:`parse_threads` / :func:`thread_counts`:
+  the thread counts a benchmark measures.
 
 Standard library only, so that a parent process that launches measured
 children stays small (see :mod:`bench.lib.timing`).
@@ -26,6 +26,7 @@ __all__ = [
     "usable_cpus",
     "default_threads",
     "parse_threads",
+    "thread_counts",
 ]
 
 #: The repository root (the directory above ``bench/``).
@@ -174,3 +175,10 @@ def parse_threads(text):
     if not out or out[0] < 1:
         raise argparse.ArgumentTypeError("--threads: positive integers, e.g. 1,2")
     return out
+
+
+def thread_counts(requested):
+    """The counts to measure: ``requested`` (or :func:`default_threads`), 1 always first
+    among them, since every speed-up is relative to one thread."""
+    counts = list(requested or default_threads())
+    return counts if 1 in counts else [1] + counts

@@ -1,8 +1,11 @@
 """Statistics and Markdown formatting of benchmark results (standard library only)."""
 
+import json
+import os
 import statistics
 
-__all__ = ["median", "ratio", "fmt_ratio", "fmt_num", "fmt_mb", "markdown_table", "verdict"]
+__all__ = ["median", "ratio", "fmt_ratio", "fmt_num", "fmt_mb", "markdown_table", "verdict",
+           "write_report"]
 
 
 # -- statistics and formatting -------------------------------------------------
@@ -71,3 +74,13 @@ def markdown_table(headers, rows, align=None):
 def verdict(ok):
     """``"PASS"``, ``"FAIL"``, or ``"N/A"`` for None."""
     return "N/A" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def write_report(out_dir, stem, report, payload):
+    """Prints ``report`` and writes it to OUT/stem.md, ``payload`` to OUT/stem.json."""
+    print(report)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, f"{stem}.md"), "w") as f:
+        f.write(report + "\n")
+    with open(os.path.join(out_dir, f"{stem}.json"), "w") as f:
+        json.dump(payload, f)

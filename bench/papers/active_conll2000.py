@@ -38,7 +38,6 @@ Usage::
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -192,12 +191,8 @@ def main():
         f"Wall time {time.perf_counter() - started:.0f} s.",
     ]
     report = "\n".join(lines)
-    print(report)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "active_conll2000.md"), "w") as f:
-        f.write(report + "\n")
-    with open(os.path.join(args.out, "active_conll2000.json"), "w") as f:
-        json.dump({"args": vars(args), "curves": curves}, f)
+    tables.write_report(args.out, "active_conll2000", report,
+                        {"args": vars(args), "curves": curves})
     try:
         import matplotlib
 

@@ -36,7 +36,6 @@ Usage::
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -184,14 +183,11 @@ def main():
         lines.append("")
     lines.append(f"Wall time {time.perf_counter() - started:.0f} s.")
     report = "\n".join(lines)
-    print(report)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "active_nettalk.md"), "w") as f:
-        f.write(report + "\n")
-    with open(os.path.join(args.out, "active_nettalk.json"), "w") as f:
-        json.dump({"sizes": list(SIZES), "errors": {s: e.tolist() for s, e in errors.items()},
-                   "letters": {s: v.tolist() for s, v in letters.items()},
-                   "examples": examples}, f)
+    tables.write_report(args.out, "active_nettalk", report,
+                        {"sizes": list(SIZES),
+                         "errors": {s: e.tolist() for s, e in errors.items()},
+                         "letters": {s: v.tolist() for s, v in letters.items()},
+                         "examples": examples})
 
 
 if __name__ == "__main__":

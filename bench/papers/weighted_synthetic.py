@@ -36,7 +36,6 @@ Usage::
 
 import argparse
 import itertools
-import json
 import os
 import sys
 import time
@@ -226,16 +225,12 @@ def main():
         f"Wall time {time.perf_counter() - started:.0f} s.",
     ]
     report = "\n".join(lines)
-    print(report)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "weighted_synthetic.md"), "w") as f:
-        f.write(report + "\n")
-    with open(os.path.join(args.out, "weighted_synthetic.json"), "w") as f:
-        json.dump({"sizes": sizes, "columns": ["standard_test", "standard_exact",
-                                               "weighted_test", "weighted_exact"],
-                   "runs": {str(n): runs[n].tolist() for n in sizes},
-                   "bayes": {"viterbi_test": bayes_test, "viterbi_exact": bayes_vit,
-                             "mpm_exact": bayes_mpm}}, f)
+    tables.write_report(args.out, "weighted_synthetic", report,
+                        {"sizes": sizes, "columns": ["standard_test", "standard_exact",
+                                                     "weighted_test", "weighted_exact"],
+                         "runs": {str(n): runs[n].tolist() for n in sizes},
+                         "bayes": {"viterbi_test": bayes_test, "viterbi_exact": bayes_vit,
+                                   "mpm_exact": bayes_mpm}})
     try:
         import matplotlib
 

@@ -166,9 +166,7 @@ def main(argv=None):
             ap.error(f"unknown term {name!r}; choose from {', '.join(TERMS)}")
     if args.evaluations < 1 or args.rounds < 1:
         ap.error("--evaluations and --rounds must be at least 1")
-    counts = args.counts or host.default_threads()
-    if 1 not in counts:
-        counts = [1] + counts
+    counts = host.thread_counts(args.counts)
 
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that ran OpenMP
     rows = []

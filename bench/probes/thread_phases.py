@@ -140,9 +140,7 @@ def main(argv=None):
                     help="L-BFGS iterations of the training row, 0 to skip (default 20)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    threads = args.threads or host.default_threads()
-    if 1 not in threads:
-        threads = [1] + threads
+    threads = host.thread_counts(args.threads)
 
     machine = host.machine_info()
     features, y, S, attributes = load_conll2000(args.data, with_attributes=True)

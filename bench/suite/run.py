@@ -127,9 +127,7 @@ def main(argv=None):
                     help="rebuild OUT/suite.md (the targets and ratios) from OUT/suite.json")
     args = ap.parse_args(argv)
     args.data = os.path.abspath(args.data)
-    args.thread_list = args.threads or host.default_threads()
-    if 1 not in args.thread_list:
-        args.thread_list = [1] + args.thread_list
+    args.thread_list = host.thread_counts(args.threads)
 
     if args.report_only:
         with open(os.path.join(args.out, "suite.json"), encoding="utf-8") as f:

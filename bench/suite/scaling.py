@@ -244,9 +244,7 @@ def main(argv=None):
                     help="only the first SENTENCES training sentences")
     args = ap.parse_args(argv)
     args.data = os.path.abspath(args.data)
-    args.thread_list = args.threads or host.default_threads()
-    if 1 not in args.thread_list:
-        args.thread_list = [1] + args.thread_list
+    args.thread_list = host.thread_counts(args.threads)
     sys.stdout.write(json.dumps(child_scaling(args), default=str) + "\n")
     return 0
 

@@ -120,6 +120,14 @@ def paired_ratios(samples, name, ref):
 # -- tagging ----------------------------------------------------------------------
 
 
+def timing_row(samples_s, n_sent, n_tok):
+    """A method's samples, their median and the rates at that median."""
+    med = tables.median(samples_s)
+    return {"samples_s": samples_s, "median_s": med,
+            "sentences_per_s": n_sent / med if med else None,
+            "tokens_per_s": n_tok / med if med else None}
+
+
 def measure_tagging(args):
     import numpy as np
     import pycrfsuite
@@ -243,13 +251,11 @@ def measure_tagging(args):
     def rows(samples, ref):
         out = {}
         for name, v in samples.items():
-            med = tables.median(v)
-            out[name] = {"samples_s": v, "median_s": med,
-                         "sentences_per_s": n_sent / med if med else None,
-                         "tokens_per_s": n_tok / med if med else None,
-                         "speedup_vs_crfsuite": tables.ratio(tables.median(samples[ref]), med),
-                         "median_paired_speedup": tables.median(
-                             [1.0 / r for r in paired_ratios(samples, name, ref) if r])}
+            out[name] = row = timing_row(v, n_sent, n_tok)
+            med = row["median_s"]
+            row |= {"speedup_vs_crfsuite": tables.ratio(tables.median(samples[ref]), med),
+                    "median_paired_speedup": tables.median(
+                        [1.0 / r for r in paired_ratios(samples, name, ref) if r])}
         return out
 
     return {
@@ -350,13 +356,10 @@ def measure_extraction(args):
     ref = "crfsuite: lists + Trainer.append"
     out = {}
     for name, v in samples.items():
-        med = tables.median(v)
-        out[name] = {"samples_s": v, "median_s": med,
-                     "sentences_per_s": n_sent / med if med else None,
-                     "tokens_per_s": n_tok / med if med else None,
-                     "time_vs_crfsuite_append": tables.ratio(med, tables.median(samples[ref])),
-                     "median_paired_time_ratio": tables.median(paired_ratios(samples, name,
-                                                                              ref))}
+        out[name] = row = timing_row(v, n_sent, n_tok)
+        row |= {"time_vs_crfsuite_append": tables.ratio(row["median_s"],
+                                                        tables.median(samples[ref])),
+                "median_paired_time_ratio": tables.median(paired_ratios(samples, name, ref))}
     return {"part": "extraction", "n_sentences": n_sent, "n_tokens": n_tok, "read_s": read_s,
             "repeats": args.repeats, "templates": templates, "sizes": info, "methods": out,
             "reference": ref}

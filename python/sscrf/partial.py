@@ -1,27 +1,14 @@
 """Partial, ambiguous and alternative annotations (Tsuboi et al. 2008).
 
-An annotation of a sentence is either
-
-- a sequence with one entry per token: a label (``str``), a set of
-  acceptable labels (``set``, ``frozenset`` or ``tuple`` of ``str``: an
-  ambiguous annotation such as ``{"VBG", "JJ"}``), or ``None`` (not
-  annotated: any label); or
-- an :class:`Alternatives`: a list of whole acceptable labelings, for when
-  the acceptable labelings are not a product of per-token sets (two
-  acceptable boundaries of one mention: ``B I`` or ``O B``, where the
-  per-token sets ``{B,O} {I,B}`` would also admit ``B B`` and ``O I``).
-
+An annotation of a sentence gives, per token, a label, a set of acceptable
+labels or ``None``, or, as an :class:`Alternatives`, a list of whole
+acceptable labelings (the forms and their masks: :mod:`sscrf.annotations`).
 Training maximises the marginalised likelihood ``log P(Y_L | x) = log Z_L −
 log Z`` (Tsuboi et al. eq. 3), where ``Z_L`` sums over the labelings the
-annotation allows. Per-token sets become a node mask of allowed labels;
-alternatives become a node mask plus an edge mask of allowed transitions.
-Node and edge masks represent a set of alternatives exactly only when the set
-is closed under exchanging suffixes at a shared label (``B I I O`` and ``O B
-I I`` share ``I`` at token 2, so masks would also admit ``B I I I`` and ``O B
-I O``); :func:`sentence_masks` detects this by counting the labelings the
-masks allow, and such sentences are trained through the ``alternatives``
-term, which sums over the listed labelings explicitly. Either way the
-objective is exactly ``−log Σ_{y ∈ alternatives} p(y | x)``.
+annotation allows. Sentences whose alternatives the node and edge masks
+cannot represent exactly are trained through the ``alternatives`` term,
+which sums over the listed labelings explicitly. Either way the objective is
+exactly ``−log Σ_{y ∈ alternatives} p(y | x)``.
 
 This module holds the baselines of Tsuboi et al. §5 (``argmax``, ``first``,
 ``random``, ``discard``), the annotation cost (labeled tokens) and
