@@ -16,24 +16,23 @@ SELECT_STRATEGIES = ("least_confidence", "most_uncertain_span", "quota_sampling"
 
 # -- argument types --------------------------------------------------------------
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
-    return value
+def _integer_at_least(minimum, what, name):
+    """An argument type: an integer ≥ ``minimum``, refused as "must be ``what``"."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, not {value}")
+        return value
+
+    parse.__name__ = parse.__qualname__ = name
+    return parse
 
 
-def non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer ≥ 0, not {value}")
-    return value
+positive_int = _integer_at_least(1, "a positive integer", "positive_int")
+non_negative_int = _integer_at_least(0, "an integer ≥ 0", "non_negative_int")
 
 
 def non_negative_float(text):
