@@ -103,7 +103,30 @@ class CRF:
         ``D``: ``KL(p̃ ‖ p̂)`` (the paper's) or the squared distance
         ``‖p̃ − p̂‖²`` (MALLET's L2 variant).
     verbose : bool
-        Show training progress on stderr.
+        Show training progress on stderr (off by default, as in scikit-learn;
+        the command line shows it).
+    algorithm : {"lbfgs"}
+        sklearn-crfsuite's argument: sscrf trains by L-BFGS (OWL-QN when
+        ``c1 > 0``); CRFsuite's ``l2sgd``, ``ap``, ``pa`` and ``arow`` are
+        refused with a message.
+    num_memories : int
+        L-BFGS history pairs (CRFsuite's ``num_memories``, default 6).
+    linesearch : {"MoreThuente"}
+        sscrf's line search finds a step meeting the strong Wolfe
+        conditions, as CRFsuite's default ``MoreThuente`` does; CRFsuite's
+        ``Backtracking`` and ``StrongBacktracking`` are refused.
+    all_possible_states : bool or None
+        sklearn-crfsuite's name for the feature set: True is
+        ``feature_set="dense"``, False ``"observed"``, None leaves
+        ``feature_set`` as given; a value that contradicts an explicit
+        ``feature_set`` is refused.
+    all_possible_transitions : bool or None
+        Accepted for sklearn-crfsuite code. sscrf always trains every one of
+        the S² label transitions (and start and end weights), which is what
+        CRFsuite does with True; with False or None CRFsuite keeps only the
+        transitions seen in labeled data, sscrf still trains all S² (an
+        unseen transition's weight is pushed negative by the data instead of
+        being absent).
 
     Attributes
     ----------
@@ -124,7 +147,8 @@ class CRF:
     def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
                  entropy_weight=0.0, entropy_method="fast", ge_weight=0.0, ge_penalty="kl",
-                 verbose=True):
+                 verbose=False, algorithm="lbfgs", num_memories=6, linesearch="MoreThuente",
+                 all_possible_states=None, all_possible_transitions=None):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -141,6 +165,11 @@ class CRF:
         self.ge_weight = ge_weight
         self.ge_penalty = ge_penalty
         self.verbose = verbose
+        self.algorithm = algorithm
+        self.num_memories = num_memories
+        self.linesearch = linesearch
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
 
     # -- scikit-learn protocol ----------------------------------------------
 

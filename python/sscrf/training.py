@@ -30,7 +30,7 @@ from . import _core
 from . import constraints as _constraints
 from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
-from .errors import ConvergenceWarning, FeatureScaleWarning, SscrfError
+from .errors import ConvergenceWarning, FeatureScaleWarning, SscrfError, SscrfTypeError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
 from .inputs import (ENTROPY_METHODS, check_choice, check_integer, check_label_list,
@@ -68,6 +68,24 @@ def check_params(params):
     check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
     check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
     check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
+    check_integer(params["num_memories"], "num_memories", minimum=1)
+    if params["algorithm"] != "lbfgs":
+        raise SscrfError(f"algorithm={params['algorithm']!r} is not supported: sscrf trains "
+                         f"by L-BFGS (algorithm='lbfgs'; OWL-QN when c1 > 0); CRFsuite's "
+                         f"'l2sgd', 'ap', 'pa' and 'arow' are not implemented")
+    if params["linesearch"] != "MoreThuente":
+        raise SscrfError(f"linesearch={params['linesearch']!r} is not supported: sscrf's line "
+                         f"search meets the strong Wolfe conditions as CRFsuite's 'MoreThuente' "
+                         f"does (the one accepted value); 'Backtracking' and "
+                         f"'StrongBacktracking' are not implemented")
+    for name in ("all_possible_states", "all_possible_transitions"):
+        if params[name] not in (None, True, False):
+            raise SscrfTypeError(f"{name} must be True, False or None, not {params[name]!r}")
+    states = params["all_possible_states"]
+    if states is not None and params["feature_set"] != "auto" \
+            and params["feature_set"] != ("dense" if states else "observed"):
+        raise SscrfError(f"all_possible_states={states} contradicts "
+                         f"feature_set={params['feature_set']!r}")
     return check_threads(params["n_threads"])
 
 
@@ -321,6 +339,8 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
         check_writable(checkpoint)
     classes = _classes(params, y, use_ge, constraints)
     feature_set = params["feature_set"]
+    if feature_set == "auto" and params["all_possible_states"] is not None:
+        feature_set = "dense" if params["all_possible_states"] else "observed"
     if feature_set == "auto":
         feature_set = "dense" if use_entropy or use_ge else "observed"
     elif feature_set == "observed" and (use_entropy or use_ge):
@@ -385,7 +405,8 @@ def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_s
     verbose, n_threads = params["verbose"], plan.n_threads
     options = dict(max_iterations=params["max_iterations"], epsilon=params["epsilon"],
                    period=params["period"], delta=params["delta"], callback=callback,
-                   verbose=verbose, c1=params["c1"], n_threads=n_threads, x_scale=x_scale)
+                   verbose=verbose, c1=params["c1"], n_threads=n_threads, x_scale=x_scale,
+                   memory=params["num_memories"])
     stages = {}
     if len(terms) > len(supervised) and supervised and warm_start:
         if verbose:
