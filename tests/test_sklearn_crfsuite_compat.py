@@ -76,3 +76,15 @@ def test_new_arguments_follow_the_estimator_protocol():
     assert copy.deepcopy(crf).get_params() == crf.get_params()
     sklearn_base = pytest.importorskip("sklearn.base")
     assert sklearn_base.clone(crf).get_params() == crf.get_params()
+
+
+def test_size_num_attributes_and_training_log(tmp_path):
+    crf = CRF(max_iterations=8, n_threads=1).fit(X, Y)
+    assert crf.num_attributes_ == len(crf.attributes_) == 7   # bias and six words
+    assert crf.size_ >= crf.coef_.nbytes > 0
+    log = crf.training_log_
+    assert [it["num"] for it in log.iterations] == list(range(1, len(log.iterations) + 1))
+    assert log.last_iteration["loss"] == crf.training_["history"][-1]
+    crf.save(tmp_path / "m.model")
+    loaded = CRF.load(tmp_path / "m.model")
+    assert loaded.training_log_ is None and loaded.num_attributes_ == 7

@@ -519,6 +519,33 @@ class CRF:
         return int(np.count_nonzero(self.layout_.split(self.coef_)[0]))
 
     @property
+    def num_attributes_(self):
+        """Number of attributes in the vocabulary (sklearn-crfsuite's name)."""
+        self._check_fitted()
+        return len(self.extractor_.attributes_)
+
+    @property
+    def size_(self):
+        """Bytes of the trained parameters and of the arrays saying which
+        labels each attribute scores (sklearn-crfsuite's name; its value is
+        CRFsuite's file size, which counts other things)."""
+        self._check_fitted()
+        return int(self.coef_.nbytes + np.asarray(self.row_ptr_).nbytes
+                   + np.asarray(self.label_ids_).nbytes)
+
+    @property
+    def training_log_(self):
+        """sklearn-crfsuite's training log: ``iterations``, one dict
+        ``{"num": k, "loss": f}`` per iteration (from ``training_``'s loss
+        history), and ``last_iteration``; None for a loaded model, whose
+        file keeps no history."""
+        self._check_fitted()
+        history = self.training_.get("history")
+        if history is None:
+            return None
+        return TrainingLog([{"num": k + 1, "loss": float(loss)} for k, loss in enumerate(history)])
+
+    @property
     def n_parameters_(self):
         """Length of ``coef_``."""
         self._check_fitted()
@@ -596,6 +623,21 @@ class CRF:
         for name in ("_layout_cache", "_fit_lock", "_state_lock"):
             state.pop(name, None)
         return state
+
+
+class TrainingLog:
+    """What ``CRF.training_log_`` returns: ``iterations`` (a list of dicts) and
+    ``last_iteration`` (the last of them, or an empty dict)."""
+
+    def __init__(self, iterations):
+        self.iterations = iterations
+
+    @property
+    def last_iteration(self):
+        return self.iterations[-1] if self.iterations else {}
+
+    def __repr__(self):
+        return f"TrainingLog({len(self.iterations)} iterations)"
 
 
 def _same_value(value, default):
