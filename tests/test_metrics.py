@@ -294,3 +294,41 @@ def test_counts_match_conlleval_loop(pairs):
 @given(pairs=_corpus_pair("BIES"))
 def test_counts_match_conlleval_loop_iobes(pairs):
     _check_against_conlleval(pairs, "iobes")
+
+
+# -- sklearn-crfsuite's flat metrics -------------------------------------------
+
+FLAT_TRUE = [["B-NP", "I-NP", "O"], ["B-VP", "O"]]
+FLAT_PRED = [["B-NP", "O", "O"], ["B-VP", "O"]]
+
+
+def test_sequence_accuracy_score_counts_whole_sentences():
+    from sscrf.metrics import sequence_accuracy_score
+    assert sequence_accuracy_score(FLAT_TRUE, FLAT_PRED) == 0.5
+    assert sequence_accuracy_score(FLAT_TRUE, FLAT_TRUE) == 1.0
+
+
+def test_flat_metrics_match_scikit_learn_on_concatenated_tokens():
+    sk = pytest.importorskip("sklearn.metrics")
+    from sscrf import metrics as m
+    t = [label for s in FLAT_TRUE for label in s]
+    p = [label for s in FLAT_PRED for label in s]
+    assert m.flat_accuracy_score(FLAT_TRUE, FLAT_PRED) == sk.accuracy_score(t, p) == 0.8
+    labels = ["B-NP", "I-NP", "B-VP"]
+    for name in ("precision", "recall", "f1"):
+        ours = getattr(m, f"flat_{name}_score")(FLAT_TRUE, FLAT_PRED, average="weighted",
+                                                labels=labels, zero_division=0)
+        assert ours == getattr(sk, f"{name}_score")(t, p, average="weighted", labels=labels,
+                                                    zero_division=0)
+    report = m.flat_classification_report(FLAT_TRUE, FLAT_PRED, labels=labels[:2], digits=3,
+                                          zero_division=0)
+    assert report == sk.classification_report(t, p, labels=labels[:2], digits=3,
+                                              zero_division=0)
+
+
+def test_flat_metrics_without_scikit_learn_name_the_install(monkeypatch):
+    import sys
+    from sscrf import metrics as m
+    monkeypatch.setitem(sys.modules, "sklearn", None)   # import sklearn now raises ImportError
+    with pytest.raises(SscrfError, match="pip install scikit-learn"):
+        m.flat_f1_score(FLAT_TRUE, FLAT_PRED, average="weighted")

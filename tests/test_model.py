@@ -400,7 +400,9 @@ def test_get_params_set_params_round_trip():
                       "delta": 1e-5, "n_threads": 2, "feature_set": "dense",
                       "labels": ["A", "B"], "templates": ["U00:%x[0,0]"], "min_freq": 2,
                       "entropy_weight": 0.0, "entropy_method": "fast", "ge_weight": 0.0,
-                      "ge_penalty": "kl", "verbose": False}
+                      "ge_penalty": "kl", "verbose": False, "algorithm": "lbfgs",
+                      "num_memories": 6, "linesearch": "MoreThuente",
+                      "all_possible_states": None, "all_possible_transitions": None}
     clone = type(m)(**m.get_params())
     assert clone.get_params() == params
     assert clone is not m

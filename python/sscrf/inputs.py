@@ -342,3 +342,26 @@ def encode_labels(y, label_index, unknown="error"):
         out[k:k + len(ids)] = ids
         k += len(ids)
     return out
+
+
+def check_crfsuite_options(algorithm, linesearch, feature_set, all_possible_states,
+                           all_possible_transitions):
+    """sklearn-crfsuite's training options, as far as sscrf implements them."""
+    if algorithm != "lbfgs":
+        raise SscrfError(f"algorithm={algorithm!r} is not supported: sscrf trains "
+                         f"by L-BFGS (algorithm='lbfgs'; OWL-QN when c1 > 0); CRFsuite's "
+                         f"'l2sgd', 'ap', 'pa' and 'arow' are not implemented")
+    if linesearch != "MoreThuente":
+        raise SscrfError(f"linesearch={linesearch!r} is not supported: sscrf's line "
+                         f"search meets the strong Wolfe conditions as CRFsuite's 'MoreThuente' "
+                         f"does (the one accepted value); 'Backtracking' and "
+                         f"'StrongBacktracking' are not implemented")
+    for name, value in (("all_possible_states", all_possible_states),
+                        ("all_possible_transitions", all_possible_transitions)):
+        if value not in (None, True, False):
+            raise SscrfTypeError(f"{name} must be True, False or None, not {value!r}")
+    states = all_possible_states
+    if states is not None and feature_set != "auto" \
+            and feature_set != ("dense" if states else "observed"):
+        raise SscrfError(f"all_possible_states={states} contradicts "
+                         f"feature_set={feature_set!r}")

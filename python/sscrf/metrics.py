@@ -9,7 +9,9 @@ list of label strings.
 from .errors import SscrfError, SscrfTypeError
 
 __all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "conlleval_report",
-           "label_scores", "format_label_report", "apa"]
+           "label_scores", "format_label_report", "apa",
+           "flat_accuracy_score", "flat_precision_score", "flat_recall_score", "flat_f1_score",
+           "flat_classification_report", "sequence_accuracy_score"]
 
 _SCHEMES = ("iob1", "iob2", "iobes")
 
@@ -483,3 +485,64 @@ def apa(y_true, y_pred, words, ambiguous):
     if not counts:
         raise SscrfError("no ambiguous word occurs in the evaluation data: APA is undefined")
     return sum(correct / n for n, correct in counts.values()) / len(counts)
+
+
+# -- sklearn-crfsuite's flat metrics -----------------------------------------
+#
+# Same names and signatures as ``sklearn_crfsuite.metrics``: the sentences are
+# concatenated into one token list and handed to scikit-learn, which is
+# optional, so it is imported on first use.
+
+def _sklearn_metrics(name):
+    try:
+        from sklearn import metrics
+    except ImportError:
+        raise SscrfError(f"sscrf.metrics.{name} wraps scikit-learn, which is not installed: "
+                         f"pip install scikit-learn (token_accuracy and chunk_scores "
+                         f"need nothing)") from None
+    return metrics
+
+
+def _flatten(y_true, y_pred):
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    return ([label for sentence in y_true for label in sentence],
+            [label for sentence in y_pred for label in sentence])
+
+
+def flat_accuracy_score(y_true, y_pred):
+    """Token accuracy over all sentences (scikit-learn's ``accuracy_score``)."""
+    metrics = _sklearn_metrics("flat_accuracy_score")
+    return metrics.accuracy_score(*_flatten(y_true, y_pred))
+
+
+def flat_precision_score(y_true, y_pred, **kwargs):
+    """scikit-learn's ``precision_score`` on the concatenated tokens."""
+    metrics = _sklearn_metrics("flat_precision_score")
+    return metrics.precision_score(*_flatten(y_true, y_pred), **kwargs)
+
+
+def flat_recall_score(y_true, y_pred, **kwargs):
+    """scikit-learn's ``recall_score`` on the concatenated tokens."""
+    metrics = _sklearn_metrics("flat_recall_score")
+    return metrics.recall_score(*_flatten(y_true, y_pred), **kwargs)
+
+
+def flat_f1_score(y_true, y_pred, **kwargs):
+    """scikit-learn's ``f1_score`` on the concatenated tokens."""
+    metrics = _sklearn_metrics("flat_f1_score")
+    return metrics.f1_score(*_flatten(y_true, y_pred), **kwargs)
+
+
+def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
+    """scikit-learn's ``classification_report`` on the concatenated tokens."""
+    metrics = _sklearn_metrics("flat_classification_report")
+    return metrics.classification_report(*_flatten(y_true, y_pred), labels=labels, **kwargs)
+
+
+def sequence_accuracy_score(y_true, y_pred):
+    """The fraction of sentences whose every label is right."""
+    y_true, y_pred = _check_corpora(y_true, y_pred)
+    if not y_true:
+        raise SscrfError("sequence_accuracy_score: no sentences")
+    matches = sum(1 for t, p in zip(y_true, y_pred) if list(t) == list(p))
+    return matches / len(y_true)

@@ -103,7 +103,30 @@ class CRF:
         ``D``: ``KL(p̃ ‖ p̂)`` (the paper's) or the squared distance
         ``‖p̃ − p̂‖²`` (MALLET's L2 variant).
     verbose : bool
-        Show training progress on stderr.
+        Show training progress on stderr (off by default, as in scikit-learn;
+        the command line shows it).
+    algorithm : {"lbfgs"}
+        sklearn-crfsuite's argument: sscrf trains by L-BFGS (OWL-QN when
+        ``c1 > 0``); CRFsuite's ``l2sgd``, ``ap``, ``pa`` and ``arow`` are
+        refused with a message.
+    num_memories : int
+        L-BFGS history pairs (CRFsuite's ``num_memories``, default 6).
+    linesearch : {"MoreThuente"}
+        sscrf's line search finds a step meeting the strong Wolfe
+        conditions, as CRFsuite's default ``MoreThuente`` does; CRFsuite's
+        ``Backtracking`` and ``StrongBacktracking`` are refused.
+    all_possible_states : bool or None
+        sklearn-crfsuite's name for the feature set: True is
+        ``feature_set="dense"``, False ``"observed"``, None leaves
+        ``feature_set`` as given; a value that contradicts an explicit
+        ``feature_set`` is refused.
+    all_possible_transitions : bool or None
+        Accepted for sklearn-crfsuite code. sscrf always trains every one of
+        the S² label transitions (and start and end weights), which is what
+        CRFsuite does with True; with False or None CRFsuite keeps only the
+        transitions seen in labeled data, sscrf still trains all S² (an
+        unseen transition's weight is pushed negative by the data instead of
+        being absent).
 
     Attributes
     ----------
@@ -124,7 +147,8 @@ class CRF:
     def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
                  entropy_weight=0.0, entropy_method="fast", ge_weight=0.0, ge_penalty="kl",
-                 verbose=True):
+                 verbose=False, algorithm="lbfgs", num_memories=6, linesearch="MoreThuente",
+                 all_possible_states=None, all_possible_transitions=None):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -141,6 +165,11 @@ class CRF:
         self.ge_weight = ge_weight
         self.ge_penalty = ge_penalty
         self.verbose = verbose
+        self.algorithm = algorithm
+        self.num_memories = num_memories
+        self.linesearch = linesearch
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
 
     # -- scikit-learn protocol ----------------------------------------------
 
@@ -490,6 +519,33 @@ class CRF:
         return int(np.count_nonzero(self.layout_.split(self.coef_)[0]))
 
     @property
+    def num_attributes_(self):
+        """Number of attributes in the vocabulary (sklearn-crfsuite's name)."""
+        self._check_fitted()
+        return len(self.extractor_.attributes_)
+
+    @property
+    def size_(self):
+        """Bytes of the trained parameters and of the arrays saying which
+        labels each attribute scores (sklearn-crfsuite's name; its value is
+        CRFsuite's file size, which counts other things)."""
+        self._check_fitted()
+        return int(self.coef_.nbytes + np.asarray(self.row_ptr_).nbytes
+                   + np.asarray(self.label_ids_).nbytes)
+
+    @property
+    def training_log_(self):
+        """sklearn-crfsuite's training log: ``iterations``, one dict
+        ``{"num": k, "loss": f}`` per iteration (from ``training_``'s loss
+        history), and ``last_iteration``; None for a loaded model, whose
+        file keeps no history."""
+        self._check_fitted()
+        history = self.training_.get("history")
+        if history is None:
+            return None
+        return TrainingLog([{"num": k + 1, "loss": float(loss)} for k, loss in enumerate(history)])
+
+    @property
     def n_parameters_(self):
         """Length of ``coef_``."""
         self._check_fitted()
@@ -567,6 +623,21 @@ class CRF:
         for name in ("_layout_cache", "_fit_lock", "_state_lock"):
             state.pop(name, None)
         return state
+
+
+class TrainingLog:
+    """What ``CRF.training_log_`` returns: ``iterations`` (a list of dicts) and
+    ``last_iteration`` (the last of them, or an empty dict)."""
+
+    def __init__(self, iterations):
+        self.iterations = iterations
+
+    @property
+    def last_iteration(self):
+        return self.iterations[-1] if self.iterations else {}
+
+    def __repr__(self):
+        return f"TrainingLog({len(self.iterations)} iterations)"
 
 
 def _same_value(value, default):

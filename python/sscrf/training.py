@@ -33,8 +33,9 @@ from .corpus import compile_corpus, subset_features
 from .errors import ConvergenceWarning, FeatureScaleWarning, SscrfError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
-from .inputs import (ENTROPY_METHODS, check_choice, check_integer, check_label_list,
-                     check_labeled, check_number, check_sample_weight, check_threads,
+from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, check_integer,
+                     check_label_list, check_labeled, check_number, check_sample_weight,
+                     check_threads,
                      check_unlabeled, check_writable, encode_labels)
 from .layout import ParameterLayout
 from .model_file import write_model
@@ -71,6 +72,9 @@ def check_params(params):
     check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
     check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
     check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
+    check_integer(params["num_memories"], "num_memories", minimum=1)
+    check_crfsuite_options(params["algorithm"], params["linesearch"], params["feature_set"],
+                           params["all_possible_states"], params["all_possible_transitions"])
     return check_threads(params["n_threads"])
 
 
@@ -324,6 +328,8 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
         check_writable(checkpoint)
     classes = _classes(params, y, use_ge, constraints)
     feature_set = params["feature_set"]
+    if feature_set == "auto" and params["all_possible_states"] is not None:
+        feature_set = "dense" if params["all_possible_states"] else "observed"
     if feature_set == "auto":
         feature_set = "dense" if use_entropy or use_ge else "observed"
     elif feature_set == "observed" and (use_entropy or use_ge):
@@ -419,7 +425,8 @@ def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_s
     verbose, n_threads = params["verbose"], plan.n_threads
     options = dict(max_iterations=params["max_iterations"], epsilon=params["epsilon"],
                    period=params["period"], delta=params["delta"], callback=callback,
-                   verbose=verbose, c1=params["c1"], n_threads=n_threads, x_scale=x_scale)
+                   verbose=verbose, c1=params["c1"], n_threads=n_threads, x_scale=x_scale,
+                   memory=params["num_memories"])
     stages = {}
     if len(terms) > len(supervised) and supervised and warm_start:
         if verbose:
