@@ -890,3 +890,23 @@ def test_absurd_nbest_k_on_a_long_sentence_is_refused_not_allocated(cli_files, t
     for line in lines[:2]:
         assert re.match(r"\S+ ValueError .*\bk\b", line), line
     assert re.match(r"cli 2 sscrf: error: .*(\bk\b|-n|nbest)", lines[2]), lines[2]
+
+
+def test_str_subclass_key_whose_plus_returns_another_type_is_refused_by_name():
+    # the joined feature name is not a str; the core reads names as str bytes
+    code = """
+        from sscrf import CRF, SscrfError
+        class K(str):
+            def __radd__(self, other):
+                return [1, 2, 3]
+            def __add__(self, other):
+                return [1, 2, 3]
+        X = [[{K("w"): 2.0, "b": 1.0}, {"w": "b"}]] * 3
+        try:
+            CRF(max_iterations=2, verbose=False).fit(X, [["A", "B"]] * 3)
+        except SscrfError as e:
+            print("refused:", e)
+    """
+    rc, out, err = run_python(code)
+    assert rc == 0, err[-2000:]
+    assert "refused:" in out and "token 0" in out and "list" in out
