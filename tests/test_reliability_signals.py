@@ -58,3 +58,28 @@ def test_signal_handler_that_frees_the_tokens_does_not_crash_the_compiler(attemp
     rc, out, err = run_python(HANDLER_CLEARS_TOKENS, timeout=300, env=env)
     assert rc == 0, err[-2000:]
     assert "alive" in out
+
+
+JIAO_ON_A_LONG_CHAIN = """
+    import os, signal, sys, threading, time
+    import numpy as np
+    from sscrf import lattice
+
+    rng = np.random.default_rng(0)
+    E, T = rng.normal(size=(16000, 6)), rng.normal(size=(6, 6))
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.perf_counter()
+    try:
+        lattice.entropy_gradient(E, T, method="jiao")
+        print("finished", time.perf_counter() - start)
+    except KeyboardInterrupt:
+        print("interrupted", time.perf_counter() - start)
+"""
+
+
+def test_ctrl_c_stops_the_jiao_entropy_gradient_on_a_long_chain():
+    # O(n² S³): tens of seconds on this chain without a poll in its outer loop
+    rc, out, err = run_python(JIAO_ON_A_LONG_CHAIN, timeout=120)
+    assert rc == 0, err[-2000:]
+    assert out.startswith("interrupted"), out
+    assert float(out.split()[1]) < 5.0, out
