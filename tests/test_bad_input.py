@@ -890,3 +890,62 @@ def test_absurd_nbest_k_on_a_long_sentence_is_refused_not_allocated(cli_files, t
     for line in lines[:2]:
         assert re.match(r"\S+ ValueError .*\bk\b", line), line
     assert re.match(r"cli 2 sscrf: error: .*(\bk\b|-n|nbest)", lines[2]), lines[2]
+
+
+def test_str_subclass_key_whose_plus_returns_another_type_is_refused_by_name():
+    # the joined feature name is not a str; the core reads names as str bytes
+    code = """
+        from sscrf import CRF, SscrfError
+        class K(str):
+            def __radd__(self, other):
+                return [1, 2, 3]
+            def __add__(self, other):
+                return [1, 2, 3]
+        X = [[{K("w"): 2.0, "b": 1.0}, {"w": "b"}]] * 3
+        try:
+            CRF(max_iterations=2, verbose=False).fit(X, [["A", "B"]] * 3)
+        except SscrfError as e:
+            print("refused:", e)
+    """
+    rc, out, err = run_python(code)
+    assert rc == 0, err[-2000:]
+    assert "refused:" in out and "token 0" in out and "list" in out
+
+
+class _OutOfMemoryArray:
+    """An argument whose conversion to an array runs out of memory."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise MemoryError("simulated: no memory for the conversion")
+
+
+def test_a_conversion_that_runs_out_of_memory_is_a_memory_error_not_a_type_mismatch():
+    with pytest.raises(MemoryError, match="simulated"):
+        _core.Layout(np.array([0, 2, 4], np.int64), _OutOfMemoryArray(), 2)
+    with pytest.raises(MemoryError, match="simulated"):
+        _core.log_partition(_OutOfMemoryArray(), np.zeros((2, 2)), None, None, None, None)
+    # a real type mismatch keeps its message
+    with pytest.raises(SscrfError, match="label_ids must be a 1-D int array"):
+        _core.Layout(np.array([0, 2, 4], np.int64), "not an array", 2)
+
+
+def test_a_real_out_of_memory_conversion_says_so():
+    code = """
+        import resource
+        import numpy as np
+        from sscrf import _core
+        ids = np.zeros(300_000_000, np.int32)   # 1.2 GB; as int64 it needs 2.4 GB more
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (used + (1 << 30), hard))
+        try:
+            _core.Layout(np.array([0, 300_000_000], np.int64), ids, 2)
+        except MemoryError as e:
+            print("memory error:", type(e).__name__)
+        except Exception as e:
+            print("other:", type(e).__name__, e)
+    """
+    rc, out, err = run_python(code)
+    assert rc == 0, err[-2000:]
+    assert "memory error:" in out, out

@@ -9,6 +9,7 @@
 
 #include "lattice/entropy_jiao.hpp"
 #include "lattice/scaled_passes.hpp"
+#include "runtime/interrupt.hpp"
 
 namespace sscrf {
 
@@ -107,6 +108,7 @@ double entropy_gradient_jiao(const Chain& c, Workspace& ws, double* dE, double* 
       }
   std::vector<double> P, Q(static_cast<size_t>(S) * S), X(S), Y(S), cov(static_cast<size_t>(S) * S);
   for (int64_t u = 0; u < n; ++u) {
+    poll_interrupt();  // each u costs O(n S³): a long chain takes minutes
     // X(a) = Σ_{v>u} (M_{u+1,v-1} w_v)(a): pairs whose second edge comes later
     std::fill(X.begin(), X.end(), 0.0);
     identity(P, S);

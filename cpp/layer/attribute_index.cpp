@@ -256,6 +256,13 @@ bool fast_pairs(TokenWork& w) {
   return true;
 }
 
+// Python code run in the middle (a signal handler, the slow path) must not
+// have resized the list whose items are read without bounds checks.
+void check_size(const py::list& tokens, Py_ssize_t n) {
+  if (PyList_GET_SIZE(tokens.ptr()) != n)
+    throw sscrf::InputError("the token list changed size while it was compiled");
+}
+
 // The pairs of token `i` from the Python path (which names any problem).
 void slow_pairs(const py::object& slow, Py_ssize_t i, TokenWork& w) {
   py::tuple got = slow(i);
@@ -264,8 +271,16 @@ void slow_pairs(const py::object& slow, Py_ssize_t i, TokenWork& w) {
   const py::list names = w.slow_names.cast<py::list>();
   const py::list values = w.slow_values.cast<py::list>();
   w.pairs.clear();
-  for (size_t k = 0; k < names.size(); ++k)
-    w.pairs.push_back({names[k].ptr(), nullptr, values[k].cast<double>()});
+  for (size_t k = 0; k < names.size(); ++k) {
+    // a str subclass key whose __add__/__radd__ returns another type gives a
+    // name that is not a str; the key bytes are read as a str's below
+    PyObject* name = PyList_GET_ITEM(names.ptr(), static_cast<Py_ssize_t>(k));
+    if (!PyUnicode_Check(name))
+      throw sscrf::InputError("token " + std::to_string(i) + ": feature name " +
+                              std::to_string(k) + " is a " + Py_TYPE(name)->tp_name +
+                              ", not a str (a str subclass key whose + returns another type?)");
+    w.pairs.push_back({name, nullptr, values[k].cast<double>()});
+  }
 }
 
 // The keys of the pairs and their hashes; their slots prefetched.
@@ -398,7 +413,15 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
   if (n > 0) gather(tokens, 0, w[0]);
   for (Py_ssize_t i = 0; i < n; ++i) {
     // Ctrl-C (and other signal handlers) are honoured during long corpora
-    if ((i & 0xFFFF) == 0xFFFF && PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if ((i & 0xFFFF) == 0xFFFF) {
+      // A signal handler is Python code: it may empty the dicts the pending
+      // tokens borrow from, so they are written first and token i gathered
+      // again after it.
+      write_until(i);
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      check_size(tokens, n);
+      gather(tokens, i, w[i % kDepth]);
+    }
     TokenWork& cur = w[i % kDepth];
     if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
     if (!fast_pairs(cur)) {
@@ -407,6 +430,7 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
       // and token i+1 is gathered again after it.
       write_until(i);
       slow_pairs(slow, i, cur);
+      check_size(tokens, n);
       if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
     }
     make_keys(index, cur);

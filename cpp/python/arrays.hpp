@@ -26,8 +26,27 @@ namespace py = pybind11;
 // Structs holding pybind11 objects share pybind11's hidden visibility.
 #define SSCRF_HIDDEN __attribute__((visibility("hidden")))
 
+// A C-contiguous array of T converted from any argument. ensure() returns a
+// null array only when the argument cannot be read as such an array (the
+// caller names it); any other failure of the conversion, a MemoryError above
+// all, propagates as what it is instead of reading as a type mismatch.
 template <class T>
-using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+struct SSCRF_HIDDEN Array : py::array_t<T, py::array::c_style | py::array::forcecast> {
+  using Base = py::array_t<T, py::array::c_style | py::array::forcecast>;
+  using Base::Base;
+  Array() = default;
+  Array(Base b) : Base(std::move(b)) {}  // NOLINT: implicit, as the alias was
+
+  static Array ensure(py::handle h) {
+    auto result = py::reinterpret_steal<Base>(Base::raw_array_t(h.ptr()));
+    if (!result) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_ValueError))
+        throw py::error_already_set();
+      PyErr_Clear();
+    }
+    return result;
+  }
+};
 using Doubles = Array<double>;
 using Bools = Array<bool>;
 

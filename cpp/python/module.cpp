@@ -5,6 +5,11 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <thread>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "layer/attribute_index.hpp"
 #include "layer/corpus.hpp"
@@ -15,6 +20,7 @@
 #include "python/arrays.hpp"
 #include "python/shims.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/interrupt.hpp"
 
 namespace py = pybind11;
 using namespace sscrf;
@@ -35,12 +41,32 @@ void translate_input_error(std::exception_ptr p) {
 
 }  // namespace
 
+namespace {
+
+std::thread::id main_thread;
+
+// Runs Python's signal handlers from a kernel that released the GIL, on the
+// thread that may run them, outside any parallel region (an exception must
+// not leave one); a handler's exception (KeyboardInterrupt) is thrown.
+void poll_signals() {
+#ifdef _OPENMP
+  if (omp_get_level() > 0) return;
+#endif
+  if (std::this_thread::get_id() != main_thread) return;
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_core, m) {
   // sscrf.errors imports nothing from the package, so it can be imported
   // while sscrf/__init__ is still importing this module.
   py::object error_class = py::module_::import("sscrf.errors").attr("SscrfError");
   sscrf_error = error_class.release().ptr();
   py::register_local_exception_translator(&translate_input_error);
+  main_thread = std::this_thread::get_id();
+  interrupt_poll.store(&poll_signals);
 
   m.doc() = "sscrf compiled core (private): lattice kernels and chunked objectives";
   // the largest |value| of a score, feature value or weight the kernels take
