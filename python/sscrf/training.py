@@ -35,8 +35,7 @@ from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
 from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, check_integer,
                      check_label_list, check_labeled, check_number, check_sample_weight,
-                     check_threads,
-                     check_unlabeled, check_writable, encode_labels)
+                     check_threads, check_unlabeled, check_writable, encode_labels)
 from .layout import ParameterLayout
 from .model_file import write_model
 from .objectives import OBJECTIVES, Objective
