@@ -36,7 +36,9 @@ from sscrf.io import write_conll
 from sscrf.model_file import LOAD_BYTES_PER_WEIGHT
 from sscrf.resources import MAX_LINE_BYTES, available_memory
 
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+# The children import the sscrf this process imported (an installed copy in
+# CI, the source tree with a built _core here).
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(sscrf.__file__)))
 
 #: Under AddressSanitizer (CI's sanitizer build preloads its runtime), which
 #: reserves terabytes of address space: children run without RLIMIT_AS,
@@ -73,7 +75,7 @@ def run_limited(code, timeout=60, limit=LIMIT):
     if ASAN:
         env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
                                                      f"hard_rss_limit_mb={2 * limit >> 20}"]))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), PYTHON_DIR) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PYTHON_DIR, env.get("PYTHONPATH")) if p)
     proc = subprocess.run([sys.executable, "-c", prologue + textwrap.dedent(code)],
                           capture_output=True, text=True, timeout=timeout, env=env)
     return proc.returncode, proc.stdout, proc.stderr
