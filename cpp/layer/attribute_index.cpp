@@ -457,12 +457,19 @@ py::array_t<int64_t> intern_strings(AttributeIndex& index, const py::list& strin
   size_t key_end[kBatch];
   uint64_t hashes[kBatch];
   for (Py_ssize_t b = 0; b < n; b += kBatch) {
-    if ((b & 0xFFFF) == 0 && b > 0 && PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if ((b & 0xFFFF) == 0 && b > 0) {
+      // a signal handler may have resized the list or replaced its items
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      check_size(strings, n);
+    }
     const Py_ssize_t m = std::min(kBatch, n - b);
     keys.clear();
     for (Py_ssize_t k = 0; k < m; ++k) {
       const size_t begin = keys.size();
-      append_str_key(keys, PyList_GET_ITEM(strings.ptr(), b + k));
+      PyObject* s = PyList_GET_ITEM(strings.ptr(), b + k);
+      if (!PyUnicode_Check(s))
+        throw py::type_error("intern: item " + std::to_string(b + k) + " is not a str");
+      append_str_key(keys, s);
       key_end[k] = keys.size();
       hashes[k] = AttributeIndex::hash({keys.data() + begin, keys.size() - begin});
       index.prefetch(hashes[k]);
