@@ -1,4 +1,4 @@
-"""Bad input through every public entry point, table by table (issue 8).
+"""Bad input through every public entry point, table by table.
 
 Each row names an entry point, a bad input, and a regular expression the
 ``ValueError`` (``SscrfError`` is one) must match: a word naming the problem

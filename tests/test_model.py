@@ -971,7 +971,7 @@ def test_callback_returning_true_stops(data):
 
 
 def test_same_data_settings_and_threads_give_the_same_model_bytes(tmp_path):
-    # Determinism (issue 8): two independent trainings write identical files;
+    # Determinism: two independent trainings write identical files;
     # another thread count gives the same parameters bit for bit (the saved
     # n_threads setting differs, so compare the arrays there).
     X, y = make_data(5, 80)
