@@ -57,6 +57,16 @@ void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
                     });
 }
 
+void score_emissions(const Corpus& corpus, const Layout& layout, const double* theta,
+                     int n_threads, double* out) {
+  const int64_t S = layout.S;
+  for_each_sequence(corpus, layout, theta, n_threads, false,
+                    [&](int64_t s, const Chain& c, Workspace&) {
+                      std::copy(c.emissions, c.emissions + c.n * S,
+                                out + corpus.offsets[s] * S);
+                    });
+}
+
 void decode_entropy(const Corpus& corpus, const Layout& layout, const double* theta,
                     int n_threads, double* sequence_entropy, double* token_entropy,
                     double* transition_entropy) {

@@ -24,6 +24,11 @@ void decode_marginals(const Corpus& corpus, const Layout& layout, const double* 
 void sequence_log_probabilities(const Corpus& corpus, const Layout& layout,
                                 const double* theta, int n_threads, double* out);
 
+// Emissions E = X·W [n_tokens][S] of every token, for decoders that run in
+// Python on whole rows (N-best).
+void score_emissions(const Corpus& corpus, const Layout& layout, const double* theta,
+                     int n_threads, double* out);
+
 // Sequence entropies [n_sequences], token entropies H(Y_t) [n_tokens] and
 // transition entropies H(Y_t | Y_{t-1}) [n_tokens] (0 at each first token).
 void decode_entropy(const Corpus& corpus, const Layout& layout, const double* theta,

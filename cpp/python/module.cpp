@@ -170,6 +170,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("theta"), py::arg("n_threads"));
   m.def("log_probability_corpus", &log_probability_corpus_shim, py::arg("corpus"),
         py::arg("layout"), py::arg("theta"), py::arg("n_threads"));
+  m.def("emissions_corpus", &emissions_corpus_shim, py::arg("corpus"), py::arg("layout"),
+        py::arg("theta"), py::arg("n_threads"));
   m.def("entropy_corpus", &entropy_corpus_shim, py::arg("corpus"), py::arg("layout"),
         py::arg("theta"), py::arg("n_threads"));
 

@@ -96,6 +96,8 @@ py::tuple viterbi_corpus_shim(const Corpus& corpus, const Layout& layout,
                               const py::object& theta, int n_threads);
 py::tuple marginals_corpus_shim(const Corpus& corpus, const Layout& layout,
                                 const py::object& theta, int n_threads);
+py::array_t<double> emissions_corpus_shim(const Corpus& corpus, const Layout& layout,
+                                          const py::object& theta_o, int n_threads);
 py::array_t<double> log_probability_corpus_shim(const Corpus& corpus, const Layout& layout,
                                                 const py::object& theta, int n_threads);
 py::tuple entropy_corpus_shim(const Corpus& corpus, const Layout& layout,

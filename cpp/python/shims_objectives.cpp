@@ -121,6 +121,19 @@ py::array_t<double> log_probability_corpus_shim(const Corpus& corpus, const Layo
   return out;
 }
 
+py::array_t<double> emissions_corpus_shim(const Corpus& corpus, const Layout& layout,
+                                          const py::object& theta_o, int n_threads) {
+  auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
+  py::array_t<double> out({static_cast<py::ssize_t>(corpus.n_tokens),
+                           static_cast<py::ssize_t>(layout.S)});
+  double* op = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    score_emissions(corpus, layout, theta.data(), n_threads, op);
+  }
+  return out;
+}
+
 py::tuple entropy_corpus_shim(const Corpus& corpus, const Layout& layout,
                               const py::object& theta_o, int n_threads) {
   auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);

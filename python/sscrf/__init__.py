@@ -25,10 +25,11 @@ finally:
     if _spin_set_here:
         del _os.environ[_SPIN_SETTING]
 from .errors import SscrfError, SscrfTypeError  # noqa: E402
+from .progress import logger as _logger  # noqa: E402,F401  (the "sscrf" logger and its NullHandler)
 
 _SUBMODULES = ("lattice", "io", "metrics", "features", "objectives", "active", "constraints",
                "partial", "optimize", "annotations", "inputs", "layout", "corpus", "training",
-               "decoding", "model_file", "optim")
+               "decoding", "model_file", "optim", "progress")
 
 __version__ = "0.1.0"
 

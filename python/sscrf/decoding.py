@@ -9,7 +9,6 @@ scoring each listed labeling.
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _core, lattice
 from .annotations import corpus_masks, sentence_masks
@@ -162,16 +161,9 @@ class Decoder:
     # -- N-best ---------------------------------------------------------------------
 
     def emissions(self, features):
-        """``E = X · W`` (n_tokens, S) of compiled-feature rows, densely."""
-        layout = self.layout
-        coef = np.asarray(self.coef, dtype=np.float64)
-        W = sp.csr_matrix((layout.split(coef)[0], np.asarray(layout.label_ids),
-                           np.asarray(layout.row_ptr)),
-                          shape=(layout.n_attributes, layout.n_labels))
-        design = sp.csr_matrix((features.values, features.indices, features.indptr),
-                               shape=(features.n_tokens, layout.n_attributes))
-        return np.asarray((design @ W).todense(), dtype=np.float64).reshape(
-            features.n_tokens, layout.n_labels)
+        """``E = X · W`` (n_tokens, S) of compiled-feature rows, scored by the core."""
+        return _core.emissions_corpus(compile_corpus(features), self.layout.core, self.coef,
+                                      self.n_threads)
 
     def nbest(self, X, k, allowed=None):
         """Per sentence, up to k ``(labels, log p(labels | x))``, best first (see

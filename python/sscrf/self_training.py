@@ -5,10 +5,9 @@ Viterbi paths, retrain on the union, and repeat until the labels of the
 unlabeled data stop changing or a round limit is reached.
 """
 
-import sys
-
 from .errors import SscrfError
 from .inputs import check_integer, check_unlabeled
+from .progress import Progress
 
 
 def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
@@ -36,7 +35,7 @@ def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
     if not X_unlabeled:
         raise SscrfError("self-training needs unlabeled sentences")
     max_rounds = check_integer(max_rounds, "max_rounds", minimum=0)
-    verbose = model.verbose if verbose is None else verbose
+    report = Progress(model.verbose if verbose is None else verbose)
     saved = model.entropy_weight
     model.set_params(entropy_weight=0.0)
     try:
@@ -48,9 +47,7 @@ def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
             relabeled = model.predict(X_unlabeled)
             changed = sum(a != b for old, new in zip(guessed, relabeled) for a, b in zip(old, new))
             history.append({"round": k, "changed": changed})
-            if verbose:
-                print(f"self-training round {k}: {changed} unlabeled tokens changed label",
-                      file=sys.stderr)
+            report.note(f"self-training round {k}: {changed} unlabeled tokens changed label")
             guessed = relabeled
             if changed == 0:
                 break

@@ -18,7 +18,6 @@ and of a non-finite loss.
 """
 
 import math
-import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from .layout import ParameterLayout
 from .model_file import write_model
 from .objectives import OBJECTIVES, Objective
 from .optim import STOP_CALLBACK, STOP_INTERRUPTED, NonFiniteObjective, lbfgs
+from .progress import Progress
 from .resources import check_memory, size_text
 
 __all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
@@ -364,11 +364,12 @@ def _compile(params, plan, started):
     check_memory(need, "training")
     if layout is None:
         layout = ParameterLayout.for_feature_set(features[0], token_labels, S, plan.feature_set)
-    if params["verbose"]:  # before the first evaluation: what the model will hold
-        print(f"features: {len(extractor.attributes_):,} attributes, "
-              f"{len(plan.classes)} labels, {layout.core.n_parameters:,} parameters "
-              f"({plan.feature_set} feature set), training needs about {size_text(need)}, "
-              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+    # before the first evaluation: what the model will hold
+    Progress(params["verbose"]).note(
+        f"features: {len(extractor.attributes_):,} attributes, "
+        f"{len(plan.classes)} labels, {layout.core.n_parameters:,} parameters "
+        f"({plan.feature_set} feature set), training needs about {size_text(need)}, "
+        f"{time.perf_counter() - started:.1f} s")
     return extractor, features, token_labels, layout
 
 
@@ -428,17 +429,15 @@ def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_s
                    memory=params["num_memories"])
     stages = {}
     if len(terms) > len(supervised) and supervised and warm_start:
-        if verbose:
-            print("stage 1/2: supervised warm start", file=sys.stderr)
+        Progress(verbose).note("stage 1/2: supervised warm start")
         warm = minimize(Objective(supervised, params["c2"], n_threads, reuse_gradient=True),
                         theta0, **options)
         stages["supervised"] = _training_record(warm)
         if warm.stop_reason in _STOPPED:
             return warm, stages  # Ctrl-C or the callback ended training: no second stage
         theta0 = warm.theta
-        if verbose:
-            _announce_second_stage(terms[len(supervised):], params, plan.use_entropy, plan.X,
-                                   plan.unlabeled)
+        _announce_second_stage(Progress(verbose), terms[len(supervised):], params,
+                               plan.use_entropy, plan.X, plan.unlabeled)
         if callback is not None:  # iterations count on across the stages
             options["callback"] = _shifted_callback(callback, warm.n_iterations)
     result = minimize(Objective(terms, params["c2"], n_threads, reuse_gradient=True), theta0,
@@ -490,14 +489,13 @@ def _warm_start(layout, classes, extractor, init, theta):
     layout.warm_start(theta, init.layout_, init.coef_, old_to_new_attr, old_to_new_label)
 
 
-def _announce_second_stage(added_terms, params, use_entropy, X, unlabeled):
+def _announce_second_stage(report, added_terms, params, use_entropy, X, unlabeled):
     added = ", ".join(dict.fromkeys(t.name for t in added_terms))
     pull = ""
     if use_entropy:  # the term's weight grows with the unlabeled data
         ratio = params["entropy_weight"] * sum(map(len, unlabeled)) / sum(map(len, X))
         pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
-    print(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}",
-          file=sys.stderr)
+    report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
 
 
 def _checkpointing(callback, path, every, params, state, layout):
@@ -664,27 +662,22 @@ def _minimize(objective, theta0, c1, *, max_iterations, epsilon, period, delta, 
 
 
 class _Progress:
-    """One line per iteration on stderr (every tenth when stderr is not a terminal)."""
+    """The optimiser's iteration lines, by the package's rule (:mod:`sscrf.progress`)."""
 
     def __init__(self, enabled, max_iterations):
-        self.enabled = enabled
-        self.tty = enabled and sys.stderr.isatty()
+        self.report = Progress(enabled)
         self.width = len(str(max_iterations))
 
     def line(self, k, loss, grad_norm, evaluations, seconds, terms=None):
         """``terms``: (name, value) of the loss's parts at the iterate, shown when
         there are several data terms (their values include their weights)."""
-        if not self.enabled or (not self.tty and k % 10 and k != 1):
-            return
         norm = "" if grad_norm is None else f"  |g| {grad_norm:.3g}"
         text = (f"iter {k:>{self.width}}  loss {loss:.6g}{norm}  "
                 f"evals {evaluations}  {seconds:.1f}s")
         if terms and sum(name not in ("l1", "l2") for name, _ in terms) > 1:
             text += "  (" + ", ".join(f"{name} {value:.4g}" for name, value in terms) + ")"
-        end = "\r" if self.tty else "\n"
-        print(text.ljust(70), end=end, file=sys.stderr, flush=True)
+        self.report.step(k, text)
 
     def done(self, k, loss, evaluations, seconds, reason):
-        if self.enabled:
-            print(f"done: {k} iterations, {evaluations} evaluations, loss {loss:.6g}, "
-                  f"{seconds:.1f}s ({reason})".ljust(70), file=sys.stderr, flush=True)
+        self.report.note(f"done: {k} iterations, {evaluations} evaluations, loss {loss:.6g}, "
+                         f"{seconds:.1f}s ({reason})")
