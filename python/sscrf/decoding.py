@@ -8,25 +8,32 @@ node and edge masks over-approximate are decoded exactly afterwards, by
 scoring each listed labeling.
 """
 
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _core, lattice
 from .annotations import corpus_masks, sentence_masks
 from .corpus import compile_corpus, subset_features
 from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_labeled, check_sentences, encode_labels
+from .layout import ParameterLayout
 
 __all__ = ["Decoder", "labelings_with_log_p"]
 
 
-def labelings_with_log_p(paths, scores, log_z, classes):
+def labelings_with_log_p(paths: NDArray[Any], scores: NDArray[Any], log_z: float,
+                         classes: Sequence[str]) -> list[tuple[list[str], float]]:
     """``(labels, log p)`` of lattice.nbest's paths and scores under log Z."""
     # log p <= 0: rounding can put a near-certain labeling's score above log Z
     return [([classes[i] for i in path], min(0.0, float(score - log_z)))
             for path, score in zip(paths.tolist(), scores.tolist())]
 
 
-def _check_allowed(allowed, X):
+def _check_allowed(allowed: Any, X: Sequence[Any]) -> list[Any]:
     if isinstance(allowed, (str, bytes, dict)) or not hasattr(allowed, "__len__"):
         raise SscrfTypeError(f"allowed must be a list with one entry per sentence, "
                              f"not {type(allowed).__name__}")
@@ -51,19 +58,21 @@ class Decoder:
     n_threads : int
     """
 
-    def __init__(self, extractor, classes, layout, coef, n_threads):
+    def __init__(self, extractor: Any, classes: Sequence[str], layout: ParameterLayout,
+                 coef: NDArray[np.float64], n_threads: int) -> None:
         self.extractor, self.classes, self.layout = extractor, list(classes), layout
         self.coef, self.n_threads = coef, n_threads
         self.label_index = {label: i for i, label in enumerate(self.classes)}
 
     # -- compiling ------------------------------------------------------------------
 
-    def compile(self, X):
+    def compile(self, X: Sequence[Any]) -> tuple[Any, NDArray[np.int64]]:
         """The corpus of sentences ``X`` and its sentence offsets."""
         features = self.extractor.transform(check_sentences(X, "X"))
         return compile_corpus(features), features.offsets
 
-    def _constrained(self, X, allowed):
+    def _constrained(self, X: Sequence[Any], allowed: Optional[Sequence[Any]]
+                     ) -> tuple[Any, NDArray[np.int64], Any, dict[int, Any]]:
         """Corpus, offsets, features and the inexact alternatives (dict s → SentenceMasks)
         of ``X`` under ``allowed`` (None: unconstrained)."""
         if allowed is None:
@@ -76,9 +85,10 @@ class Decoder:
         return compile_corpus(features, mask=node, edge_mask=edge), features.offsets, features, \
             inexact
 
-    def _exact_alternatives(self, features, inexact):
+    def _exact_alternatives(self, features: Any, inexact: dict[int, Any]
+                            ) -> dict[int, tuple[NDArray[np.int32], NDArray[np.float64]]]:
         """Per inexact sentence, the alternatives' label ids (K, n) and log p(y_k | x)."""
-        out = {}
+        out: dict[int, tuple[NDArray[np.int32], NDArray[np.float64]]] = {}
         if not inexact:
             return out
         sentences = sorted(inexact)
@@ -96,7 +106,8 @@ class Decoder:
 
     # -- decoding ---------------------------------------------------------------------
 
-    def viterbi(self, X, allowed=None):
+    def viterbi(self, X: Sequence[Any], allowed: Optional[Sequence[Any]] = None
+                ) -> list[list[str]]:
         """Per sentence, the best labeling (among those ``allowed``), as label strings."""
         corpus, offsets, features, inexact = self._constrained(X, allowed)
         labels, _ = _core.viterbi_corpus(corpus, self.layout.core, self.coef, self.n_threads)
@@ -105,7 +116,8 @@ class Decoder:
         names = np.asarray(self.classes, dtype=object)[labels]
         return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
 
-    def marginals(self, X, allowed=None):
+    def marginals(self, X: Sequence[Any], allowed: Optional[Sequence[Any]] = None
+                  ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """Node marginals (n_tokens, S) of ``p(y | x, y allowed)`` and the sentence offsets."""
         corpus, offsets, features, inexact = self._constrained(X, allowed)
         node, _ = _core.marginals_corpus(corpus, self.layout.core, self.coef, self.n_threads)
@@ -117,7 +129,8 @@ class Decoder:
             node[offsets[s]:offsets[s + 1]] = rows
         return node, offsets
 
-    def log_probability(self, X, y=None):
+    def log_probability(self, X: Sequence[Any], y: Optional[Sequence[Sequence[str]]] = None
+                        ) -> NDArray[np.float64]:
         """log p(y | x) per sentence (n_sentences,), of the Viterbi labelings when y is None."""
         core = self.layout.core
         if y is None:
@@ -132,7 +145,8 @@ class Decoder:
         corpus = compile_corpus(features, labels=encode_labels(y, self.label_index))
         return _core.log_probability_corpus(corpus, core, self.coef, self.n_threads)
 
-    def entropies(self, X):
+    def entropies(self, X: Sequence[Any]) -> tuple[NDArray[np.float64], NDArray[np.float64],
+                                                  NDArray[np.float64], NDArray[np.int64]]:
         """Sequence entropies (n_sentences,), token entropies and transition entropies
         (n_tokens,) (``_core.entropy_corpus``), and the sentence offsets."""
         corpus, offsets = self.compile(X)
@@ -140,7 +154,8 @@ class Decoder:
                                                       self.n_threads)
         return seq, token, transition, offsets
 
-    def most_uncertain_span(self, X, width):
+    def most_uncertain_span(self, X: Sequence[Any], width: int
+                            ) -> list[tuple[int, int, float]]:
         """Per sentence, ``(begin, stop, entropy)`` of the ``width`` tokens whose labels are
         most uncertain (see :meth:`sscrf.CRF.most_uncertain_span`)."""
         width = check_integer(width, "width", minimum=1)
@@ -160,12 +175,13 @@ class Decoder:
 
     # -- N-best ---------------------------------------------------------------------
 
-    def emissions(self, features):
+    def emissions(self, features: Any) -> NDArray[np.float64]:
         """``E = X · W`` (n_tokens, S) of compiled-feature rows, scored by the core."""
         return _core.emissions_corpus(compile_corpus(features), self.layout.core, self.coef,
                                       self.n_threads)
 
-    def nbest(self, X, k, allowed=None):
+    def nbest(self, X: Sequence[Any], k: int, allowed: Optional[Sequence[Any]] = None
+              ) -> list[list[tuple[list[str], float]]]:
         """Per sentence, up to k ``(labels, log p(labels | x))``, best first (see
         :meth:`sscrf.CRF.predict_nbest`); ``allowed`` restricts the labelings."""
         k = check_integer(k, "k", minimum=1)

@@ -3,16 +3,22 @@
 cubic interpolation), on the objective along one direction.
 """
 
+from __future__ import annotations
+
 import math
+from typing import Callable, Optional
 
 __all__ = ["SUFFICIENT_DECREASE", "strong_wolfe"]
+
+_Point = tuple[float, float, float]  # (a, φ(a), φ'(a))
 
 SUFFICIENT_DECREASE = 1e-4  # the Armijo constant, libLBFGS's ftol
 _CURVATURE = 0.9       # strong-Wolfe curvature constant for quasi-Newton steps (N&W §3.1)
 _EXTRAPOLATE = 4.0     # step growth while bracketing, libLBFGS's max extrapolation
 
 
-def strong_wolfe(phi, f0, g0, alpha, max_evals):
+def strong_wolfe(phi: Callable[[float], tuple[float, float]], f0: float, g0: float,
+                 alpha: float, max_evals: int) -> Optional[tuple[float, float]]:
     """A step meeting the strong Wolfe conditions (Nocedal & Wright, Alg. 3.5).
 
     ``phi(a) -> (φ(a), φ'(a))`` evaluates the objective along the direction;
@@ -34,7 +40,8 @@ def strong_wolfe(phi, f0, g0, alpha, max_evals):
     return None
 
 
-def _zoom(phi, f0, g0, lo, hi, max_evals):
+def _zoom(phi: Callable[[float], tuple[float, float]], f0: float, g0: float, lo: _Point,
+          hi: _Point, max_evals: int) -> Optional[tuple[float, float]]:
     """Nocedal & Wright, Alg. 3.6. ``lo``, ``hi``: ``(a, φ(a), φ'(a))``; ``lo`` is the
     lowest point meeting sufficient decrease, and ``φ'(lo)·(hi − lo) < 0``, so
     strong-Wolfe steps lie between them."""
@@ -54,7 +61,7 @@ def _zoom(phi, f0, g0, lo, hi, max_evals):
     return None
 
 
-def _cubic_minimiser(p, q):
+def _cubic_minimiser(p: _Point, q: _Point) -> float:
     """Minimiser of the cubic matching ``(a, φ, φ')`` at ``p`` and ``q`` (N&W eq. 3.59),
     or the midpoint when it is undefined or within a tenth of the interval of an end."""
     (a0, f0, g0), (a1, f1, g1) = p, q

@@ -11,9 +11,13 @@ New terms register with ``@register("name")`` and are looked up in
 ``OBJECTIVES``.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from . import _core
 from .corpus import compile_corpus
@@ -21,13 +25,16 @@ from .errors import SscrfError, SscrfTypeError
 from .inputs import (ENTROPY_METHODS, SUM_TOLERANCE, check_choice, check_positive_number,
                      check_threads)
 
-OBJECTIVES = {}
+OBJECTIVES: dict[str, type[Term]] = {}
+
+_T = TypeVar("_T", bound="type[Term]")
+_Result = tuple[float, NDArray[np.float64]]
 
 
-def register(name):
+def register(name: str) -> Callable[[_T], _T]:
     """Class decorator adding a term class to ``OBJECTIVES`` under ``name``."""
 
-    def decorate(cls):
+    def decorate(cls: _T) -> _T:
         if name in OBJECTIVES:
             raise SscrfError(f"objective term {name!r} is already registered")
         cls.name = name
@@ -51,15 +58,16 @@ class Term:
         Multiplies the term's value and gradient.
     """
 
-    name = None
+    name: Optional[str] = None
 
-    def __init__(self, corpus, layout, n_threads, weight=1.0):
+    def __init__(self, corpus: Any, layout: Any, n_threads: int, weight: float = 1.0) -> None:
         self.corpus = corpus
         self.layout = layout
         self.n_threads = check_threads(n_threads, allow_none=False)
         self.weight = float(weight)
 
-    def value_and_gradient(self, theta, out=None):
+    def value_and_gradient(self, theta: ArrayLike, out: Optional[NDArray[np.float64]] = None
+                           ) -> _Result:
         """Loss contribution and its gradient, shape ``(layout.n_parameters,)``.
 
         With ``out`` (a float64 array of that shape, not overlapping ``theta``)
@@ -72,7 +80,8 @@ class Term:
             grad *= self.weight                  # grad is new, or the caller's out
         return value, grad
 
-    def _evaluate(self, theta, out):
+    def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
+                  ) -> _Result:
         """``(value, gradient)`` before the weight, the gradient written into
         ``out`` when it is not None."""
         raise NotImplementedError
@@ -86,7 +95,8 @@ class Likelihood(Term):
     the corpus (1 by default).
     """
 
-    def _evaluate(self, theta, out):
+    def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
+                  ) -> _Result:
         return _core.likelihood(self.corpus, self.layout, theta, self.n_threads, out=out)
 
 
@@ -109,19 +119,20 @@ class Objective:
     returns is still overwritten by the next call from any thread).
     """
 
-    def __init__(self, terms, c2, n_threads=1, reuse_gradient=False):
+    def __init__(self, terms: Sequence[Term], c2: float, n_threads: int = 1,
+                 reuse_gradient: bool = False) -> None:
         self.terms = list(terms)
         self.c2 = float(c2)
         self.n_threads = int(n_threads)
         self.reuse_gradient = bool(reuse_gradient)
-        self._gradient = None
-        self._scratch = None
+        self._gradient: Optional[NDArray[np.float64]] = None
+        self._scratch: Optional[NDArray[np.float64]] = None
         self._buffers = threading.Lock()  # held by the call using the kept buffers
         # (name, value) of each term and the prior at the last evaluation,
         # for the progress display: which term moves the loss
-        self.last_terms = []
+        self.last_terms: list[tuple[str, float]] = []
 
-    def __call__(self, theta, out=None):
+    def __call__(self, theta: ArrayLike, out: Optional[NDArray[np.float64]] = None) -> _Result:
         if not self._buffers.acquire(blocking=False):
             return self._evaluate(theta, out, keep=False)
         try:
@@ -129,7 +140,8 @@ class Objective:
         finally:
             self._buffers.release()
 
-    def _evaluate(self, theta, out, keep):
+    def _evaluate(self, theta: ArrayLike, out: Optional[NDArray[np.float64]], keep: bool
+                  ) -> _Result:
         """Loss and gradient; ``keep``: use (and keep) the buffers kept between calls."""
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         grad = out if out is not None else (self._gradient if keep else None)
@@ -194,11 +206,13 @@ class Entropy(Term):
         benchmarks.
     """
 
-    def __init__(self, corpus, layout, n_threads, weight=1.0, method="fast"):
+    def __init__(self, corpus: Any, layout: Any, n_threads: int, weight: float = 1.0,
+                 method: str = "fast") -> None:
         super().__init__(corpus, layout, n_threads, weight)
         self.method = check_choice(method, "entropy method", ENTROPY_METHODS)
 
-    def _evaluate(self, theta, out):
+    def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
+                  ) -> _Result:
         return _core.entropy_objective(self.corpus, self.layout, theta, self.n_threads,
                                        self.method, out=out)
 
@@ -216,7 +230,8 @@ class PartialLikelihood(Term):
     that only the other tokens cost O(S²) each.
     """
 
-    def _evaluate(self, theta, out):
+    def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
+                  ) -> _Result:
         return _core.partial_likelihood(self.corpus, self.layout, theta, self.n_threads, out=out)
 
 
@@ -287,8 +302,9 @@ class GE(Term):
     DEFAULT_SMOOTHING = 1e-6
     EMISSION_CACHE_BYTES = 256 * 2**20
 
-    def __init__(self, corpus, layout, n_threads, weight=1.0, *, constraint_of_attribute,
-                 targets, penalty="kl", smoothing=DEFAULT_SMOOTHING):
+    def __init__(self, corpus: Any, layout: Any, n_threads: int, weight: float = 1.0, *,
+                 constraint_of_attribute: ArrayLike, targets: ArrayLike, penalty: str = "kl",
+                 smoothing: float = DEFAULT_SMOOTHING) -> None:
         super().__init__(corpus, layout, n_threads, weight)
         penalty = check_choice(penalty, "ge penalty", ("kl", "l2"))
         smoothing = check_positive_number(smoothing, "ge smoothing")
@@ -315,38 +331,40 @@ class GE(Term):
         self.counts = counts
         # KL terms only where the target is positive (0·log 0 = 0).
         self._positive = targets > 0
-        self._emissions = None  # pass 1's scores for pass 2, allocated when first needed
+        # pass 1's scores for pass 2, allocated when first needed
+        self._emissions: Optional[NDArray[np.float64]] = None
         self._emissions_in_use = threading.Lock()
         self._target_log = np.where(self._positive, np.log(np.where(self._positive, targets, 1.0)),
                                     0.0)
 
-    def expectations(self, theta):
+    def expectations(self, theta: ArrayLike) -> NDArray[np.float64]:
         """The model's label distributions ``p̂`` (M, S), smoothed as the penalty uses them."""
         sums = _core.ge_expectations(self.corpus, self.layout,
                                      np.ascontiguousarray(theta, dtype=np.float64),
                                      self.n_threads, self.firings)
         return self._smoothed(sums)
 
-    def _smoothed(self, sums):
+    def _smoothed(self, sums: NDArray[np.float64]) -> NDArray[np.float64]:
         raw = sums / self.counts[:, None]
         if self.penalty == "l2":
             return raw
         S = self.targets.shape[1]
         return (raw + self.smoothing) / (1.0 + S * self.smoothing)
 
-    def divergences(self, theta):
+    def divergences(self, theta: ArrayLike) -> NDArray[np.float64]:
         """Per-constraint penalty (M,) before the weight: KL or squared distance."""
         p_hat = self.expectations(theta)
         return self._per_constraint(p_hat)
 
-    def _per_constraint(self, p_hat):
+    def _per_constraint(self, p_hat: NDArray[np.float64]) -> NDArray[np.float64]:
         if self.penalty == "l2":
             return ((p_hat - self.targets) ** 2).sum(axis=1)
         log_p_hat = np.log(np.where(self._positive, p_hat, 1.0))
         return np.where(self._positive, self.targets * (self._target_log - log_p_hat),
                         0.0).sum(axis=1)
 
-    def _evaluate(self, theta, out):
+    def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
+                  ) -> _Result:
         S = self.targets.shape[1]
         # One evaluation at a time keeps its scores in the cache; another
         # thread's evaluation meanwhile scores the corpus twice (same bits).
@@ -367,7 +385,7 @@ class GE(Term):
                 self._emissions_in_use.release()
         return value, grad
 
-    def _score_weights(self, sums):
+    def _score_weights(self, sums: NDArray[np.float64]) -> _Result:
         """The penalty's value and pass 2's weights ``∂loss/∂p̂_m / C_m`` (M, S)."""
         S = self.targets.shape[1]
         p_hat = self._smoothed(sums)
@@ -408,12 +426,14 @@ class AlternativesLikelihood(Term):
     sentence_weights : ndarray (n_sentences,) or None
     """
 
-    def __init__(self, features, labels, groups, layout, n_threads, weight=1.0,
-                 sentence_weights=None):
+    def __init__(self, features: Any, labels: NDArray[Any], groups: NDArray[Any], layout: Any,
+                 n_threads: int, weight: float = 1.0,
+                 sentence_weights: Optional[ArrayLike] = None) -> None:
         super().__init__(compile_corpus(features, weights=sentence_weights,
                                         n_labels=layout.n_labels), layout, n_threads, weight)
         self.alternatives = _core.AlternativeLabelings(self.corpus, labels, groups)
 
-    def _evaluate(self, theta, out):
+    def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
+                  ) -> _Result:
         return _core.alternatives_likelihood(self.corpus, self.layout, theta, self.n_threads,
                                              self.alternatives, out=out)

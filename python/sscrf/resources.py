@@ -9,12 +9,15 @@ of a line.
 Imports :mod:`sscrf.errors` only.
 """
 
+from __future__ import annotations
+
 import os
+from typing import BinaryIO, Optional
 
 try:
     import resource
 except ImportError:  # not on Windows
-    resource = None
+    resource = None  # type: ignore[assignment]
 
 from .errors import SscrfError
 
@@ -32,13 +35,13 @@ class NotEnoughMemory(SscrfError):
     """What an input asks for cannot fit the memory available (see :func:`check_memory`)."""
 
 
-def gib(n_bytes):
+def gib(n_bytes: float) -> str:
     """``n_bytes`` in GiB, for messages (``"0.25"``, ``"6.7"``)."""
     value = n_bytes / (1 << 30)
     return f"{value:.2g}" if value < 10 else f"{value:,.0f}"
 
 
-def size_text(n_bytes):
+def size_text(n_bytes: float) -> str:
     """``n_bytes`` for people: ``"340 KiB"``, ``"12 MiB"``, ``"6.7 GiB"``."""
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n_bytes >= 1 << shift:
@@ -47,7 +50,7 @@ def size_text(n_bytes):
     return f"{n_bytes} bytes"
 
 
-def _meminfo_available():
+def _meminfo_available() -> Optional[int]:
     """MemAvailable of /proc/meminfo in bytes (the physical memory without it), or None."""
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
@@ -62,7 +65,7 @@ def _meminfo_available():
         return None
 
 
-def _cgroup_available():
+def _cgroup_available() -> Optional[int]:
     """What the process's cgroup (v2) still allows, in bytes, or None without a limit."""
     try:
         with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
@@ -76,7 +79,7 @@ def _cgroup_available():
         return None
 
 
-def _address_space_available():
+def _address_space_available() -> Optional[int]:
     """What RLIMIT_AS (``ulimit -v``) still allows this process, in bytes, or None."""
     if resource is None:
         return None
@@ -94,7 +97,7 @@ def _address_space_available():
     return max(soft - used, 0)
 
 
-def available_memory():
+def available_memory() -> Optional[int]:
     """The bytes this process can still allocate: the least of the machine's
     available memory (MemAvailable, else the physical memory), the cgroup's
     limit and the address-space limit. None when none of them is known."""
@@ -103,7 +106,7 @@ def available_memory():
     return min(known) if known else None
 
 
-def check_memory(need, what):
+def check_memory(need: int, what: str) -> None:
     """Raise NotEnoughMemory (an SscrfError) when ``need`` bytes cannot fit the memory
     available.
 
@@ -117,11 +120,12 @@ def check_memory(need, what):
                          f"{gib(available)} GiB available")
 
 
-def read_bounded(file, name, chunk=1 << 16):
+def read_bounded(file: BinaryIO, name: str, chunk: int = 1 << 16) -> bytes:
     """All the bytes of the binary ``file``, refusing a line longer than
     :data:`MAX_LINE_BYTES` (SscrfError naming ``name``, the line and the bound),
     so that a stream without line ends (``/dev/zero``) ends in an error."""
-    chunks, lineno, run = [], 1, 0  # run: bytes since the last line end
+    chunks: list[bytes] = []
+    lineno, run = 1, 0  # run: bytes since the last line end
     while True:
         data = file.read(chunk)
         if not data:
@@ -137,7 +141,7 @@ def read_bounded(file, name, chunk=1 << 16):
         chunks.append(data)
 
 
-def line_too_long(name, lineno):
+def line_too_long(name: str, lineno: int) -> SscrfError:
     """The SscrfError for line ``lineno`` of ``name`` past :data:`MAX_LINE_BYTES`."""
     return SscrfError(f"{name}:{lineno}: line longer than {MAX_LINE_BYTES >> 20} MiB, the "
                       "longest a reader accepts (is this a text file of the right kind?)")
