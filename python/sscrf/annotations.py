@@ -22,11 +22,19 @@ allow.
 A leaf module: it imports only numpy and :mod:`sscrf.errors`.
 """
 
-from collections.abc import Sequence
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
 from .errors import SscrfError, SscrfTypeError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    Mask = NDArray[np.bool_]
 
 __all__ = [
     "Alternatives",
@@ -47,7 +55,7 @@ _SET_TYPES = (set, frozenset, tuple)
 # -- the annotation types -----------------------------------------------------------
 
 
-class Alternatives(Sequence):
+class Alternatives(Sequence[Union[str, frozenset[str]]]):
     """The acceptable labelings of one sentence, as a list of whole label sequences.
 
     Used as one sentence's entry of ``y`` in :meth:`sscrf.CRF.fit` (and of
@@ -72,10 +80,11 @@ class Alternatives(Sequence):
 
     __slots__ = ("labelings",)
 
-    def __init__(self, labelings):
+    def __init__(self, labelings: Iterable[Sequence[str]]) -> None:
         if isinstance(labelings, (str, bytes)) or not hasattr(labelings, "__iter__"):
             raise SscrfTypeError("Alternatives takes a list of label sequences")
-        out, seen = [], set()
+        out: list[tuple[str, ...]] = []
+        seen: set[tuple[str, ...]] = set()
         for k, seq in enumerate(labelings):
             if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
                 raise SscrfTypeError(f"alternative {k} must be a sequence of labels, "
@@ -95,10 +104,10 @@ class Alternatives(Sequence):
             raise SscrfError("Alternatives needs at least one labeling")
         self.labelings = tuple(out)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.labelings[0])
 
-    def __getitem__(self, t):
+    def __getitem__(self, t: Any) -> Any:
         if isinstance(t, slice):
             return [self[i] for i in range(*t.indices(len(self)))]
         labels = {seq[t] for seq in self.labelings}
@@ -106,17 +115,17 @@ class Alternatives(Sequence):
             return next(iter(labels))
         return frozenset(labels)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Alternatives) and set(self.labelings) == set(other.labelings)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(frozenset(self.labelings))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Alternatives({[list(seq) for seq in self.labelings]!r})"
 
 
-def label_members(label, where):
+def label_members(label: Any, where: str) -> Optional[tuple[str, ...]]:
     """A token's annotation as a tuple of label strings, or None for 'any label'.
 
     ``where`` prefixes the error message (e.g. ``"sentence 3, token 1"``).
@@ -137,7 +146,7 @@ def label_members(label, where):
                          f"not {type(label).__name__}")
 
 
-def check_annotation(seq, n_tokens, s, name="y"):
+def check_annotation(seq: Any, n_tokens: int, s: int, name: str = "y") -> None:
     """Validate sentence ``s``'s annotation (see the module docstring); raises SscrfError."""
     if isinstance(seq, Alternatives):
         if len(seq) != n_tokens:
@@ -152,7 +161,7 @@ def check_annotation(seq, n_tokens, s, name="y"):
         label_members(label, f"sentence {s}, token {t}")
 
 
-def is_complete(seq):
+def is_complete(seq: Any) -> bool:
     """Whether an annotation gives exactly one label per token (plain strings)."""
     if isinstance(seq, Alternatives):
         return False
@@ -162,7 +171,7 @@ def is_complete(seq):
     return types <= {str} or all(issubclass(t, str) for t in types)
 
 
-def label_view(y, labels=None):
+def label_view(y: Sequence[Any], labels: Optional[Iterable[str]] = None) -> Sequence[Any]:
     """``y`` with every sentence flattened to the label strings it names.
 
     Complete corpora are returned unchanged. With ``labels``, a label
@@ -202,7 +211,7 @@ def label_view(y, labels=None):
 # -- masks ---------------------------------------------------------------------------
 
 
-def label_id(label, label_index, where):
+def label_id(label: str, label_index: Mapping[str, int], where: str) -> int:
     """The id of ``label`` in ``label_index``; SscrfError naming ``where`` if it has none."""
     i = label_index.get(label)
     if i is None:
@@ -210,7 +219,7 @@ def label_id(label, label_index, where):
     return i
 
 
-def count_labelings(node, edge=None, cap=None):
+def count_labelings(node: ArrayLike, edge: Optional[Mask] = None, cap: Optional[int] = None) -> int:
     """Number of labelings allowed by a node mask (n, S) and an edge mask (n, S, S).
 
     ``edge[t, a, b]`` allows ``y[t-1] = a → y[t] = b``; row 0 is unused.
@@ -252,27 +261,29 @@ class SentenceMasks:
 
     __slots__ = ("node", "edge", "alternatives", "exact")
 
-    def __init__(self, node, edge, alternatives, exact):
+    def __init__(self, node: Mask, edge: Optional[Mask], alternatives: Optional[NDArray[np.int32]],
+                 exact: bool) -> None:
         self.node, self.edge, self.alternatives, self.exact = node, edge, alternatives, exact
 
     @property
-    def complete(self):
+    def complete(self) -> bool:
         """One label per token: the masks are one-hot."""
         return bool(np.all(self.node.sum(axis=1) == 1))
 
     @property
-    def unconstrained(self):
+    def unconstrained(self) -> bool:
         """Every label allowed everywhere (the annotation says nothing)."""
         return self.edge is None and bool(self.node.all())
 
-    def singleton_ids(self):
+    def singleton_ids(self) -> NDArray[np.int32]:
         """Per token, the label id where exactly one label is allowed, else −1."""
         ids = np.argmax(self.node, axis=1).astype(np.int32)
         ids[self.node.sum(axis=1) != 1] = -1
         return ids
 
 
-def sentence_masks(seq, label_index, where="sentence"):
+def sentence_masks(seq: Any, label_index: Mapping[str, int],
+                   where: str = "sentence") -> SentenceMasks:
     """Node (and for :class:`Alternatives`, edge) masks of one sentence's annotation.
 
     Parameters
@@ -314,7 +325,8 @@ def sentence_masks(seq, label_index, where="sentence"):
     return SentenceMasks(node, None, None, True)
 
 
-def corpus_masks(annotations, lengths, label_index, name="allowed"):
+def corpus_masks(annotations: Sequence[Any], lengths: Sequence[int], label_index: Mapping[str, int],
+                 name: str = "allowed") -> tuple[Mask, Optional[Mask], dict[int, SentenceMasks]]:
     """Corpus node mask (N, S), edge mask (N, S, S) or None, and the inexact sentences.
 
     ``annotations[s]`` may be None (no constraint on sentence ``s``). The
@@ -331,7 +343,7 @@ def corpus_masks(annotations, lengths, label_index, name="allowed"):
     node = np.ones((N, S), dtype=bool)
     any_alt = any(isinstance(a, Alternatives) for a in annotations)
     edge = np.ones((N, S, S), dtype=bool) if any_alt else None
-    inexact = {}
+    inexact: dict[int, SentenceMasks] = {}
     k = 0
     for s, (ann, n) in enumerate(zip(annotations, lengths)):
         if ann is not None:
@@ -339,7 +351,7 @@ def corpus_masks(annotations, lengths, label_index, name="allowed"):
             m = sentence_masks(ann, label_index, f"{name}[{s}]")
             node[k:k + n] = m.node
             if m.edge is not None:
-                edge[k:k + n] = m.edge
+                edge[k:k + n] = m.edge  # type: ignore[index]  # any_alt: edge is an array
             if not m.exact:
                 inexact[s] = m
         k += n

@@ -10,16 +10,25 @@ Every format error raises :class:`~sscrf.errors.SscrfError` with a message of
 the form ``"FILE:LINE: problem"``.
 """
 
+from __future__ import annotations
+
 import contextlib
 import gc
 import io as stdio
 import os
 import re
-from typing import List, NamedTuple, Optional
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, List, NamedTuple, Optional, Union
 
 from .errors import SscrfError, SscrfTypeError
 from .resources import MAX_LINE_BYTES, line_too_long
 from .serialization import replace_file
+
+if TYPE_CHECKING:
+    #: A path, or a file already open (text, or binary decoded as a path's bytes).
+    Source = Union[str, "os.PathLike[str]", IO[Any]]
+    #: What a reader yields per sentence: (first line number, tokens, labels).
+    SentenceRecord = tuple[int, list[list[str]], list[Any]]
 
 __all__ = [
     "ConllCorpus",
@@ -74,9 +83,10 @@ class _Source:
     """A text source given as a path or an open file (text, or binary and then
     decoded as a path's bytes are); yields (lineno, line)."""
 
-    def __init__(self, path, encoding):
+    def __init__(self, path: Any, encoding: str) -> None:
         self.binary = False
-        self.wrapper = None
+        self.wrapper: Optional[stdio.TextIOWrapper] = None
+        self.file: Any
         if hasattr(path, "read"):
             self.file = path
             self.owned = False
@@ -87,7 +97,8 @@ class _Source:
                 # sys.stdin.buffer, gzip.open(...): read like a path's bytes
                 self.binary = _ascii_compatible(encoding)
                 if not self.binary:
-                    self.file = self.wrapper = stdio.TextIOWrapper(path, encoding=encoding)
+                    self.file = self.wrapper = stdio.TextIOWrapper(
+                        path, encoding=encoding)  # type: ignore[arg-type]
         else:
             self.name = os.fsdecode(os.fspath(path))
             # An ASCII-compatible encoding is decoded line by line from bytes,
@@ -97,16 +108,16 @@ class _Source:
             self.owned = True
         self.encoding = encoding
 
-    def __enter__(self):
+    def __enter__(self) -> _Source:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if self.owned:
             self.file.close()
         elif self.wrapper is not None:
             self.wrapper.detach()  # the caller's stream stays open
 
-    def lines(self):
+    def lines(self) -> Iterator[tuple[int, str]]:
         lineno = 0  # lines as a text editor counts them: "\n", "\r\n" or a lone "\r" ends one
         try:
             for physical, line in enumerate(self._bounded_lines(), 1):
@@ -141,7 +152,7 @@ class _Source:
                 f"{lineno + 1}: {exc.reason}"
             ) from None
 
-    def _bounded_lines(self):
+    def _bounded_lines(self) -> Iterator[Any]:
         """The file's lines as read, None for one longer than MAX_LINE_BYTES: readline's
         limit ends a line that has no end (a stream of NUL bytes) where the file has it."""
         readline = getattr(self.file, "readline", None)
@@ -156,12 +167,12 @@ class _Source:
                 return
             yield None if len(line) == limit and line[-1:] not in ("\n", b"\n") else line
 
-    def error(self, lineno, message):
+    def error(self, lineno: int, message: str) -> SscrfError:
         return SscrfError(f"{self.name}:{lineno}: {message}")
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a reader builds its lists.
 
     A corpus is millions of small lists and strings that hold no reference
@@ -177,7 +188,7 @@ def gc_paused():
             gc.enable()
 
 
-def _encoding_hint(first_line):
+def _encoding_hint(first_line: bytes) -> str:
     """What the first bytes of an undecodable file suggest it is."""
     if first_line.startswith(b"\x1f\x8b"):
         return " (the file looks gzip-compressed: decompress it first)"
@@ -186,14 +197,14 @@ def _encoding_hint(first_line):
     return ""
 
 
-def _ascii_compatible(encoding):
+def _ascii_compatible(encoding: str) -> bool:
     try:
         return "\na 1".encode(encoding) == b"\na 1"
     except (LookupError, UnicodeError):
         return False
 
 
-def _label_list(labels, what="labels"):
+def _label_list(labels: Iterable[str], what: str = "labels") -> list[str]:
     """Validate an explicit label list: unique strings, order kept."""
     if isinstance(labels, (str, bytes)):
         raise SscrfTypeError(f"{what} must be an iterable of label strings, not a single string")
@@ -208,7 +219,8 @@ def _label_list(labels, what="labels"):
     return out
 
 
-def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding="utf-8"):
+def read_conll(path: Source, *, has_labels: bool = True, label_sets: bool = False,
+               labels: Optional[Iterable[str]] = None, encoding: str = "utf-8") -> ConllCorpus:
     """Read a CoNLL column file.
 
     Columns are separated by runs of spaces or tabs; sentences by blank (or
@@ -251,7 +263,7 @@ def read_conll(path, *, has_labels=True, label_sets=False, labels=None, encoding
                     has_labels)
 
 
-def _collect(sentences, has_labels):
+def _collect(sentences: Iterable[SentenceRecord], has_labels: bool) -> ConllCorpus:
     """A ConllCorpus of the ``(first line, tokens, labels)`` a reader yields."""
     tokens, all_labels, lines = [], [], []
     with gc_paused():
@@ -262,12 +274,15 @@ def _collect(sentences, has_labels):
     return ConllCorpus(tokens, all_labels if has_labels else None, lines)
 
 
-def conll_sentences(path, has_labels, label_sets, labels, encoding):
+def conll_sentences(path: Source, has_labels: bool, label_sets: bool,
+                    labels: Optional[Iterable[str]], encoding: str) -> Iterator[SentenceRecord]:
     """Yield ``(first line number, tokens, labels)`` for each sentence of a
     CoNLL column file as it is read, by :func:`read_conll`'s rules (``labels``
     is ``[]`` without ``has_labels``)."""
     allowed = None if labels is None else set(_label_list(labels))
-    sent_tokens, sent_labels, sent_line = [], [], None
+    sent_tokens: list[list[str]] = []
+    sent_labels: list[Any] = []
+    sent_line: Any = None
     ncols = None
     with _Source(path, encoding) as src:
         for lineno, line in src.lines():
@@ -307,12 +322,13 @@ def conll_sentences(path, has_labels, label_sets, labels, encoding):
             yield sent_line, sent_tokens, sent_labels
 
 
-def _parse_label(cell, label_sets, allowed, src, lineno):
+def _parse_label(cell: str, label_sets: bool, allowed: Optional[set[str]], src: _Source,
+                 lineno: int) -> Union[str, frozenset[str], None]:
     if label_sets:
         if cell == "*":
             return None
         if "|" in cell:
-            members = cell.split("|")
+            members: Any = cell.split("|")
             for m in members:
                 if not m:
                     raise src.error(lineno, f"empty label in label set {cell!r}")
@@ -332,7 +348,8 @@ def _parse_label(cell, label_sets, allowed, src, lineno):
     return cell
 
 
-def label_inventory(label_sequences, labels=None):
+def label_inventory(label_sequences: Iterable[Sequence[Any]],
+                    labels: Optional[Iterable[str]] = None) -> list[str]:
     """The label set of a corpus.
 
     Parameters
@@ -367,6 +384,7 @@ def label_inventory(label_sequences, labels=None):
         for j, label in enumerate(seq):
             if label is None:
                 continue
+            members: Any
             if isinstance(label, str):
                 members = (label,)
             elif isinstance(label, (set, frozenset, tuple)):
@@ -389,7 +407,7 @@ def label_inventory(label_sequences, labels=None):
     return sorted(seen)
 
 
-def _format_cell(value, i, what):
+def _format_cell(value: Any, i: int, what: str) -> str:
     if not isinstance(value, str):
         raise SscrfTypeError(f"sentence {i}: {what} must be str, found {type(value).__name__}")
     # A cell that is empty or holds whitespace would not read back as one column.
@@ -398,7 +416,7 @@ def _format_cell(value, i, what):
     return value
 
 
-def _format_label(label, i, what):
+def _format_label(label: Any, i: int, what: str) -> str:
     if label is None:
         return "*"
     if isinstance(label, (set, frozenset, tuple)):
@@ -415,7 +433,8 @@ def _format_label(label, i, what):
     return _format_cell(label, i, what)
 
 
-def _plain_rows(sent, gold, pred):
+def _plain_rows(sent: Sequence[Any], gold: Optional[Sequence[Any]],
+                pred: Optional[Sequence[Any]]) -> Optional[list[list[str]]]:
     """A sentence's rows of cells when every cell is a non-empty ``str``
     without whitespace (checked a sentence at a time, 3x faster than a cell
     at a time), else None."""
@@ -440,7 +459,8 @@ def _plain_rows(sent, gold, pred):
     return None
 
 
-def _formatted_row(token, i, j, gold, pred):
+def _formatted_row(token: Any, i: int, j: int, gold: Optional[Sequence[Any]],
+                   pred: Optional[Sequence[Any]]) -> list[str]:
     """Token ``j`` of sentence ``i`` as cells, label sets joined by ``|``."""
     try:
         cols = [token] if isinstance(token, str) else list(token)
@@ -457,7 +477,8 @@ def _formatted_row(token, i, j, gold, pred):
     return row
 
 
-def _check_lengths(tokens, seqs, what):
+def _check_lengths(tokens: Sequence[Sequence[Any]], seqs: Iterable[Sequence[Any]],
+                   what: str) -> list[Sequence[Any]]:
     if isinstance(seqs, str):
         raise SscrfTypeError(f"{what} must be a list of label sequences, not a string")
     seqs = list(seqs)
@@ -471,7 +492,10 @@ def _check_lengths(tokens, seqs, what):
     return seqs
 
 
-def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", encoding="utf-8"):
+def write_conll(path_or_file: Source, tokens: Sequence[Sequence[Any]],
+                labels: Optional[Sequence[Sequence[Any]]] = None,
+                predicted: Optional[Sequence[Sequence[Any]]] = None, *, sep: str = " ",
+                encoding: str = "utf-8") -> None:
     """Write sentences as a CoNLL column file.
 
     Each line holds a token's columns, then its label (if ``labels`` is
@@ -517,11 +541,11 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
     if predicted is not None:
         predicted = _check_lengths(tokens, predicted, "predicted labels")
 
-    def write_to(f, at_start=True):
+    def write_to(f: IO[str], at_start: bool = True) -> None:
         for i, sent in enumerate(tokens):
             gold = None if labels is None else labels[i]
             pred = None if predicted is None else predicted[i]
-            rows = _plain_rows(sent, gold, pred)
+            rows: Optional[list[Any]] = _plain_rows(sent, gold, pred)
             if rows is None:  # label sets, None, or a bad cell (raises here)
                 rows = [_formatted_row(token, i, j, gold, pred) for j, token in enumerate(sent)]
             rows.append("")
@@ -534,16 +558,19 @@ def write_conll(path_or_file, tokens, labels=None, predicted=None, *, sep=" ", e
             f.write(text)
 
     if hasattr(path_or_file, "write"):
+        stream: Any = path_or_file
         try:
-            at_start = path_or_file.tell() == 0
+            at_start = stream.tell() == 0
         except (AttributeError, OSError, ValueError):
             at_start = False
-        write_to(path_or_file, at_start)
+        write_to(stream, at_start)
         return
     replace_file(path_or_file, write_to, "w", encoding)
 
 
-def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding="utf-8"):
+def read_conllu(path: Source, *, label_column: Optional[str] = "upos",
+                token_columns: Union[str, Sequence[str]] = ("form",),
+                encoding: str = "utf-8") -> ConllCorpus:
     """Read a CoNLL-U file.
 
     Lines starting with ``#`` are comments, blank lines end sentences, and
@@ -579,7 +606,8 @@ def read_conllu(path, *, label_column="upos", token_columns=("form",), encoding=
     return _collect(conllu_sentences(path, tok_idx, lab_idx, encoding), lab_idx is not None)
 
 
-def conllu_indices(label_column, token_columns):
+def conllu_indices(label_column: Optional[str],
+                   token_columns: Union[str, Sequence[str]]) -> tuple[list[int], Optional[int]]:
     """The indices of ``token_columns`` (a list) and of ``label_column`` (or None)."""
     if isinstance(token_columns, str):
         token_columns = (token_columns,)
@@ -595,12 +623,15 @@ def conllu_indices(label_column, token_columns):
     return tok_idx, None if label_column is None else CONLLU_COLUMNS.index(label_column)
 
 
-def conllu_sentences(path, tok_idx, lab_idx, encoding):
+def conllu_sentences(path: Source, tok_idx: Sequence[int], lab_idx: Optional[int],
+                     encoding: str) -> Iterator[SentenceRecord]:
     """Yield ``(first line number, tokens, labels)`` for each sentence of a
     CoNLL-U file as it is read, by :func:`read_conllu`'s rules; ``tok_idx``
     and ``lab_idx`` are column indices (``labels`` is ``[]`` when ``lab_idx``
     is None)."""
-    sent_tokens, sent_labels, sent_line = [], [], None
+    sent_tokens: list[list[str]] = []
+    sent_labels: list[Any] = []
+    sent_line: Any = None
     with _Source(path, encoding) as src:
         for lineno, line in src.lines():
             if not line.strip(_SEP_CHARS):

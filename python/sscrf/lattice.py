@@ -18,11 +18,22 @@ Wrong shapes, non-finite values, or masks that leave no labeling raise
 SscrfErrors). Integer and float32 inputs are converted.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
 import numpy as np
 
 from . import _core
 from .errors import SscrfError
 from .inputs import check_integer, check_real
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    #: A dense array (float64; integer and float32 arrays are converted, masks are bool).
+    Array = NDArray[Any]
 
 __all__ = [
     "constrained_entropy",
@@ -39,7 +50,9 @@ __all__ = [
 ]
 
 
-def log_partition(emissions, transitions, start=None, end=None, mask=None, edge_mask=None):
+def log_partition(emissions: Array, transitions: Array, start: Optional[Array] = None,
+                  end: Optional[Array] = None, mask: Optional[Array] = None,
+                  edge_mask: Optional[Array] = None) -> float:
     """log Z: the log of the summed exp-scores of every allowed labeling.
 
     Returns
@@ -52,7 +65,9 @@ def log_partition(emissions, transitions, start=None, end=None, mask=None, edge_
     return _core.log_partition(emissions, transitions, start, end, mask, edge_mask)
 
 
-def marginals(emissions, transitions, start=None, end=None, mask=None, edge_mask=None):
+def marginals(emissions: Array, transitions: Array, start: Optional[Array] = None,
+              end: Optional[Array] = None, mask: Optional[Array] = None,
+              edge_mask: Optional[Array] = None) -> tuple[Array, Array]:
     """Node and edge marginals by forward-backward.
 
     Returns
@@ -67,7 +82,9 @@ def marginals(emissions, transitions, start=None, end=None, mask=None, edge_mask
     return _core.marginals(emissions, transitions, start, end, mask, edge_mask)
 
 
-def viterbi(emissions, transitions, start=None, end=None, mask=None, edge_mask=None):
+def viterbi(emissions: Array, transitions: Array, start: Optional[Array] = None,
+            end: Optional[Array] = None, mask: Optional[Array] = None,
+            edge_mask: Optional[Array] = None) -> tuple[Array, float]:
     """The highest-scoring allowed labeling.
 
     Ties go to the lower label index: at each step the lowest previous label
@@ -84,7 +101,9 @@ def viterbi(emissions, transitions, start=None, end=None, mask=None, edge_mask=N
     return _core.viterbi(emissions, transitions, start, end, mask, edge_mask)
 
 
-def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=None):
+def nbest(emissions: Array, transitions: Array, k: int, start: Optional[Array] = None,
+          end: Optional[Array] = None, mask: Optional[Array] = None,
+          edge_mask: Optional[Array] = None) -> tuple[Array, Array]:
     """The k highest-scoring allowed labelings, best first (exact k-best Viterbi).
 
     Among labelings of exactly equal score, the lexicographically smaller
@@ -126,7 +145,8 @@ def nbest(emissions, transitions, k, start=None, end=None, mask=None, edge_mask=
 
 # -- entropies and expectations (no masks) -----------------------------------
 
-def sequence_entropy(emissions, transitions, start=None, end=None):
+def sequence_entropy(emissions: Array, transitions: Array, start: Optional[Array] = None,
+                     end: Optional[Array] = None) -> float:
     """H(Y | x) of the chain's distribution, >= 0.
 
     Computed from the H-alpha lattice as a sum of non-negative terms
@@ -137,7 +157,8 @@ def sequence_entropy(emissions, transitions, start=None, end=None):
     return _core.entropy_lattices(emissions, transitions, start, end)[0]
 
 
-def entropy_lattices(emissions, transitions, start=None, end=None):
+def entropy_lattices(emissions: Array, transitions: Array, start: Optional[Array] = None,
+                     end: Optional[Array] = None) -> tuple[float, Array, Array, Array, Array]:
     """Everything the entropy queries are built from, in one O(n S²) pass.
 
     Returns
@@ -157,7 +178,9 @@ def entropy_lattices(emissions, transitions, start=None, end=None):
     return _core.entropy_lattices(emissions, transitions, start, end)
 
 
-def entropy_gradient(emissions, transitions, start=None, end=None, method="fast"):
+def entropy_gradient(emissions: Array, transitions: Array, start: Optional[Array] = None,
+                     end: Optional[Array] = None,
+                     method: str = "fast") -> tuple[Array, Array, Array, Array]:
     """Gradient of H(Y | x) with respect to every potential.
 
     Parameters
@@ -181,7 +204,9 @@ def entropy_gradient(emissions, transitions, start=None, end=None, method="fast"
     return _with_start_end(d_e, d_t)
 
 
-def expectation_gradient(emissions, transitions, node_scores, edge_scores, start=None, end=None):
+def expectation_gradient(emissions: Array, transitions: Array, node_scores: Array,
+                         edge_scores: Optional[Array], start: Optional[Array] = None,
+                         end: Optional[Array] = None) -> tuple[float, Array, Array, Array, Array]:
     """E_p[r(y)] of an additive score and its gradient (the covariance kernel).
 
     ``r(y) = Σ_t node_scores[t, y_t] + Σ_{t≥1} edge_scores[t-1, y_{t-1}, y_t]``;
@@ -209,7 +234,8 @@ def expectation_gradient(emissions, transitions, node_scores, edge_scores, start
     return (expectation,) + _with_start_end(d_e, d_t)
 
 
-def span_entropy(emissions, transitions, begin, stop, start=None, end=None):
+def span_entropy(emissions: Array, transitions: Array, begin: int, stop: int,
+                 start: Optional[Array] = None, end: Optional[Array] = None) -> float:
     """Entropy of the posterior over the labels ``y[begin:stop]``.
 
     ``H(Y_begin) + Σ_{t=begin+1}^{stop-1} H(Y_t | Y_{t-1})`` by the Markov
@@ -224,7 +250,8 @@ def span_entropy(emissions, transitions, begin, stop, start=None, end=None):
     return max(0.0, float(token[begin] + transition[begin + 1:stop].sum()))
 
 
-def span_entropies(emissions, transitions, width, start=None, end=None):
+def span_entropies(emissions: Array, transitions: Array, width: int, start: Optional[Array] = None,
+                   end: Optional[Array] = None) -> Array:
     """:func:`span_entropy` of every span of ``width`` tokens, in one call.
 
     Returns
@@ -237,7 +264,8 @@ def span_entropies(emissions, transitions, width, start=None, end=None):
     return spans_from_lattices(token, transition, width)
 
 
-def constrained_entropy(emissions, transitions, begin, labels, start=None, end=None):
+def constrained_entropy(emissions: Array, transitions: Array, begin: int, labels: Sequence[int],
+                        start: Optional[Array] = None, end: Optional[Array] = None) -> float:
     """Entropy of the labels outside ``[begin, begin+len(labels))`` given the span is ``labels``.
 
     By the Markov property only the span's end labels matter:
@@ -255,7 +283,7 @@ def constrained_entropy(emissions, transitions, begin, labels, start=None, end=N
     return float(h_alpha[begin, labels[0]] + h_beta[stop - 1, labels[-1]])
 
 
-def spans_from_lattices(token_entropy, transition_entropy, width):
+def spans_from_lattices(token_entropy: Array, transition_entropy: Array, width: int) -> Array:
     """Entropies of all spans of ``width`` from token and transition entropies (prefix sums)."""
     n = len(token_entropy)
     width = check_integer(width, "width", minimum=1)
@@ -267,20 +295,20 @@ def spans_from_lattices(token_entropy, transition_entropy, width):
     return np.maximum(out, 0.0)
 
 
-def _check_span(begin, stop, n):
+def _check_span(begin: int, stop: int, n: int) -> tuple[int, int]:
     begin, stop = check_integer(begin, "begin"), check_integer(stop, "stop")
     if not 0 <= begin <= stop <= n:
         raise SscrfError(f"span [{begin}, {stop}) is not inside a sequence of {n} tokens")
     return begin, stop
 
 
-def _with_start_end(d_e, d_t):
+def _with_start_end(d_e: Array, d_t: Array) -> tuple[Array, Array, Array, Array]:
     S = d_t.shape[0]
     if len(d_e) == 0:
         return d_e, d_t, np.zeros(S), np.zeros(S)
     return d_e, d_t, d_e[0].copy(), d_e[-1].copy()
 
 
-def _check_real(**arrays):
+def _check_real(**arrays: Optional[Array]) -> None:
     for name, value in arrays.items():
         check_real(value, name)

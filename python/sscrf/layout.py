@@ -9,9 +9,16 @@ object that knows how θ splits; the C++ kernels read the same layout
 through :attr:`ParameterLayout.core`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
 import numpy as np
 
 from . import _core
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["FEATURE_SETS", "SLICE_TOKENS", "ParameterLayout"]
 
@@ -47,22 +54,23 @@ class ParameterLayout:
 
     __slots__ = ("row_ptr", "label_ids", "n_labels", "_core_layout")
 
-    def __init__(self, row_ptr, label_ids, n_labels):
+    def __init__(self, row_ptr: NDArray[np.int64], label_ids: NDArray[np.int32],
+                 n_labels: int) -> None:
         self.row_ptr = row_ptr
         self.label_ids = label_ids
         self.n_labels = int(n_labels)
-        self._core_layout = None
+        self._core_layout: Optional[_core.Layout] = None
 
     @classmethod
-    def every_pair(cls, n_attributes, n_labels):
+    def every_pair(cls, n_attributes: int, n_labels: int) -> ParameterLayout:
         """Every (attribute, label) pair, in label order (the ``dense`` feature set)."""
         A, S = int(n_attributes), int(n_labels)
         return cls(np.arange(A + 1, dtype=np.int64) * S, np.tile(np.arange(S, dtype=np.int32), A),
                    S)
 
     @classmethod
-    def for_feature_set(cls, features, token_labels, n_labels, feature_set,
-                        slice_tokens=SLICE_TOKENS):
+    def for_feature_set(cls, features: Any, token_labels: NDArray[np.integer[Any]], n_labels: int,
+                        feature_set: str, slice_tokens: int = SLICE_TOKENS) -> ParameterLayout:
         """The layout of ``feature_set`` over ``features`` (a :class:`sscrf.features.Features`).
 
         ``observed``: the (attribute, label) pairs that co-occur in labeled
@@ -106,27 +114,27 @@ class ParameterLayout:
     # -- sizes -----------------------------------------------------------------------
 
     @property
-    def n_attributes(self):
+    def n_attributes(self) -> int:
         return len(self.row_ptr) - 1
 
     @property
-    def n_pairs(self):
+    def n_pairs(self) -> int:
         return len(self.label_ids)
 
     @property
-    def size(self):
+    def size(self) -> int:
         S = self.n_labels
         return self.n_pairs + S * S + 2 * S
 
     @property
-    def is_every_pair(self):
+    def is_every_pair(self) -> bool:
         """Whether the layout holds every (attribute, label) pair in label order (``dense``)."""
         A, S = self.n_attributes, self.n_labels
         return (self.n_pairs == A * S and np.array_equal(self.row_ptr, np.arange(A + 1) * S)
                 and bool((np.asarray(self.label_ids).reshape(A, S) == np.arange(S)).all()))
 
     @property
-    def core(self):
+    def core(self) -> _core.Layout:
         """The compiled ``_core.Layout`` the kernels read (built once; it validates the arrays)."""
         if self._core_layout is None:
             self._core_layout = _core.Layout(self.row_ptr, self.label_ids, self.n_labels)
@@ -134,28 +142,29 @@ class ParameterLayout:
 
     # -- views of θ ------------------------------------------------------------------
 
-    def blocks(self):
+    def blocks(self) -> dict[str, slice]:
         """The slices of θ: ``{"W": ..., "T": ..., "start": ..., "end": ...}``, in that order."""
         nw, S = self.n_pairs, self.n_labels
         return {"W": slice(0, nw), "T": slice(nw, nw + S * S),
                 "start": slice(nw + S * S, nw + S * S + S), "end": slice(nw + S * S + S, self.size)}
 
-    def split(self, theta):
+    def split(self,
+              theta: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any]]:
         """Views ``(state_weights (n_pairs,), transitions (S, S) [previous, next], start (S,),
         end (S,))`` of θ; writing to them writes θ."""
         w, T, start, end = (theta[b] for b in self.blocks().values())
         S = self.n_labels
         return w, T.reshape(S, S), start, end
 
-    def attribute_of_pairs(self):
+    def attribute_of_pairs(self) -> NDArray[np.int64]:
         """The attribute of each entry of ``W`` (n_pairs,) int64."""
         return np.repeat(np.arange(self.n_attributes, dtype=np.int64), np.diff(self.row_ptr))
 
-    def pair_keys(self):
+    def pair_keys(self) -> NDArray[np.int64]:
         """``attribute · S + label`` of each entry of ``W``, increasing (n_pairs,) int64."""
         return self.attribute_of_pairs() * self.n_labels + self.label_ids
 
-    def weight_matrix(self, theta):
+    def weight_matrix(self, theta: NDArray[Any]) -> NDArray[np.float64]:
         """``W`` as a dense (A, S) array, zero where the layout has no pair."""
         W = np.zeros((self.n_attributes, self.n_labels))
         W[self.attribute_of_pairs(), self.label_ids] = theta[:self.n_pairs]
@@ -163,7 +172,8 @@ class ParameterLayout:
 
     # -- warm start ------------------------------------------------------------------
 
-    def warm_start(self, theta, old, old_theta, old_to_new_attribute, old_to_new_label):
+    def warm_start(self, theta: NDArray[Any], old: ParameterLayout, old_theta: NDArray[Any],
+                   old_to_new_attribute: NDArray[Any], old_to_new_label: NDArray[Any]) -> None:
         """Copy into θ (this layout's) the weights of ``old_theta`` (``old``'s layout) whose
         attribute and labels this layout has; the others keep their values.
 
@@ -189,13 +199,13 @@ class ParameterLayout:
         start[mapped] = old_start[both]
         end[mapped] = old_end[both]
 
-    def __getstate__(self):
+    def __getstate__(self) -> tuple[Any, Any, int]:
         return (self.row_ptr, self.label_ids, self.n_labels)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: tuple[Any, Any, int]) -> None:
         self.row_ptr, self.label_ids, self.n_labels = state
         self._core_layout = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ParameterLayout(n_attributes={self.n_attributes}, n_labels={self.n_labels}, "
                 f"n_pairs={self.n_pairs})")

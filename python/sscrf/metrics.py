@@ -6,7 +6,16 @@ that script. Every function takes whole corpora: lists of sentences, each a
 list of label strings.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, Optional
+
 from .errors import SscrfError, SscrfTypeError
+
+#: A corpus of labels: one sequence of label strings per sentence.
+Labels = Sequence[Sequence[str]]
 
 __all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "conlleval_report",
            "label_scores", "format_label_report", "apa",
@@ -32,7 +41,7 @@ _START_IOBES = _START | {
 }
 
 
-def _split_tag(label, where):
+def _split_tag(label: str, where: str) -> tuple[str, str]:
     """Split a label into conlleval's (tag, type): at the first hyphen, else (label, "")."""
     if not isinstance(label, str):
         raise SscrfTypeError(f"{where}: chunk labels must be str, found {label!r}")
@@ -42,7 +51,8 @@ def _split_tag(label, where):
     return tag, chunk_type
 
 
-def _end_of_chunk(prev_tag, tag, prev_type, chunk_type, pairs):
+def _end_of_chunk(prev_tag: str, tag: str, prev_type: str, chunk_type: str,
+                  pairs: AbstractSet[tuple[str, str]]) -> bool:
     if (prev_tag, tag) in pairs:
         return True
     if prev_tag != "O" and prev_tag != "." and prev_type != chunk_type:
@@ -51,7 +61,8 @@ def _end_of_chunk(prev_tag, tag, prev_type, chunk_type, pairs):
     return prev_tag == "]" or prev_tag == "["
 
 
-def _start_of_chunk(prev_tag, tag, prev_type, chunk_type, pairs):
+def _start_of_chunk(prev_tag: str, tag: str, prev_type: str, chunk_type: str,
+                    pairs: AbstractSet[tuple[str, str]]) -> bool:
     if (prev_tag, tag) in pairs:
         return True
     if tag != "O" and tag != "." and prev_type != chunk_type:
@@ -59,16 +70,17 @@ def _start_of_chunk(prev_tag, tag, prev_type, chunk_type, pairs):
     return tag == "[" or tag == "]"
 
 
-def _check_scheme(scheme):
+def _check_scheme(scheme: str) -> None:
     if scheme not in _SCHEMES:
         raise SscrfError(f"unknown tagging scheme {scheme!r}; use one of {', '.join(_SCHEMES)}")
 
 
-def _chunks(labels, scheme, sentence=None):
+def _chunks(labels: Sequence[str], scheme: str,
+            sentence: Optional[int] = None) -> list[tuple[str, int, int]]:
     end_pairs, start_pairs = (_END_IOBES, _START_IOBES) if scheme == "iobes" else (_END, _START)
-    out = []
-    begin = None
-    open_type = None
+    out: list[tuple[str, int, int]] = []
+    begin: Optional[int] = None
+    open_type: Any = None
     prev_tag, prev_type = "O", ""
     for j, label in enumerate(labels):
         where = f"token {j}" if sentence is None else f"sentence {sentence}, token {j}"
@@ -91,7 +103,7 @@ def _chunks(labels, scheme, sentence=None):
     return out
 
 
-def chunks(labels, scheme="iob2"):
+def chunks(labels: Sequence[str], scheme: str = "iob2") -> list[tuple[str, int, int]]:
     """Chunks of one label sequence, as conlleval.pl finds them.
 
     A label ``B-NP`` splits at its first hyphen into tag ``B`` and type
@@ -127,7 +139,8 @@ def chunks(labels, scheme="iob2"):
     return _chunks(list(labels), scheme)
 
 
-def _check_corpora(y_true, y_pred):
+def _check_corpora(y_true: Labels,
+                   y_pred: Labels) -> tuple[list[Sequence[str]], list[Sequence[str]]]:
     if isinstance(y_true, str) or isinstance(y_pred, str):
         raise SscrfTypeError("y_true and y_pred must be lists of label sequences, not strings")
     y_true, y_pred = list(y_true), list(y_pred)
@@ -141,7 +154,7 @@ def _check_corpora(y_true, y_pred):
     return y_true, y_pred
 
 
-def token_accuracy(y_true, y_pred):
+def token_accuracy(y_true: Labels, y_pred: Labels) -> float:
     """Fraction of tokens whose predicted label equals the true label.
 
     Parameters
@@ -170,7 +183,7 @@ def token_accuracy(y_true, y_pred):
     return correct / n
 
 
-def _prf(n_true, n_pred, n_correct):
+def _prf(n_true: int, n_pred: int, n_correct: int) -> dict[str, Any]:
     precision = n_correct / n_pred if n_pred else 0.0
     recall = n_correct / n_true if n_true else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
@@ -184,7 +197,7 @@ def _prf(n_true, n_pred, n_correct):
     }
 
 
-def chunk_scores(y_true, y_pred, scheme="iob2"):
+def chunk_scores(y_true: Labels, y_pred: Labels, scheme: str = "iob2") -> dict[str, Any]:
     """Chunk precision, recall and F1, overall and per chunk type.
 
     A predicted chunk is correct when a true chunk has the same type, begin
@@ -214,7 +227,7 @@ def chunk_scores(y_true, y_pred, scheme="iob2"):
     """
     _check_scheme(scheme)
     y_true, y_pred = _check_corpora(y_true, y_pred)
-    counts = {}  # type -> [n_true, n_pred, n_correct]
+    counts: dict[str, list[int]] = {}  # type -> [n_true, n_pred, n_correct]
     for i, (t, p) in enumerate(zip(y_true, y_pred)):
         true_chunks = _chunks(list(t), scheme, i)
         pred_chunks = _chunks(list(p), scheme, i)
@@ -230,7 +243,7 @@ def chunk_scores(y_true, y_pred, scheme="iob2"):
     return scores
 
 
-def format_chunk_report(scores, accuracy=None):
+def format_chunk_report(scores: Mapping[str, Any], accuracy: Optional[float] = None) -> str:
     """A conlleval-style text report.
 
     Parameters
@@ -270,7 +283,7 @@ def format_chunk_report(scores, accuracy=None):
     return "\n".join(lines) + "\n"
 
 
-def _conll_tag(label):
+def _conll_tag(label: str) -> tuple[str, str]:
     # conlleval 2004: the tag is what precedes the first hyphen; a type that
     # Perl reads as false ("0") is the empty type.
     tag, hyphen, chunk_type = label.partition("-")
@@ -279,16 +292,16 @@ def _conll_tag(label):
     return tag, ("" if chunk_type == "0" else chunk_type)
 
 
-def _percent(part, whole):
+def _percent(part: float, whole: float) -> float:
     # The order of conlleval's arithmetic, 100*c/n, so that %6.2f rounds the same double.
     return 100 * part / whole if whole > 0 else 0.0
 
 
-def _fb1(precision, recall):
+def _fb1(precision: float, recall: float) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
 
 
-def conlleval_report(y_true, y_pred, scheme="iob2"):
+def conlleval_report(y_true: Labels, y_pred: Labels, scheme: str = "iob2") -> str:
     """The report of conlleval.pl (version 2004-01-26), byte for byte.
 
     The same loop as the script: each sentence is followed by a boundary
@@ -318,12 +331,14 @@ def conlleval_report(y_true, y_pred, scheme="iob2"):
     _check_scheme(scheme)
     y_true, y_pred = _check_corpora(y_true, y_pred)
     end_pairs, start_pairs = (_END_IOBES, _START_IOBES) if scheme == "iobes" else (_END, _START)
-    found_true, found_pred, correct = {}, {}, {}
+    found_true: dict[str, int] = {}
+    found_pred: dict[str, int] = {}
+    correct: dict[str, int] = {}
     n_tokens = n_correct_tags = 0
     in_correct = False
     last_t, last_tt, last_p, last_pt = "O", "", "O", ""
 
-    def step(t, tt, p, pt):
+    def step(t: str, tt: str, p: str, pt: str) -> None:
         nonlocal in_correct
         end_t = _end_of_chunk(last_t, t, last_tt, tt, end_pairs)
         end_p = _end_of_chunk(last_p, p, last_pt, pt, end_pairs)
@@ -378,7 +393,7 @@ def conlleval_report(y_true, y_pred, scheme="iob2"):
     return "".join(lines)
 
 
-def label_scores(y_true, y_pred):
+def label_scores(y_true: Labels, y_pred: Labels) -> dict[str, Any]:
     """Per-label token precision, recall and F1, and the accuracies, as CRFsuite's ``tag -qt``.
 
     Returns
@@ -392,7 +407,7 @@ def label_scores(y_true, y_pred):
         None counting as 0, as CRFsuite averages).
     """
     y_true, y_pred = _check_corpora(y_true, y_pred)
-    counts = {}  # label -> [correct, predicted, true]
+    counts: dict[str, list[int]] = {}  # label -> [correct, predicted, true]
     n_tokens = n_good = n_good_sentences = 0
     for t_seq, p_seq in zip(y_true, y_pred):
         good = 0
@@ -424,9 +439,9 @@ def label_scores(y_true, y_pred):
             "accuracy": n_good / n_tokens, "macro": macro}
 
 
-def format_label_report(scores):
+def format_label_report(scores: Mapping[str, Any]) -> str:
     """The text of CRFsuite's ``tag -qt`` evaluation for :func:`label_scores`' result."""
-    def num(value):
+    def num(value: Optional[float]) -> str:
         return "******" if value is None else f"{value:1.4f}"
     lines = ["Performance by label (#match, #model, #ref) (precision, recall, F1):"]
     for label, s in scores["per_label"].items():
@@ -442,7 +457,8 @@ def format_label_report(scores):
     return "\n".join(lines) + "\n"
 
 
-def apa(y_true, y_pred, words, ambiguous):
+def apa(y_true: Labels, y_pred: Labels, words: Sequence[Sequence[str]],
+        ambiguous: Iterable[str]) -> float:
     """Average per-word accuracy over ambiguous words (APA, Tsuboi et al. 2008 §5.2).
 
     ``APA = (1/|A'|) Σ_{w ∈ A'} (correctly tagged occurrences of w) /
@@ -475,7 +491,7 @@ def apa(y_true, y_pred, words, ambiguous):
     if isinstance(ambiguous, str):
         raise SscrfTypeError("ambiguous must be a collection of words, not a string")
     wanted = set(ambiguous)
-    counts = {}  # word -> [occurrences, correct]
+    counts: dict[str, list[int]] = {}  # word -> [occurrences, correct]
     for t_seq, p_seq, w_seq in zip(y_true, y_pred, words):
         for t, p, w in zip(t_seq, p_seq, w_seq):
             if w in wanted:
@@ -493,7 +509,7 @@ def apa(y_true, y_pred, words, ambiguous):
 # concatenated into one token list and handed to scikit-learn, which is
 # optional, so it is imported on first use.
 
-def _sklearn_metrics(name):
+def _sklearn_metrics(name: str) -> Any:
     try:
         from sklearn import metrics
     except ImportError:
@@ -503,43 +519,44 @@ def _sklearn_metrics(name):
     return metrics
 
 
-def _flatten(y_true, y_pred):
+def _flatten(y_true: Labels, y_pred: Labels) -> tuple[list[str], list[str]]:
     y_true, y_pred = _check_corpora(y_true, y_pred)
     return ([label for sentence in y_true for label in sentence],
             [label for sentence in y_pred for label in sentence])
 
 
-def flat_accuracy_score(y_true, y_pred):
+def flat_accuracy_score(y_true: Labels, y_pred: Labels) -> float:
     """Token accuracy over all sentences (scikit-learn's ``accuracy_score``)."""
     metrics = _sklearn_metrics("flat_accuracy_score")
     return metrics.accuracy_score(*_flatten(y_true, y_pred))
 
 
-def flat_precision_score(y_true, y_pred, **kwargs):
+def flat_precision_score(y_true: Labels, y_pred: Labels, **kwargs: Any) -> Any:
     """scikit-learn's ``precision_score`` on the concatenated tokens."""
     metrics = _sklearn_metrics("flat_precision_score")
     return metrics.precision_score(*_flatten(y_true, y_pred), **kwargs)
 
 
-def flat_recall_score(y_true, y_pred, **kwargs):
+def flat_recall_score(y_true: Labels, y_pred: Labels, **kwargs: Any) -> Any:
     """scikit-learn's ``recall_score`` on the concatenated tokens."""
     metrics = _sklearn_metrics("flat_recall_score")
     return metrics.recall_score(*_flatten(y_true, y_pred), **kwargs)
 
 
-def flat_f1_score(y_true, y_pred, **kwargs):
+def flat_f1_score(y_true: Labels, y_pred: Labels, **kwargs: Any) -> Any:
     """scikit-learn's ``f1_score`` on the concatenated tokens."""
     metrics = _sklearn_metrics("flat_f1_score")
     return metrics.f1_score(*_flatten(y_true, y_pred), **kwargs)
 
 
-def flat_classification_report(y_true, y_pred, labels=None, **kwargs):
+def flat_classification_report(y_true: Labels, y_pred: Labels,
+                               labels: Optional[Sequence[str]] = None, **kwargs: Any) -> Any:
     """scikit-learn's ``classification_report`` on the concatenated tokens."""
     metrics = _sklearn_metrics("flat_classification_report")
     return metrics.classification_report(*_flatten(y_true, y_pred), labels=labels, **kwargs)
 
 
-def sequence_accuracy_score(y_true, y_pred):
+def sequence_accuracy_score(y_true: Labels, y_pred: Labels) -> float:
     """The fraction of sentences whose every label is right."""
     y_true, y_pred = _check_corpora(y_true, y_pred)
     if not y_true:

@@ -20,6 +20,12 @@ re-exports, under their old names here, the annotation types and masks
 (:mod:`sscrf.corpus`).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, Optional, Union
+
 import numpy as np
 
 from .annotations import (Alternatives, SentenceMasks, check_annotation,  # noqa: F401
@@ -50,14 +56,19 @@ __all__ = [
     "ambiguous_words",
 ]
 
+#: One token's annotation: a label, None (unknown) or a set of labels.
+TokenLabel = Optional[Union[str, AbstractSet[str], "tuple[str, ...]"]]
+#: One sentence's annotation: a label per token, or alternative labelings.
+Annotation = Union[Sequence[TokenLabel], Alternatives]
+
 # -- baselines (Tsuboi et al. §5) -------------------------------------------------------
 
 
-def _check_corpus(X, y):
+def _check_corpus(X: Sequence[Any], y: Sequence[Annotation]) -> Any:
     return check_labeled(X, y, allow_empty_corpus=True, partial=True)
 
 
-def fill_argmax(model, X, y):
+def fill_argmax(model: Any, X: Sequence[Any], y: Sequence[Annotation]) -> list[list[str]]:
     """``argmax``: replace each incomplete annotation by ``model``'s best consistent labeling.
 
     The constrained Viterbi path (``model.predict(X, allowed=y)``, exact
@@ -69,7 +80,7 @@ def fill_argmax(model, X, y):
     """
     X, y = _check_corpus(X, y)
     todo = [s for s, seq in enumerate(y) if not is_complete(seq)]
-    out = [list(seq) if is_complete(seq) else None for seq in y]
+    out: list[Any] = [list(seq) if is_complete(seq) else None for seq in y]
     if todo:
         filled = model.predict([X[s] for s in todo], allowed=[y[s] for s in todo])
         for s, labels in zip(todo, filled):
@@ -77,25 +88,26 @@ def fill_argmax(model, X, y):
     return out
 
 
-def _first_member(label):
+def _first_member(label: Union[AbstractSet[str], tuple[str, ...]]) -> str:
     if isinstance(label, tuple):
         return label[0]
     return sorted(label)[0]
 
 
-def fill_first(y):
+def fill_first(y: Sequence[Annotation]) -> list[list[Optional[str]]]:
     """``first``: the first label of each ambiguous set, the first of alternatives.
 
     "First" is the order of a ``tuple``; a ``set``/``frozenset`` (what
     :func:`sscrf.io.read_conll` gives) has none, so its alphabetically first
     member is taken. ``None`` (not annotated) stays ``None``.
     """
-    out = []
+    out: list[list[Optional[str]]] = []
     for s, seq in enumerate(y):
         if isinstance(seq, Alternatives):
             out.append(list(seq.labelings[0]))
             continue
-        row = []
+        row: list[Optional[str]] = []
+        label: Any
         for t, label in enumerate(seq):
             members = label_members(label, f"sentence {s}, token {t}")
             row.append(None if members is None else
@@ -104,21 +116,22 @@ def fill_first(y):
     return out
 
 
-def fill_random(y, random_state=None):
+def fill_random(y: Sequence[Annotation], random_state: Any = None) -> list[list[Optional[str]]]:
     """``random``: a uniformly random label of each ambiguous set (random alternative).
 
     Members are drawn from the sorted set, so the result depends only on
     ``random_state``. ``None`` (not annotated) stays ``None``.
     """
     rng = np.random.default_rng(random_state)
-    out = []
+    out: list[list[Optional[str]]] = []
     for s, seq in enumerate(y):
         if isinstance(seq, Alternatives):
             out.append(list(seq.labelings[int(rng.integers(len(seq.labelings)))]))
             continue
-        row = []
+        row: list[Optional[str]] = []
+        label: Any
         for t, label in enumerate(seq):
-            members = label_members(label, f"sentence {s}, token {t}")
+            members: Any = label_members(label, f"sentence {s}, token {t}")
             if members is None or isinstance(label, str):
                 row.append(label)
             else:
@@ -128,7 +141,8 @@ def fill_random(y, random_state=None):
     return out
 
 
-def discard(X, y):
+def discard(X: Sequence[Any],
+            y: Sequence[Annotation]) -> tuple[list[Any], list[list[Any]], list[int]]:
     """``discard``: keep only the completely annotated sentences.
 
     Returns
@@ -139,7 +153,8 @@ def discard(X, y):
     return [X[s] for s in kept], [list(y[s]) for s in kept], kept
 
 
-def apply_baseline(method, X, y, model=None, random_state=None):
+def apply_baseline(method: str, X: Sequence[Any], y: Sequence[Annotation], model: Any = None,
+                   random_state: Any = None) -> tuple[list[Any], list[Any]]:
     """Turn incomplete annotations into training data by one of the baselines.
 
     Parameters
@@ -177,7 +192,7 @@ BASELINES = ("argmax", "first", "random", "discard")
 # -- cost and evaluation helpers ---------------------------------------------------------
 
 
-def annotation_cost(y):
+def annotation_cost(y: Sequence[Annotation]) -> int:
     """Number of annotated tokens: tokens whose annotation is not ``None``.
 
     A set counts as one annotated token; an :class:`Alternatives` sentence
@@ -192,7 +207,7 @@ def annotation_cost(y):
     return total
 
 
-def ambiguous_words(words, y):
+def ambiguous_words(words: Sequence[Sequence[str]], y: Sequence[Annotation]) -> set[str]:
     """The words with an ambiguous annotation somewhere: the set A of APA.
 
     Parameters
@@ -212,6 +227,7 @@ def ambiguous_words(words, y):
         for t, (word, label) in enumerate(zip(ws, seq)):
             if label is None or isinstance(label, str):
                 continue
-            if len(set(label_members(label, f"sentence {s}, token {t}"))) > 1:
+            members = label_members(label, f"sentence {s}, token {t}") or ()  # never None here
+            if len(set(members)) > 1:
                 out.add(word)
     return out

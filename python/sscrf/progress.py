@@ -13,8 +13,11 @@ representations) reports through a :class:`Progress`:
 Quiet by default in Python, as scikit-learn is.
 """
 
+from __future__ import annotations
+
 import logging
 import sys
+from typing import Optional, TextIO
 
 logger = logging.getLogger("sscrf")
 logger.addHandler(logging.NullHandler())
@@ -40,24 +43,24 @@ class Progress:
 
     WIDTH = 70
 
-    def __init__(self, enabled, stream=None, *, every=10):
+    def __init__(self, enabled: bool, stream: Optional[TextIO] = None, *, every: int = 10) -> None:
         self.enabled = bool(enabled)
         self._stream = stream
         self.every = max(1, int(every))
         self._drawn = False  # a line is on the terminal without its newline
 
     @property
-    def stream(self):
+    def stream(self) -> TextIO:
         return sys.stderr if self._stream is None else self._stream
 
-    def _tty(self):
+    def _tty(self) -> bool:
         isatty = getattr(self.stream, "isatty", None)
         try:
             return bool(isatty and isatty())
         except ValueError:  # a closed stream
             return False
 
-    def step(self, k, text):
+    def step(self, k: int, text: str) -> None:
         """Report step ``k`` (1-based) of a loop: drawn in place on a terminal;
         elsewhere, only step 1 and every ``every``-th step are reported."""
         tty = self.enabled and self._tty()
@@ -67,13 +70,13 @@ class Progress:
         if self.enabled:
             self._show(text, in_place=tty)
 
-    def note(self, text):
+    def note(self, text: str) -> None:
         """Report one event (a stage begins, a summary): always its own line."""
         logger.info(text)
         if self.enabled:
             self._show(text, in_place=False)
 
-    def _show(self, text, in_place):
+    def _show(self, text: str, in_place: bool) -> None:
         stream = self.stream
         if in_place:
             stream.write("\r" + text.ljust(self.WIDTH))

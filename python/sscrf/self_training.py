@@ -5,12 +5,18 @@ Viterbi paths, retrain on the union, and repeat until the labels of the
 unlabeled data stop changing or a round limit is reached.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
 from .errors import SscrfError
 from .inputs import check_integer, check_unlabeled
 from .progress import Progress
 
 
-def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
+def self_train(model: Any, X: Sequence[Any], y: Sequence[Sequence[str]], X_unlabeled: Sequence[Any],
+               max_rounds: int = 5, verbose: Optional[bool] = None) -> Any:
     """Fit ``model`` by self-training and return it.
 
     Parameters
@@ -41,7 +47,7 @@ def self_train(model, X, y, X_unlabeled, max_rounds=5, verbose=None):
     try:
         model.fit(X, y)
         guessed = model.predict(X_unlabeled)
-        history = [{"round": 0, "changed": None}]
+        history: list[dict[str, Any]] = [{"round": 0, "changed": None}]
         for k in range(1, max_rounds + 1):
             model.fit(list(X) + list(X_unlabeled), list(y) + guessed, init=model)
             relabeled = model.predict(X_unlabeled)

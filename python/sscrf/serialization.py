@@ -19,6 +19,8 @@ numeric dtypes: nothing in the file can run code. Files are written to a
 temporary file beside the target and renamed into place.
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import json
@@ -26,12 +28,17 @@ import os
 import secrets
 import stat
 import struct
+from collections.abc import Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, Callable, Optional, Union
 
 import numpy as np
 
 from .errors import SscrfError
 from .inputs import check_writable
 from .resources import check_memory
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 MAGIC = b"SSCRF\0"
 # 2: model files may name their layout instead of storing it, and list their
@@ -47,7 +54,8 @@ _DIGEST_SIZE = 32
 MAX_HEADER_BYTES = 1 << 30
 
 
-def replace_file(path, write, mode="wb", encoding=None):
+def replace_file(path: Union[str, os.PathLike[str]], write: Callable[[IO[Any]], Any],
+                 mode: str = "wb", encoding: Optional[str] = None) -> None:
     """Write ``path`` through a temporary file and a rename, so that a reader
     never sees half a file and an interrupted write leaves the old one.
 
@@ -64,7 +72,7 @@ def replace_file(path, write, mode="wb", encoding=None):
     path = os.fsdecode(os.fspath(path))
     check_writable(path)
     target = os.path.realpath(path)
-    text = {} if "b" in mode else {"encoding": encoding, "newline": ""}
+    text: dict[str, Any] = {} if "b" in mode else {"encoding": encoding, "newline": ""}
     # Tested on the path itself: /dev/stdout resolves to a name such as
     # /proc/PID/fd/pipe:[N], which names nothing, while the path opens the pipe.
     if os.path.exists(path) and not os.path.isfile(path):
@@ -94,7 +102,7 @@ def replace_file(path, write, mode="wb", encoding=None):
 
 
 @contextlib.contextmanager
-def _named(path):
+def _named(path: str) -> Iterator[None]:
     """Add ``path`` to an OSError that names no file ("[Errno 28] No space left on
     device" from a write), so that the message says which file failed."""
     try:
@@ -105,12 +113,13 @@ def _named(path):
         raise type(e)(e.errno, e.strerror, path) from e
 
 
-def write_atomic(path, data):
+def write_atomic(path: Union[str, os.PathLike[str]], data: bytes) -> None:
     """Write bytes to ``path`` through :func:`replace_file`."""
     replace_file(path, lambda f: f.write(data))
 
 
-def save(path, meta, arrays):
+def save(path: Union[str, os.PathLike[str]], meta: Mapping[str, Any],
+         arrays: Mapping[str, ArrayLike]) -> None:
     """Save ``meta`` (JSON-serialisable dict) and ``arrays`` (name -> ndarray)."""
     entries, blobs = [], []
     for name, array in arrays.items():
@@ -126,7 +135,7 @@ def save(path, meta, arrays):
     write_atomic(path, body + hashlib.sha256(body).digest())
 
 
-def load(path):
+def load(path: Union[str, os.PathLike[str]]) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
     """Load a file written by :func:`save`; returns ``(meta, arrays)``.
 
     Raises
@@ -185,7 +194,7 @@ def load(path):
     return meta, arrays
 
 
-def _read(f, path):
+def _read(f: IO[bytes], path: str) -> bytes:
     """The bytes of a model file, read no further than its sizes allow.
 
     A regular file is read whole once its size is known to fit in memory (it
@@ -219,13 +228,13 @@ def _read(f, path):
     return data
 
 
-def _check_header_size(header_len, path):
+def _check_header_size(header_len: int, path: str) -> None:
     if header_len > MAX_HEADER_BYTES:
         raise SscrfError(f"{path}: model header of {header_len:,} bytes is larger than the "
                          f"{MAX_HEADER_BYTES >> 20} MiB a model file may have")
 
 
-def _array_entry(entry):
+def _array_entry(entry: Any) -> tuple[Any, Any, Any]:
     """(name, dtype, shape) of a header entry, or (None, None, None) if malformed."""
     if not isinstance(entry, dict):
         return None, None, None

@@ -7,16 +7,30 @@ labeled tokens as a short sentence of its own. Only :func:`partial_examples`
 differs between the two.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, random_generator
 from .selectors import SELECTORS, check_count, check_log_q, select, short_repr
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+#: Labels of one sentence as the learner holds them: None where not yet labeled.
+PartialLabels = list[Optional[str]]
+#: ``oracle(indices) -> labels``: answers for what ``query`` returned.
+Oracle = Callable[[Any], Sequence[Sequence[Optional[str]]]]
+
 __all__ = ["ActiveLearner", "gold_oracle", "partial_examples", "simulate"]
 
 
-def partial_examples(sentence, labels, partial):
+def partial_examples(sentence: Sequence[Any], labels: Sequence[Optional[str]],
+                     partial: str) -> list[tuple[Any, PartialLabels]]:
     """Training examples from a partially labeled sentence (labels: None where unknown).
 
     ``"native"``: the sentence itself with its None labels (``fit``
@@ -83,9 +97,12 @@ class ActiveLearner:
         Labeled tokens, seed included.
     """
 
-    def __init__(self, model, pool, strategy="least_confidence", X_labeled=None,
-                 y_labeled=None, log_q=None, random_state=None, partial="native",
-                 max_candidates=None, **strategy_options):
+    def __init__(self, model: Any, pool: Sequence[Any], strategy: str = "least_confidence",
+                 X_labeled: Optional[Sequence[Any]] = None,
+                 y_labeled: Optional[Sequence[Sequence[str]]] = None,
+                 log_q: Optional[ArrayLike] = None, random_state: Any = None,
+                 partial: str = "native", max_candidates: Optional[int] = None,
+                 **strategy_options: Any) -> None:
         if strategy not in SELECTORS:
             raise SscrfError(f"unknown strategy {short_repr(strategy)}; known: "
                              f"{', '.join(sorted(SELECTORS))}")
@@ -105,11 +122,12 @@ class ActiveLearner:
         self._rng = random_generator(random_state)
         self._template = model
         self._X_seed = list(X_labeled or [])
-        self._y_seed = [list(ys) for ys in (y_labeled or [])]
+        self._y_seed: list[list[Any]] = [list(ys) for ys in (y_labeled or [])]
         if len(self._X_seed) != len(self._y_seed):
             raise SscrfError(f"X_labeled has {len(self._X_seed)} sentences but y_labeled has "
                              f"{len(self._y_seed)}")
-        self._labels = [None] * len(self.pool)  # per pool sentence: list (None = unknown)
+        # per pool sentence: list (None = unknown)
+        self._labels: list[Optional[PartialLabels]] = [None] * len(self.pool)
         self._whole = np.zeros(len(self.pool), dtype=bool)
         self.model = model if hasattr(model, "coef_") else None
         if self._X_seed:
@@ -118,30 +136,30 @@ class ActiveLearner:
     # -- counts ----------------------------------------------------------------
 
     @property
-    def n_sentences_(self):
+    def n_sentences_(self) -> int:
         return len(self._X_seed) + int(self._whole.sum())
 
     @property
-    def n_partial_(self):
+    def n_partial_(self) -> int:
         return sum(1 for i, ys in enumerate(self._labels) if ys is not None and not self._whole[i])
 
     @property
-    def n_tokens_(self):
+    def n_tokens_(self) -> int:
         seed = sum(len(ys) for ys in self._y_seed)
         return seed + sum(sum(l is not None for l in ys) for ys in self._labels if ys is not None)
 
     @property
-    def labeled_indices_(self):
+    def labeled_indices_(self) -> NDArray[np.intp]:
         """Pool indices with every token labeled, in increasing order."""
         return np.flatnonzero(self._whole)
 
-    def candidates(self):
+    def candidates(self) -> NDArray[np.intp]:
         """Pool indices that may still be offered (not every token labeled)."""
         return np.flatnonzero(~self._whole)
 
     # -- the loop --------------------------------------------------------------
 
-    def query(self, m):
+    def query(self, m: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The next ``m`` sentences (or spans) to label, best first.
 
         Returns
@@ -170,7 +188,7 @@ class ActiveLearner:
             indices = candidates[indices]
         return indices, scores
 
-    def teach(self, indices, labels):
+    def teach(self, indices: Any, labels: Sequence[Sequence[Optional[str]]]) -> ActiveLearner:
         """Add the oracle's answers and retrain (warm start from the current model).
 
         Parameters
@@ -207,10 +225,12 @@ class ActiveLearner:
             raise
         return self
 
-    def _record(self, item, answer):
+    def _record(self, item: Any, answer: Any) -> None:
         span = np.ndim(item) == 1
         if span and len(item) != 3:
             raise SscrfError(f"a span must be (index, begin, stop), not {short_repr(item)}")
+        begin: Any
+        stop: Any
         i, begin, stop = (int(v) for v in item) if span else (int(item), None, None)
         if not 0 <= i < len(self.pool):
             raise SscrfError(f"index {i} is not in the pool (0..{len(self.pool) - 1})")
@@ -235,27 +255,30 @@ class ActiveLearner:
         self._labels[i] = merged
         self._whole[i] = all(label is not None for label in merged)
 
-    def training_data(self):
+    def training_data(self) -> tuple[list[Any], list[Any]]:
         """(X, y) the next fit sees: the seed, whole answers, then partial answers."""
-        X, y = list(self._X_seed), list(self._y_seed)
+        X: list[Any] = list(self._X_seed)
+        y: list[Any] = list(self._y_seed)
         for i in np.flatnonzero(self._whole):
             X.append(self.pool[i])
             y.append(self._labels[i])
-        for i, ys in enumerate(self._labels):
-            if ys is not None and not self._whole[i]:
-                for xs, ls in partial_examples(self.pool[i], ys, self.partial):
+        for j, ys in enumerate(self._labels):
+            if ys is not None and not self._whole[j]:
+                for xs, ls in partial_examples(self.pool[j], ys, self.partial):
                     X.append(xs)
                     y.append(ls)
         return X, y
 
-    def _retrain(self):
+    def _retrain(self) -> None:
         X, y = self.training_data()
         model = type(self._template)(**self._template.get_params())
         model.fit(X, y, init=self.model)
         self.model = model
 
-    def run(self, oracle, batch, max_sentences=None, max_tokens=None, stop=None,
-            callback=None):
+    def run(self, oracle: Oracle, batch: int, max_sentences: Optional[int] = None,
+            max_tokens: Optional[int] = None,
+            stop: Optional[Callable[[ActiveLearner], bool]] = None,
+            callback: Optional[Callable[[ActiveLearner, Any], Any]] = None) -> ActiveLearner:
         """Query, ask ``oracle``, teach, until a budget or ``stop`` says enough.
 
         Parameters
@@ -297,7 +320,7 @@ class ActiveLearner:
                 callback(self, indices)
         return self
 
-    def _within_tokens(self, indices, room):
+    def _within_tokens(self, indices: Any, room: int) -> Any:
         """The longest prefix of ``indices`` whose new tokens fit in ``room``."""
         used, keep = 0, 0
         for item in indices:
@@ -314,10 +337,10 @@ class ActiveLearner:
         return indices[:keep]
 
 
-def gold_oracle(y_pool):
+def gold_oracle(y_pool: Sequence[Sequence[str]]) -> Oracle:
     """An oracle answering from gold labels: whole sentences, or a span's labels."""
 
-    def oracle(indices):
+    def oracle(indices: Any) -> list[list[str]]:
         out = []
         for item in indices:
             if np.ndim(item) == 1:
@@ -330,8 +353,11 @@ def gold_oracle(y_pool):
     return oracle
 
 
-def simulate(learner, y_pool, X_test, y_test, batch, max_sentences=None, max_tokens=None,
-             stop=None, scorer=None):
+def simulate(learner: ActiveLearner, y_pool: Sequence[Sequence[str]], X_test: Sequence[Any],
+             y_test: Sequence[Sequence[str]], batch: int, max_sentences: Optional[int] = None,
+             max_tokens: Optional[int] = None,
+             stop: Optional[Callable[[ActiveLearner], bool]] = None,
+             scorer: Optional[Callable[[Any, Any, Any], float]] = None) -> list[dict[str, Any]]:
     """Run ``learner`` against the gold labels ``y_pool`` and record a learning curve.
 
     Parameters
@@ -358,7 +384,7 @@ def simulate(learner, y_pool, X_test, y_test, batch, max_sentences=None, max_tok
     scorer = scorer or (lambda model, X, y: model.score(X, y))
     curve = []
 
-    def record(lrn, indices=None):
+    def record(lrn: ActiveLearner, indices: Any = None) -> None:
         curve.append({"sentences": lrn.n_sentences_, "partial": lrn.n_partial_,
                       "tokens": lrn.n_tokens_, "score": float(scorer(lrn.model, X_test, y_test))})
 

@@ -1,14 +1,20 @@
 """q(x): an n-gram model of the input tokens (Sokolovska 2011 eq. 20), and the
 weights ``q(x)/N_x`` of the weighted likelihood (eq. 2 and 17)."""
 
+from __future__ import annotations
+
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_real, is_integer
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["BOS", "EOS", "MAX_ORDER", "UNK", "NgramModel", "check_order", "sokolovska_weights"]
 
@@ -20,17 +26,17 @@ MAX_ORDER = 16
 class _Symbol:
     """A reserved symbol (sentence start, end, unknown) no user token can equal."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.name
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
         return (_symbol, (self.name,))
 
 
-def _symbol(name):
+def _symbol(name: str) -> _Symbol:
     return {"<s>": BOS, "</s>": EOS, "<unk>": UNK}[name]
 
 
@@ -40,14 +46,15 @@ BOS, EOS, UNK = _Symbol("<s>"), _Symbol("</s>"), _Symbol("<unk>")
 class _WittenBell:
     """Interpolated Witten-Bell n-gram model of one stream of symbols."""
 
-    def __init__(self, n, boundaries):
+    def __init__(self, n: int, boundaries: bool) -> None:
         self.n = n
         self.boundaries = boundaries
 
-    def fit(self, sequences):
+    def fit(self, sequences: Iterable[Sequence[Hashable]]) -> _WittenBell:
         n = self.n
-        counts = {}  # history tuple (length 0..n-1) → Counter of next symbols
-        vocabulary = set()
+        # history tuple (length 0..n-1) → Counter of next symbols
+        counts: dict[tuple[Hashable, ...], Counter[Hashable]] = {}
+        vocabulary: set[Hashable] = set()
         for seq in sequences:
             padded = [BOS] * (n - 1) + list(seq) + ([EOS] if self.boundaries else [])
             for t in range(n - 1, len(padded)):
@@ -61,7 +68,7 @@ class _WittenBell:
         self.p0_ = 1.0 / (len(vocabulary) + 1)  # uniform over the seen symbols and <unk>
         return self
 
-    def prob(self, history, symbol):
+    def prob(self, history: Sequence[Hashable], symbol: Hashable) -> float:
         """p(symbol | the last n−1 symbols of history), history already padded and mapped."""
         p = self.p0_
         for k in range(self.n):
@@ -72,7 +79,7 @@ class _WittenBell:
             p = (c.get(symbol, 0) + types * p) / (total + types)
         return p
 
-    def log_prob(self, seq):
+    def log_prob(self, seq: Sequence[Hashable]) -> float:
         n = self.n
         known = self.vocabulary_
         mapped = [w if w in known else UNK for w in seq]
@@ -81,7 +88,7 @@ class _WittenBell:
                          for t in range(n - 1, len(padded)))
 
 
-def check_order(n, name):
+def check_order(n: Any, name: str) -> int:
     """An n-gram order as an ``int`` in [1, MAX_ORDER]; ``name`` names it in the message."""
     if is_integer(n) and n > MAX_ORDER:
         raise SscrfError(f"{name} must be at most {MAX_ORDER}, not {n!r}: an n-gram model's "
@@ -128,12 +135,13 @@ class NgramModel:
         Columns modelled, None when tokens are plain symbols.
     """
 
-    def __init__(self, n=4, boundaries=True, columns=None):
+    def __init__(self, n: int = 4, boundaries: bool = True,
+                 columns: Optional[Sequence[int]] = None) -> None:
         self.n = check_order(n, "n")
         self.boundaries = bool(boundaries)
         self.columns = None if columns is None else [int(c) for c in columns]
 
-    def fit(self, sequences):
+    def fit(self, sequences: Sequence[Sequence[Any]]) -> NgramModel:
         """Count the n-grams of ``sequences`` (a list of token sequences); returns self."""
         check_order(self.n, "n")  # also when set after construction
         sequences = _token_sequences(sequences)
@@ -142,8 +150,8 @@ class NgramModel:
             raise SscrfError("NgramModel.fit needs at least one token")
         if isinstance(first, (tuple, list)):
             columns = self.columns if self.columns is not None else list(range(len(first)))
-            self._columns_used = columns
-            self.n_columns_ = len(columns)
+            self._columns_used: Optional[list[int]] = columns
+            self.n_columns_: Optional[int] = len(columns)
             self.models_ = [_WittenBell(self.n, self.boundaries).fit(
                 self._column(sequences, c)) for c in columns]
         else:
@@ -153,18 +161,18 @@ class NgramModel:
         return self
 
     @staticmethod
-    def _column(sequences, c):
+    def _column(sequences: Sequence[Sequence[Any]], c: int) -> list[list[Any]]:
         try:
             return [[tok[c] for tok in seq] for seq in sequences]
         except (IndexError, TypeError):
             raise SscrfError(f"a token has no column {c}") from None
 
-    def _streams(self, sequence):
+    def _streams(self, sequence: Sequence[Any]) -> list[list[Any]]:
         if self._columns_used is None:
             return [list(sequence)]
         return [self._column([sequence], c)[0] for c in self._columns_used]
 
-    def log_prob(self, sequence):
+    def log_prob(self, sequence: Sequence[Any]) -> float:
         """log q(x) of one token sequence (natural log)."""
         if not hasattr(self, "models_"):
             raise SscrfError("this NgramModel is not fitted yet; call fit")
@@ -176,12 +184,12 @@ class NgramModel:
         return math.fsum(model.log_prob(stream)
                          for model, stream in zip(self.models_, self._streams(sequence)))
 
-    def log_probs(self, sequences):
+    def log_probs(self, sequences: Sequence[Sequence[Any]]) -> NDArray[np.float64]:
         """log q(x) of each sequence, as an ndarray (len(sequences),)."""
         return np.array([self.log_prob(seq) for seq in _token_sequences(sequences)],
                         dtype=np.float64)
 
-    def prob(self, symbol, history=(), column=0):
+    def prob(self, symbol: Hashable, history: Sequence[Hashable] = (), column: int = 0) -> float:
         """p(symbol | history) of one column's model (history: the previous symbols, oldest first).
 
         A history shorter than ``n − 1`` is taken to start the sequence (padded
@@ -194,7 +202,7 @@ class NgramModel:
         return model.prob(history[len(history) - (self.n - 1):] if self.n > 1 else [], symbol)
 
 
-def _token_sequences(sequences):
+def _token_sequences(sequences: Any) -> Any:
     if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
         raise SscrfTypeError("expected a list of token sequences")
     sequences = list(sequences)
@@ -211,7 +219,7 @@ def _token_sequences(sequences):
 
 # -- weighted likelihood (Sokolovska eq. 2 / 17) ---------------------------------------
 
-def _freeze(token):
+def _freeze(token: Any) -> Hashable:
     """A hashable stand-in for a token (string, column list, feature dict)."""
     if isinstance(token, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in token.items()))
@@ -220,7 +228,7 @@ def _freeze(token):
     return token
 
 
-def sokolovska_weights(X, log_q):
+def sokolovska_weights(X: Sequence[Sequence[Any]], log_q: ArrayLike) -> NDArray[np.float64]:
     """Per-sentence weights ``q(x)/N_x`` normalised to mean 1.
 
     ``N_x`` is the number of sentences of ``X`` with the same token sequence

@@ -8,12 +8,24 @@ posterior label entropy is largest (Mann & McCallum 2007 §5, Tsuboi et al.
 2008 §5.1); ``quota_sampling`` (Sokolovska 2011 §5), which needs no model.
 """
 
+from __future__ import annotations
+
 import reprlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_real, random_generator
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    Floats = NDArray[np.float64]
+    Ints = NDArray[np.int64]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _SHORT = reprlib.Repr()
 _SHORT.maxstring = _SHORT.maxother = 60
@@ -21,12 +33,12 @@ _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 4
 _SHORT.maxlevel = 2
 
 
-def short_repr(value):
+def short_repr(value: object) -> str:
     """``repr(value)`` cut to about 80 characters: messages name a value, never print a pool."""
     return _SHORT.repr(value)
 
 
-def check_count(m, name="m"):
+def check_count(m: Any, name: str = "m") -> int:
     """``m`` as a positive count; a sentence list given in its place (``query(X_pool)``,
     modAL's habit) is named by its length, not printed."""
     if isinstance(m, (list, tuple)) or (hasattr(m, "__len__") and not isinstance(m, str)):
@@ -40,10 +52,11 @@ def check_count(m, name="m"):
 __all__ = ["SELECTORS", "check_log_q", "register_selector", "select"]
 
 #: name → selector function; each has attributes ``needs_model`` and ``spans``.
-SELECTORS = {}
+SELECTORS: dict[str, Any] = {}
 
 
-def register_selector(name, needs_model=True, spans=False):
+def register_selector(name: str, needs_model: bool = True,
+                      spans: bool = False) -> Callable[[_F], _F]:
     """Decorator adding a selector to :data:`SELECTORS` under ``name``.
 
     A selector is called ``fn(model, pool, m, log_q, rng, **options)`` and
@@ -52,18 +65,18 @@ def register_selector(name, needs_model=True, spans=False):
     stop)`` when ``spans`` is true.
     """
 
-    def decorate(fn):
+    def decorate(fn: _F) -> _F:
         if name in SELECTORS:
             raise SscrfError(f"selector {short_repr(name)} is already registered")
-        fn.needs_model = needs_model
-        fn.spans = spans
+        fn.needs_model = needs_model  # type: ignore[attr-defined]
+        fn.spans = spans  # type: ignore[attr-defined]
         SELECTORS[name] = fn
         return fn
 
     return decorate
 
 
-def _top(scores, m):
+def _top(scores: ArrayLike, m: int) -> tuple[Ints, Floats]:
     """Indices of the ``m`` largest scores, best first; ties go to the lower index."""
     scores = np.asarray(scores, dtype=np.float64)
     order = np.lexsort((np.arange(len(scores)), -scores))[:m]
@@ -71,19 +84,22 @@ def _top(scores, m):
 
 
 @register_selector("random", needs_model=False)
-def _random(model, pool, m, log_q, rng):
+def _random(model: Any, pool: Sequence[Any], m: int, log_q: Optional[Floats],
+            rng: np.random.Generator) -> tuple[Ints, Floats]:
     """m sentences drawn uniformly without replacement; the scores are the uniform keys."""
     return _top(rng.random(len(pool)), m)
 
 
 @register_selector("least_confidence")
-def _least_confidence(model, pool, m, log_q, rng):
+def _least_confidence(model: Any, pool: Sequence[Any], m: int, log_q: Optional[Floats],
+                      rng: np.random.Generator) -> tuple[Ints, Floats]:
     """``1 − p(ŷ | x)`` with ŷ the Viterbi labeling (FuSAL, Sokolovska 2011 eq. 19)."""
     return _top(-np.expm1(model.sequence_log_probability(pool)), m)
 
 
 @register_selector("sequence_entropy")
-def _sequence_entropy(model, pool, m, log_q, rng, normalize=False):
+def _sequence_entropy(model: Any, pool: Sequence[Any], m: int, log_q: Optional[Floats],
+                      rng: np.random.Generator, normalize: bool = False) -> tuple[Ints, Floats]:
     """Exact ``H(Y | x)``; divided by the sentence length when ``normalize``."""
     h = np.asarray(model.sequence_entropy(pool), dtype=np.float64)
     if normalize:
@@ -92,7 +108,8 @@ def _sequence_entropy(model, pool, m, log_q, rng, normalize=False):
 
 
 @register_selector("token_entropy")
-def _token_entropy(model, pool, m, log_q, rng, aggregate="sum"):
+def _token_entropy(model: Any, pool: Sequence[Any], m: int, log_q: Optional[Floats],
+                   rng: np.random.Generator, aggregate: str = "sum") -> tuple[Ints, Floats]:
     """``Σ_t H(Y_t | x)`` (``aggregate="sum"``) or its mean over tokens (``"mean"``)."""
     if aggregate not in ("sum", "mean"):
         raise SscrfError(f"token_entropy: aggregate must be 'sum' or 'mean', not {short_repr(aggregate)}")
@@ -102,7 +119,9 @@ def _token_entropy(model, pool, m, log_q, rng, aggregate="sum"):
 
 
 @register_selector("most_uncertain_span", spans=True)
-def _most_uncertain_span(model, pool, m, log_q, rng, width=3, exclude=None):
+def _most_uncertain_span(model: Any, pool: Sequence[Any], m: int, log_q: Optional[Floats],
+                         rng: np.random.Generator, width: int = 3,
+                         exclude: Optional[Sequence[Any]] = None) -> tuple[Ints, Floats]:
     """The span of ``width`` tokens with the largest posterior label entropy, per sentence.
 
     Sentences are ranked by the entropy of their best span. A sentence
@@ -129,7 +148,8 @@ def _most_uncertain_span(model, pool, m, log_q, rng, width=3, exclude=None):
     return np.asarray(spans, dtype=np.int64)[order].reshape(-1, 3), top_scores
 
 
-def _token_and_transition_entropies(model, pool):
+def _token_and_transition_entropies(model: Any,
+                                    pool: Sequence[Any]) -> tuple[list[Floats], list[Floats]]:
     """Per sentence: ``H(Y_t | x)`` (n,) and ``H(Y_t | Y_{t−1}, x)`` (n,), entry 0 unused.
 
     The model's public API reports the best span only (``most_uncertain_span``);
@@ -141,7 +161,8 @@ def _token_and_transition_entropies(model, pool):
             [transition[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)])
 
 
-def _best_span(token, transition, width, labeled=None):
+def _best_span(token: Floats, transition: Floats, width: int,
+               labeled: Optional[ArrayLike] = None) -> Optional[tuple[int, int, float]]:
     """(begin, stop, entropy) of the most uncertain allowed span, or None.
 
     The entropy of ``y[a:b]`` is ``H(Y_a) + Σ_{t=a+1}^{b−1} H(Y_t | Y_{t−1})``.
@@ -171,7 +192,8 @@ def _best_span(token, transition, width, labeled=None):
 
 
 @register_selector("quota_sampling", needs_model=False)
-def _quota_sampling(model, pool, m, log_q, rng):
+def _quota_sampling(model: Any, pool: Sequence[Any], m: int, log_q: Optional[Floats],
+                    rng: np.random.Generator) -> tuple[Ints, Floats]:
     """Sokolovska's quota sampling: one uniform draw from each of m q(x)-groups.
 
     The candidates are sorted by ``log_q`` (most probable first, ties by
@@ -187,7 +209,7 @@ def _quota_sampling(model, pool, m, log_q, rng):
     return picks, log_q[picks]
 
 
-def check_log_q(log_q, n):
+def check_log_q(log_q: Optional[ArrayLike], n: int) -> Optional[Floats]:
     """``log_q`` as float64 of shape (n,), or None; NaN and +inf refused."""
     if log_q is None:
         return None
@@ -200,14 +222,16 @@ def check_log_q(log_q, n):
     return log_q
 
 
-def _check_fitted(model, strategy):
+def _check_fitted(model: Any, strategy: str) -> None:
     if model is None or not hasattr(model, "coef_"):
         raise SscrfError(f"strategy {short_repr(strategy)} scores sentences with a trained model; fit the "
                          "model on some labeled sentences first (or use 'random' or "
                          "'quota_sampling', which need none)")
 
 
-def select(model, pool, strategy, m, log_q=None, random_state=None, **options):
+def select(model: Any, pool: Sequence[Any], strategy: str, m: int,
+           log_q: Optional[ArrayLike] = None, random_state: Any = None,
+           **options: Any) -> tuple[Ints, Floats]:
     """Choose ``m`` sentences of ``pool`` to label, best first.
 
     Parameters

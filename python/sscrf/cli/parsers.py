@@ -40,6 +40,7 @@ examples:
   sscrf select -m chunk.model --pool pool.txt --strategy least_confidence --count 20 \\
       -o chosen.txt --rest pool2.txt
   sscrf train chosen-labeled.txt --init chunk.model -m chunk2.model
+  sscrf plot confusion tagged.txt -o confusion.png
 """
 
 
@@ -50,7 +51,7 @@ def build_parser():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (add_train, add_tag, add_eval, add_dump, add_demo, add_select):
+    for add in (add_train, add_tag, add_eval, add_dump, add_demo, add_select, add_plot):
         add(commands)
     return parser
 
@@ -313,3 +314,30 @@ def add_select(commands):
                      help="random seed for random and quota_sampling")
     conllu_options(sub, "FILE")
     model_threads_option(sub)
+
+
+def add_plot(commands):
+    """The parser of ``sscrf plot``."""
+    sub = _command(
+        commands, "plot", "draw a training's loss or a tagged file's confusion matrix (PNG)",
+        "Draw a PNG (needs matplotlib: pip install 'sscrf[plot]'; no display needed).\n\n"
+        "  sscrf plot loss LOG -o loss.png       the loss after each reported\n"
+        "                                        iteration, from what 'sscrf train'\n"
+        "                                        writes on stderr (2> LOG); a model\n"
+        "                                        file keeps no loss history\n"
+        "  sscrf plot confusion FILE -o cm.png   gold (next to last column) against\n"
+        "                                        predicted (last column) labels of a\n"
+        "                                        file 'sscrf tag' wrote\n\n"
+        "In Python, sscrf.plot also draws active-learning curves and dev scores\n"
+        "against a hyperparameter.")
+    sub.add_argument("what", choices=("loss", "confusion"), help="what to draw")
+    sub.add_argument("file", metavar="FILE",
+                     help="loss: a training log (or a model holding its history); "
+                          "confusion: a tagged file ('-': standard input)")
+    sub.add_argument("-o", "--output", metavar="PNG", required=True, help="where to write the PNG")
+    sub.add_argument("--title", default=None, help="the figure's title")
+    sub.add_argument("--log", action="store_true", help="loss: a logarithmic loss axis")
+    sub.add_argument("--labels", type=label_list, default=None, metavar="A,B,...",
+                     help="confusion: these labels, in this order (default: every label, sorted)")
+    sub.add_argument("--counts", action="store_true",
+                     help="confusion: colour by counts rather than by share of the gold label")
