@@ -2,6 +2,7 @@
 inputs written for the older ``key=value`` naming keep working."""
 
 import pickle
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -209,3 +210,16 @@ def test_crfsuite_min_freq_counts_each_label_apart(tmp_path):
     tagger.open(str(tmp_path / "m.crfsuite"))
     # ("x", A) and ("x", B) are seen once each: dropped; a count of 2 is kept (≥, not >)
     assert sorted(tagger.info().state_features) == [("a", "A"), ("b", "B")]
+
+
+@pytest.mark.parametrize("separator", [":", "=", "::", "\u2192"])
+def test_the_compiled_and_the_python_paths_name_alike(separator):
+    tokens = [{"w": "the", "x": 0.5, "b": True}, {"w": "caf\u00e9", "w" + separator + "a": 2}]
+    fast = FeatureExtractor(value_separator=separator)
+    (f,) = fast.fit_transform([tokens])
+    slow = FeatureExtractor(value_separator=separator)
+    (g,) = slow.fit_transform([[OrderedDict(t) for t in tokens]])  # not a dict: Python path
+    assert fast.attributes_ == slow.attributes_ == [
+        f"w{separator}the", "x", "b", f"w{separator}caf\u00e9", f"w{separator}a"]
+    for name in ("indptr", "indices", "values"):
+        np.testing.assert_array_equal(getattr(f, name), getattr(g, name))
