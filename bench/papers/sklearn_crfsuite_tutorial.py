@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
@@ -123,7 +124,8 @@ def tutorial(sklearn_crfsuite, metrics, train_sents, test_sents, search_iter, to
     )
     figures = {"f1": 100 * f1, "chunk_f1": chunk_f1(y_test, y_pred)["f1"],
                "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
-               "report": report, "attributes": set(crf.attributes_)}
+               "report": report, "attributes": set(crf.attributes_),
+               "weighted": {a for a, _ in crf.state_features_}}
 
     if search_iter:
         import scipy.stats
@@ -176,6 +178,9 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=5,
                         help="most likely transitions and state features to show")
     args = parser.parse_args(argv)
+    # labels of the training data absent from the test data (I-INTJ, I-PRT,
+    # B-UCP, I-UCP) make scikit-learn warn at every report, for both libraries
+    warnings.filterwarnings("ignore", message=".* is ill-defined")
     import sscrf as sklearn_crfsuite_port
     from sscrf import metrics as metrics_port
 
@@ -222,12 +227,26 @@ def main(argv=None):
         print(f"{'PASS' if gap <= 0.3 else 'FAIL'}: weighted token F1 within 0.3 "
               f"({ours['f1']:.2f} vs {theirs['f1']:.2f}); chunk F1 {ours['chunk_f1']:.2f} vs "
               f"{theirs['chunk_f1']:.2f}")
-        same = ours["attributes"] == theirs["attributes"]
-        print(f"{'PASS' if same else 'FAIL'}: the same attribute names "
-              f"({len(ours['attributes']):,} vs {len(theirs['attributes']):,})")
+        # CRFsuite's model keeps the attributes of its non-zero weights only
+        # (c1 = 0.1 zeroes most), so its names are compared with those of
+        # sscrf's non-zero weights and of its whole vocabulary
+        kept = theirs["attributes"]
+        print(f"{'PASS' if kept <= ours['attributes'] else 'FAIL'}: each of the "
+              f"{len(kept):,} attribute names of sklearn-crfsuite's model is one of sscrf's "
+              f"{len(ours['attributes']):,} ({len(kept & ours['weighted']):,} of them with a "
+              f"non-zero weight in both, of sscrf's {len(ours['weighted']):,})")
+        # the tutorial leaves sscrf on every core; CRFsuite has one thread
+        X_train = [sent2features(s) for s in train_sents]
+        y_train = [sent2labels(s) for s in train_sents]
+        one = sklearn_crfsuite_port.CRF(algorithm='lbfgs', c1=0.1, c2=0.1, max_iterations=100,
+                                        all_possible_transitions=True, n_threads=1)
+        started = time.perf_counter()
+        one.fit(X_train, y_train)
+        one_seconds = time.perf_counter() - started
         print(f"training time ratio sscrf / sklearn-crfsuite: "
-              f"{ours['fit_seconds'] / theirs['fit_seconds']:.2f} (sscrf on its default "
-              f"threads, {os.cpu_count()} CPUs; CRFsuite one thread)")
+              f"{ours['fit_seconds'] / theirs['fit_seconds']:.2f} on sscrf's default threads "
+              f"({os.cpu_count()} CPUs), {one_seconds / theirs['fit_seconds']:.2f} on one "
+              f"({one_seconds:.1f} s); CRFsuite on one")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from operator import itemgetter
 
 import numpy as np
@@ -392,6 +393,10 @@ class FeatureExtractor:
         tokens, lengths = flatten_corpus(X, prefix)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
+        if self.templates is None and tokens and set(map(type, tokens)) <= _COLUMN_TOKEN_TYPES:
+            features = self._string_list_features(tokens, offsets, index, grow, new_strings)
+            if features is not None:
+                return features, None
         if self.templates is None:
             # One compiled pass: no string per (token, attribute) is built
             # (the key bytes are formed in a buffer), tokens of the common
@@ -448,6 +453,35 @@ class FeatureExtractor:
         else:
             values = np.concatenate([np.ones(len(v)) if is_ones(v) else v for v in value_parts])
         return Features(indptr, indices, values, offsets, len(index)), shortest
+
+    @staticmethod
+    def _string_list_features(tokens, offsets, index, grow, new_strings):
+        """CSR of tokens that are all lists of attribute strings (python-crfsuite's
+        form), interned in one call; None if an item is not a str (the general
+        path then names it).
+
+        The ids are those of the token-by-token path: new strings are interned
+        in reading order, and a string repeated in a token is one entry
+        holding its count.
+        """
+        names = list(chain.from_iterable(tokens))
+        if not set(map(type, names)) <= {str}:
+            return None
+        counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        ids = index.intern(names, grow, [] if new_strings is None else new_strings)
+        del names
+        n_ids = max(len(index), 1)
+        keys = np.repeat(np.arange(len(tokens), dtype=np.int64), counts) * n_ids + ids
+        keys = keys[ids >= 0]
+        del ids
+        # sorted by token, then id; repeats summed (each counts 1.0)
+        keys, repeats = np.unique(keys, return_counts=True)
+        rows = keys // n_ids
+        indptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=len(tokens)), out=indptr[1:])
+        indices = (keys - rows * n_ids).astype(np.int32)
+        values = ones(len(indices)) if (repeats == 1).all() else repeats.astype(np.float64)
+        return Features(indptr, indices, values, offsets, len(index))
 
     def _template_slice(self, columns, lengths, index, grow, new_strings):
         """CSR of a run of whole sentences (template mode); see :meth:`_features`.
