@@ -85,9 +85,12 @@ class FeatureExtractor:
     def __init__(self, templates=None, min_freq=1, value_separator=SEPARATOR):
         self.templates = None if templates is None else parse_templates(templates)
         self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
-        if not isinstance(value_separator, str) or not value_separator or "\0" in value_separator:
-            raise SscrfError(f"value_separator must be a non-empty str such as ':' or '=', "
-                             f"not {value_separator!r}")
+        if not isinstance(value_separator, str):
+            raise SscrfTypeError(f"value_separator must be a str such as ':' or '=', not "
+                                 f"{type(value_separator).__name__}")
+        if not value_separator or "\0" in value_separator:
+            raise SscrfError(f"value_separator must be a non-empty str without NUL such as "
+                             f"':' or '=', not {value_separator!r}")
         self.value_separator = value_separator
         self.attributes_ = None
         self.n_columns_ = None
@@ -103,9 +106,8 @@ class FeatureExtractor:
         self.__dict__.update({"value_separator": OLD_SEPARATOR, **state})
 
     def __repr__(self):
-        mode = ("dicts" if self.templates is None else f"{len(self.templates)} templates")
-        if self.templates is None:
-            mode += f" ({self.value_separator!r} naming)"
+        mode = (f"dicts ({self.value_separator!r} naming)" if self.templates is None
+                else f"{len(self.templates)} templates")
         size = "unfitted" if self.attributes_ is None else f"{len(self.attributes_)} attributes"
         return f"<FeatureExtractor: {mode}, min_freq={self.min_freq}, {size}>"
 
