@@ -33,7 +33,7 @@ File format
 UTF-8 text, one constraint per line::
 
     # comment
-    w[0]=john PERSON:0.95 ORG:0.05
+    w[0]:john PERSON:0.95 ORG:0.05
 
 The attribute, then one ``LABEL:PROBABILITY`` pair per label with a non-zero
 target (absent labels get 0), separated by spaces or tabs. A label ends at its

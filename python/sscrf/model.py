@@ -270,7 +270,7 @@ class CRF:
             Labeled features for the generalized-expectation term
             (``ge_weight > 0``, needs ``X_unlabeled``): ``{attribute:
             {label: probability}}``, attributes named as the feature
-            extractor names them (``w[0]=john``, ``U02:john``), targets
+            extractor names them (``w[0]:john``, ``U02:john``), targets
             summing to 1 over known labels (see :mod:`sscrf.constraints`).
             Without labeled data and ``labels=``, the label set is the labels
             the constraints name; with labeled data but no ``labels=``, it is
