@@ -18,7 +18,7 @@ from active_common import model  # noqa: F401 (fixtures)
 
 
 def attributes(token):
-    return [(f"{k}={v}", 1.0) if isinstance(v, str) else (k, float(v)) for k, v in token.items()]
+    return [(f"{k}:{v}", 1.0) if isinstance(v, str) else (k, float(v)) for k, v in token.items()]
 
 
 POOL = [features(ws) for ws in (

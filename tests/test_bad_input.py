@@ -164,7 +164,10 @@ BAD_X = {
     "a 2-D array": (np.zeros((2, 3)), r"sentence 0\b"),
     "a sentence that is None": ([None], r"sentence 0\b"),
     "a token that is an int": ([[token("dog", 0), 3]], r"sentence 0, token 1\b"),
-    "column tokens for a dict model": ([[["dog", "NN"]]], r"sentence 0, token 0\b.*templates"),
+    "words as tokens for a dict model": ([["dog", "NN"]], r"sentence 0, token 0\b.*feature "
+                                         r"dict or a list of attribute strings.*not str"),
+    "a list token holding a number": ([[["w=dog", 3]]], r"sentence 0, token 0\b.*attribute "
+                                      r"strings.*not int"),
     "NaN value": ([[token("the", 0), dict(token("dog", 1), x=float("nan"))]],
                   r"sentence 0, token 1\b.*\bx\b.*non-finite"),
     "-inf value": ([[], [dict(token("dog", 0), x=-np.inf)]],
@@ -340,8 +343,8 @@ FIT_CASES = {
         lambda X, y: fit(X, y, X_unlabeled="the dog", **ENTROPY), r"X_unlabeled"),
     "X_unlabeled sentence is a dict": (
         lambda X, y: fit(X, y, X_unlabeled=[token("a", 0)], **ENTROPY), r"X_unlabeled\[0\]"),
-    "X_unlabeled with column tokens": (
-        lambda X, y: fit(X, y, X_unlabeled=[[["the", "DT"]]], **ENTROPY),
+    "X_unlabeled with words as tokens": (
+        lambda X, y: fit(X, y, X_unlabeled=[["the", "DT"]], **ENTROPY),
         r"corpus 1, sentence 0, token 0\b"),
     "X_unlabeled with a NaN value": (
         lambda X, y: fit(X, y, X_unlabeled=[[dict(token("a", 0), x=float("nan"))]], **ENTROPY),

@@ -182,19 +182,19 @@ def test_many_entries_in_one_token_sort_stably():
 
 def test_mapping_tokens_take_the_python_path_with_the_same_result():
     tokens = [{"w": "the", "x": 0.5, "b": True, "f": False, "n": 3},
-              {"w": "é\U0001f600", "w=é\U0001f600": 2.0}]
+              {"w": "é\U0001f600", "w:é\U0001f600": 2.0}]
     fast = [tokens]
     slow = [[OrderedDict(t) for t in tokens]]
     fx = FeatureExtractor()
     (a,) = fx.fit_transform(fast)
     fy = FeatureExtractor()
     (b,) = fy.fit_transform(slow)
-    assert fx.attributes_ == fy.attributes_ == ["w=the", "x", "b", "n", "w=é\U0001f600"]
+    assert fx.attributes_ == fy.attributes_ == ["w:the", "x", "b", "n", "w:é\U0001f600"]
     assert_same_bits(a, b)
     assert_same_bits(fx.transform(slow), a)
     assert_same_bits(fy.transform(fast), a)
     assert csr_dicts(a, fx.attributes_) == [
-        {"w=the": 1.0, "x": 0.5, "b": 1.0, "n": 3.0}, {"w=é\U0001f600": 3.0}]
+        {"w:the": 1.0, "x": 0.5, "b": 1.0, "n": 3.0}, {"w:é\U0001f600": 3.0}]
 
 
 def csr_dicts(f, attributes):
@@ -212,7 +212,7 @@ def test_str_subclass_values_and_numpy_scalars_match_exact_types():
     fx = FeatureExtractor()
     (a,) = fx.fit_transform(odd)
     (b,) = FeatureExtractor().fit_transform(plain)
-    assert fx.attributes_ == ["w=dog", "x", "n", "b"]
+    assert fx.attributes_ == ["w:dog", "x", "n", "b"]
     assert_same_bits(a, b)
 
 
@@ -220,10 +220,10 @@ def test_unicode_keys_are_exact():
     # strings of all three storage widths, lone surrogates, and strings equal
     # after normalisation but not as code points stay distinct attributes
     words = ["e\u0301", "\u00e9", "\ud800", "\udc00", "\ud800\udc00", "\U00010000", "a\x00b", "ÿ"]
-    corpus = [[{"w": w} for w in words], [{"w": w, "n=" + w: 1.5} for w in words]]
+    corpus = [[{"w": w} for w in words], [{"w": w, "n:" + w: 1.5} for w in words]]
     fx = FeatureExtractor()
     (f,) = fx.fit_transform(corpus)
-    assert fx.attributes_ == [f"w={w}" for w in words] + [f"n={w}" for w in words]
+    assert fx.attributes_ == [f"w:{w}" for w in words] + [f"n:{w}" for w in words]
     attributes, (want,) = reference_fit_transform([corpus])
     assert_same_bits(f, want)
 
@@ -310,7 +310,7 @@ def test_fitted_extractor_pickles_and_copies():
     for other in (pickle.loads(pickle.dumps(fx)), copy.copy(fx), copy.deepcopy(fx)):
         assert other.attributes_ == fx.attributes_
         assert_same_bits(other.transform(corpus), want)
-    assert fx.attribute_index() == {"w=a": 0, "x": 1, "w=b": 2, "w=c": 3, "y": 4}
+    assert fx.attribute_index() == {"w:a": 0, "x": 1, "w:b": 2, "w:c": 3, "y": 4}
 
 
 def test_errors_name_sentence_and_token_from_the_compiled_path():
@@ -319,7 +319,10 @@ def test_errors_name_sentence_and_token_from_the_compiled_path():
         ([[ok], [ok, {"x": math.nan}]], r"^sentence 1, token 1: feature x has non-finite"),
         ([[ok, {"x": 10**400}]], r"^sentence 0, token 1: feature x: integer value too large"),
         ([[ok], [{1: "x"}]], r"^sentence 1, token 0: feature name 1 is not a string"),
-        ([[ok, ["w"]]], r"^sentence 0, token 1: a token given as a list of columns"),
+        ([[ok, ["w", 3]]], r"^sentence 0, token 1: a token given as a list holds attribute "
+                             r"strings .*, not int \(3\)"),
+        ([[ok, "w"]], r"^sentence 0, token 1: a token must be a feature dict or a list of "
+                      r"attribute strings"),
         ([[{"x": None}]], r"^sentence 0, token 0: feature x has a value of type NoneType"),
     ]
     fx = FeatureExtractor().fit([[ok]])
@@ -410,7 +413,7 @@ def test_python_code_of_a_token_may_change_its_neighbours():
 
     index = {}
     first = reference_features(corpus(), index, True)  # one pass, as fit makes
-    assert "w=changed2" in index and "w=a4" in index
+    assert "w:changed2" in index and "w:a4" in index
     # then the ids by frequency, each token's entries sorted by them
     counts = np.bincount(first.indices, minlength=len(index))
     order = sorted(range(len(index)), key=lambda i: (-counts[i], i))

@@ -35,15 +35,15 @@ def test_dict_feature_values():
     fx = FeatureExtractor()
     assert fx.attribute_strings([token]) == [
         [
-            ("w=the", 1.0),
+            ("w:the", 1.0),
             ("n", 2.0),
             ("x", -0.5),
             ("upper", 1.0),
-            ("suffixes=he", 1.0),
-            ("suffixes=e", 1.0),
-            ("tags=a", 1.0),
-            ("tags=b", 1.0),
-            ("ctx:w=cat", 1.0),
+            ("suffixes:he", 1.0),
+            ("suffixes:e", 1.0),
+            ("tags:a", 1.0),
+            ("tags:b", 1.0),
+            ("ctx:w:cat", 1.0),
             ("ctx:len", 3.0),
             ("ctx:deep:k", 1.0),
             ("f32", 0.25),
@@ -67,8 +67,10 @@ def test_non_finite_dict_value_names_sentence_token_and_feature(bad):
         ({"a": {"b": object()}}, r"feature a:b has a value of type object"),
         ({"a": ["x", 1]}, r"feature a: list items must be strings"),
         ({1: "x"}, r"feature name 1 is not a string"),
-        (["w", "NN"], r"a token given as a list of columns needs templates"),
-        ("word", r"a token must be a feature dict, not str"),
+        (["w", 2], r"a token given as a list holds attribute strings \(python-crfsuite's form"),
+        ("word", r"a token must be a feature dict or a list of attribute strings .*not str "
+                 r"\('word'\); a sentence is a list of tokens"),
+        (3.5, r"a token must be a feature dict or a list of attribute strings .*not float"),
     ],
 )
 def test_bad_dict_tokens(token, message):

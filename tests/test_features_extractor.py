@@ -33,13 +33,13 @@ def test_min_freq_counts_tokens_over_all_corpora():
     labeled = [[{"w": "x"}, {"w": "y"}]]
     unlabeled = [[{"w": "x"}], [{"w": "z", "also": "z"}]]
     # Within one token a repeated attribute counts once.
-    repeated = [[{"w": "q", "w=q": 1.0}]]
+    repeated = [[{"w": "q", "w:q": 1.0}]]
     fx = FeatureExtractor(min_freq=2)
     f_lab, f_unl, f_rep = fx.fit_transform(labeled, unlabeled, repeated)
-    assert fx.attributes_ == ["w=x"]
+    assert fx.attributes_ == ["w:x"]
     assert [f.n_attributes for f in (f_lab, f_unl, f_rep)] == [1, 1, 1]
-    assert csr_rows(f_lab, fx.attributes_) == [{"w=x": 1.0}, {}]
-    assert csr_rows(f_unl, fx.attributes_) == [{"w=x": 1.0}, {}]
+    assert csr_rows(f_lab, fx.attributes_) == [{"w:x": 1.0}, {}]
+    assert csr_rows(f_unl, fx.attributes_) == [{"w:x": 1.0}, {}]
     # fit alone gives the same vocabulary; transform then agrees with fit_transform.
     again = FeatureExtractor(min_freq=2).fit(labeled, unlabeled, repeated)
     assert again.attributes_ == fx.attributes_
@@ -61,8 +61,8 @@ def test_duplicate_attributes_in_a_token_are_summed():
     (f,) = fx.fit_transform([[["a"]]])
     assert csr_rows(f, fx.attributes_) == [{"U00:a": 2.0, "U01:a": 1.0}]
     fd = FeatureExtractor()
-    (g,) = fd.fit_transform([[{"a": "b", "a=b": 1.5, "s": ["t", "t"]}]])
-    assert csr_rows(g, fd.attributes_) == [{"a=b": 2.5, "s=t": 2.0}]
+    (g,) = fd.fit_transform([[{"a": "b", "a:b": 1.5, "s": ["t", "t"]}]])
+    assert csr_rows(g, fd.attributes_) == [{"a:b": 2.5, "s:t": 2.0}]
     check_csr_layout(f)
     check_csr_layout(g)
 

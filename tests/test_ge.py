@@ -529,14 +529,14 @@ LABELS = [["X", "Y", "X"], ["Y", "Z", ], ["Y", "Z", "Y", "X"]]
 def test_propose_features_as_in_table_1():
     # a: X 2, Y 1 -> X; b: Y 2 -> Y; c: Z 2, Y 1 -> Z; d: X 1 -> X
     out = C.propose_features(CORPUS, LABELS, 5)
-    assert out == {"X": [("w=a", 2, 3), ("w=d", 1, 1)], "Y": [("w=b", 2, 2)],
-                   "Z": [("w=c", 2, 3)]}
-    assert C.propose_features(CORPUS, LABELS, 1, min_count=2)["X"] == [("w=a", 2, 3)]
-    assert C.propose_features(CORPUS, LABELS, 5, exclude=lambda a: a == "w=a")["X"] == \
-        [("w=d", 1, 1)]
+    assert out == {"X": [("w:a", 2, 3), ("w:d", 1, 1)], "Y": [("w:b", 2, 2)],
+                   "Z": [("w:c", 2, 3)]}
+    assert C.propose_features(CORPUS, LABELS, 1, min_count=2)["X"] == [("w:a", 2, 3)]
+    assert C.propose_features(CORPUS, LABELS, 5, exclude=lambda a: a == "w:a")["X"] == \
+        [("w:d", 1, 1)]
     # ties go to the label listed first
     tie = C.propose_features([[{"w": "t"}, {"w": "t"}]], [["B", "A"]], 2, labels=["B", "A"])
-    assert tie == {"B": [("w=t", 1, 2)], "A": []}
+    assert tie == {"B": [("w:t", 1, 2)], "A": []}
 
 
 def test_estimate_constraints_counts_and_smoothing():

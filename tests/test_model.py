@@ -59,7 +59,7 @@ def token_attributes(token):
     out = []
     for name, value in token.items():
         if isinstance(value, str):
-            out.append((f"{name}={value}", 1.0))
+            out.append((f"{name}:{value}", 1.0))
         elif isinstance(value, bool):
             if value:
                 out.append((name, 1.0))

@@ -567,8 +567,8 @@ def test_observed_pairs_come_from_singleton_labels_only():
     attrs = model.extractor_.attributes_
     pairs = {(attrs[a], model.classes_[model.label_ids_[k]])
              for a in range(len(attrs)) for k in range(model.row_ptr_[a], model.row_ptr_[a + 1])}
-    # w=x: A (alone) and B (alone); the set {B, C}, None and the alternatives add nothing
-    assert pairs == {("w=x", "A"), ("w=x", "B")}
+    # w:x: A (alone) and B (alone); the set {B, C}, None and the alternatives add nothing
+    assert pairs == {("w:x", "A"), ("w:x", "B")}
     assert model.classes_ == ["A", "B", "C"]  # C seen only inside sets and alternatives
 
 

@@ -3,7 +3,7 @@ with the probes that time the same terms apart.
 
 On real features (e.g. CoNLL-2000 train): ``partial_likelihood`` with about
 half of the tokens, drawn at random, allowed every label and the rest their
-gold label; ``ge`` with the most frequent ``w[0]=`` attributes as
+gold label; ``ge`` with the most frequent ``w[0]:`` attributes as
 constraints and their smoothed empirical label distributions as targets;
 ``alternatives`` with two labelings per sentence, the gold one and one with a
 random token relabeled.
@@ -35,12 +35,12 @@ def partial_mask(y, S, rng):
 
 
 def ge_setup(features, attributes, y, S, n_constraints):
-    """The ``n_constraints`` most frequent ``w[0]=`` attributes and their label
+    """The ``n_constraints`` most frequent ``w[0]:`` attributes and their label
     distributions: (constraint of each attribute or -1, targets (C, S), facts)."""
     A = features.n_attributes
     freq = np.bincount(features.indices, minlength=A)
-    candidates = np.array([i for i, a in enumerate(attributes) if a.startswith("w[0]=")],
-                          dtype=np.int64)
+    candidates = np.array([i for i, a in enumerate(attributes)
+                           if a.startswith(("w[0]:", "w[0]="))], dtype=np.int64)
     chosen = candidates[np.argsort(-freq[candidates], kind="stable")[:n_constraints]]
     cmap = np.full(A, -1, dtype=np.int64)
     cmap[chosen] = np.arange(len(chosen))

@@ -190,7 +190,8 @@ class Blocks {
 };
 
 // One (attribute, value) pair of a token before interning: the attribute is
-// `name` alone, or "name=value" when `joined` is set (a borrowed reference).
+// `name` alone, or name, separator, value when `joined` is set (a borrowed
+// reference).
 struct Pair {
   PyObject* name;
   PyObject* joined;
@@ -284,7 +285,7 @@ void slow_pairs(const py::object& slow, Py_ssize_t i, TokenWork& w) {
 }
 
 // The keys of the pairs and their hashes; their slots prefetched.
-void make_keys(const AttributeIndex& index, TokenWork& w) {
+void make_keys(const AttributeIndex& index, const std::string& separator, TokenWork& w) {
   w.keys.clear();
   w.key_end.clear();
   w.hashes.clear();
@@ -292,7 +293,7 @@ void make_keys(const AttributeIndex& index, TokenWork& w) {
     const size_t begin = w.keys.size();
     append_str_key(w.keys, p.name);
     if (p.joined) {
-      w.keys.push_back('=');
+      w.keys += separator;
       append_str_key(w.keys, p.joined);
     }
     w.key_end.push_back(w.keys.size());
@@ -304,8 +305,8 @@ void make_keys(const AttributeIndex& index, TokenWork& w) {
 // Appends the CSR row of a token (ids and, once one differs from 1.0, values).
 class RowWriter {
  public:
-  RowWriter(AttributeIndex& index, bool grow, py::list new_strings)
-      : index_(index), grow_(grow), new_strings_(std::move(new_strings)) {}
+  RowWriter(AttributeIndex& index, bool grow, py::list new_strings, const std::string& separator)
+      : index_(index), grow_(grow), new_strings_(std::move(new_strings)), separator_(separator) {}
 
   void write(const TokenWork& w) {
     entries_.clear();
@@ -318,7 +319,7 @@ class RowWriter {
         bool added;
         id = index_.insert(key, w.hashes[k], added);
         if (added) {
-          PyObject* s = p.joined ? PyUnicode_FromFormat("%U=%U", p.name, p.joined)
+          PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(), p.joined)
                                  : (Py_INCREF(p.name), p.name);
           if (!s) throw py::error_already_set();
           new_strings_.append(py::reinterpret_steal<py::object>(s));
@@ -377,6 +378,7 @@ class RowWriter {
   AttributeIndex& index_;
   const bool grow_;
   py::list new_strings_;
+  const std::string& separator_;
   Blocks<int32_t> ids_;
   Blocks<double> values_;  // filled only once a summed value differs from 1.0
   bool all_ones_ = true;
@@ -387,12 +389,15 @@ class RowWriter {
 }  // namespace
 
 py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool grow,
-                             const py::object& slow, py::list new_strings) {
+                             const py::object& slow, py::list new_strings,
+                             const std::string& separator) {
+  if (separator.empty() || separator.find('\0') != std::string::npos)
+    throw sscrf::InputError("dict_tokens_to_csr: separator must be a non-empty str without NUL");
   const Py_ssize_t n = PyList_GET_SIZE(tokens.ptr());
   py::array_t<int64_t> indptr(n + 1);
   int64_t* ip = indptr.mutable_data();
   ip[0] = 0;
-  RowWriter out(index, grow, new_strings);
+  RowWriter out(index, grow, new_strings, separator);
   // A software pipeline over tokens, so that the cache misses of several
   // tokens overlap: while token i is classified and its keys are hashed
   // (their table slots prefetched), the values of token i+1 are on their
@@ -433,7 +438,7 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
       check_size(tokens, n);
       if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
     }
-    make_keys(index, cur);
+    make_keys(index, separator, cur);
     if (i >= 1 && written <= i - 1)
       for (uint64_t h : w[(i - 1) % kDepth].hashes) index.prefetch_entry(h);
     write_until(i - 1);

@@ -66,8 +66,8 @@ void append_str_key(std::string& out, PyObject* s);
 // The CSR attribute matrix of feature-dict tokens under `index`.
 //
 // tokens: list of N tokens. A token that is an exact dict whose keys are
-//   exact strs and whose values are exact str (attribute "key=value", value
-//   1.0), float or int (attribute "key", that value; finite), or bool (True:
+//   exact strs and whose values are exact str (attribute key + separator +
+//   value, e.g. "key:value", value 1.0), float or int (attribute "key", that value; finite), or bool (True:
 //   "key" with 1.0; False: nothing) is converted here; any other token goes
 //   through `slow(i)`, which returns (names, values) -- a list of str and a
 //   list of float, the token's pairs in order -- or raises.
@@ -82,7 +82,7 @@ void append_str_key(std::string& out, PyObject* s);
 // None when every summed value is exactly 1.0).
 pybind11::tuple dict_tokens_to_csr(AttributeIndex& index, const pybind11::list& tokens,
                                    bool grow, const pybind11::object& slow,
-                                   pybind11::list new_strings);
+                                   pybind11::list new_strings, const std::string& separator);
 
 // The ids of the strs of `strings` under `index`, int64 [len(strings)]: with
 // `grow`, strings not yet in `index` are added (in order of first occurrence)

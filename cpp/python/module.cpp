@@ -128,7 +128,7 @@ PYBIND11_MODULE(_core, m) {
       .def("__len__", &AttributeIndex::size)
       .def_property_readonly("nbytes", &AttributeIndex::bytes)
       .def("dict_tokens_to_csr", &dict_tokens_to_csr, py::arg("tokens"), py::arg("grow"),
-           py::arg("slow"), py::arg("new_strings"),
+           py::arg("slow"), py::arg("new_strings"), py::arg("separator") = "=",
            "(indptr, indices, values or None) of feature-dict tokens; see attribute_index.hpp.")
       .def("renumber", &renumber_attributes, py::arg("new_id"),
            "Gives attribute i the id new_id[i] (a permutation).")

@@ -1,8 +1,8 @@
 """Labeled features for generalized expectation (GE) training (Mann & McCallum 2008).
 
 A *constraint* is an input attribute, named as the feature extractor names it
-(``w[0]=john`` for a dict token ``{"w[0]": "john"}``, ``U02:john`` for the
-default templates), with a target distribution over labels: the model's label
+(``w[0]:john`` for a dict token ``{"w[0]": "john"}``, python-crfsuite's
+naming; ``U02:john`` for the default templates), with a target distribution over labels: the model's label
 distribution, averaged over the unlabeled tokens where the attribute is
 present ("fires"; its value is ignored), should match it. A set of
 constraints is a plain dict ``{attribute: {label: probability}}``;
@@ -33,7 +33,7 @@ File format
 UTF-8 text, one constraint per line::
 
     # comment
-    w[0]=john PERSON:0.95 ORG:0.05
+    w[0]:john PERSON:0.95 ORG:0.05
 
 The attribute, then one ``LABEL:PROBABILITY`` pair per label with a non-zero
 target (absent labels get 0), separated by spaces or tabs. A label ends at its
@@ -44,6 +44,14 @@ a backslash escapes: ``\\\\`` (backslash), ``\\s`` (space), ``\\t`` (tab),
 round-trips. Probabilities must be finite numbers in [0, 1] summing to 1
 within 1e-4 (TOLERANCE); an attribute may appear once, a label once per line. Errors name
 the file and line.
+
+Attributes in the old spelling
+------------------------------
+Dict features were once named ``w[0]=john``. A constraint, a prototype
+prefix or an attribute asked of :func:`attribute_occurrences` written that
+way still matches ``w[0]:john`` when no attribute is named ``w[0]=john``
+itself (:func:`sscrf.features.dicts.spellings`), so constraint files
+written then keep working.
 
 Attributes that never occur in the data
 ---------------------------------------
@@ -64,6 +72,7 @@ import numpy as np
 
 from .errors import SscrfError, SscrfTypeError
 from .features import FeatureExtractor, default_templates
+from .features.dicts import spellings
 from .inputs import SUM_TOLERANCE, check_integer, check_label_list, check_number, is_number
 from .serialization import replace_file
 from .resources import read_bounded
@@ -258,14 +267,17 @@ def attribute_occurrences(X, attributes=None, templates=None):
     -------
     dict
         ``{attribute: ndarray of token indices}`` (flat, in corpus order,
-        ascending); an attribute that never fires maps to an empty array.
+        ascending), keyed as ``attributes`` spells them (an old spelling
+        such as ``w=john`` finds ``w:john``); an attribute that never fires
+        maps to an empty array.
     """
-    features, names = _extract(X, templates)
+    features, extractor = _extract(X, templates)
+    names = extractor.attributes_
     tokens = np.repeat(np.arange(features.n_tokens, dtype=np.int64), np.diff(features.indptr))
     order = np.argsort(features.indices, kind="stable")
     ids_sorted = features.indices[order]
     starts = np.searchsorted(ids_sorted, np.arange(len(names) + 1))
-    index = {a: i for i, a in enumerate(names)}
+    index = extractor.attribute_index()
     wanted = names if attributes is None else list(attributes)
     out = {}
     for attribute in wanted:
@@ -284,7 +296,7 @@ def _extract(X, templates):
         templates = default_templates(n)
     extractor = FeatureExtractor(templates)
     (features,) = extractor.fit_transform(X)
-    return features, extractor.attributes_
+    return features, extractor
 
 
 def _flat_labels(X, y):
@@ -393,8 +405,9 @@ def propose_features(X, y, n_per_label, *, labels=None, templates=None, prefix=N
         Labels to propose for and tie order (default: sorted labels of ``y``).
     templates : as :class:`sscrf.CRF`'s ``templates``
     prefix : str or None
-        Only attributes starting with it (e.g. ``"w[0]="`` or ``"U02:"``
-        for prototype words).
+        Only attributes starting with it (e.g. ``"w[0]:"`` or ``"U02:"``
+        for prototype words; the old spelling ``"w[0]="`` also matches
+        ``w[0]:`` in dict mode).
     min_count : int
         Only attributes firing at least this often with their majority label.
     exclude : callable or None
@@ -413,7 +426,8 @@ def propose_features(X, y, n_per_label, *, labels=None, templates=None, prefix=N
     labels = _label_list(labels, flat)
     index = {label: i for i, label in enumerate(labels)}
     S = len(labels)
-    features, names = _extract(X, templates)
+    features, extractor = _extract(X, templates)
+    names = extractor.attributes_
     gold = np.array([index.get(l, -1) for l in flat], dtype=np.int64)
     token_of_entry = np.repeat(np.arange(features.n_tokens, dtype=np.int64),
                                np.diff(features.indptr))
@@ -427,7 +441,9 @@ def propose_features(X, y, n_per_label, *, labels=None, templates=None, prefix=N
     best = counts[np.arange(A), majority]
     ok = best >= max(int(min_count), 1)
     if prefix is not None:
-        ok &= np.array([a.startswith(prefix) for a in names], dtype=bool)
+        starts = (tuple(spellings(prefix, extractor.value_separator))
+                  if extractor.templates is None else prefix)
+        ok &= np.array([a.startswith(starts) for a in names], dtype=bool)
     if exclude is not None:
         ok &= np.array([not exclude(a) for a in names], dtype=bool)
     out = {}

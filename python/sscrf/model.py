@@ -69,12 +69,23 @@ class CRF:
     labels : list of str or None
         The label set; None takes every label seen in ``fit``.
     templates : None, "default", template text or list of lines
-        None: tokens are feature dicts. Otherwise tokens are lists of column
+        None: tokens are feature dicts or lists of attribute strings, as
+        python-crfsuite takes them (``{"w": "the"}`` is the attribute
+        ``w:the``; see :class:`sscrf.features.FeatureExtractor`). Otherwise
+        tokens are lists of column
         strings and attributes come from CRF++-style templates; ``"default"``
         uses :func:`sscrf.features.default_templates` for the number of
         columns of the training data.
     min_freq : int
-        Attributes seen at fewer tokens are dropped.
+        Attributes seen at fewer tokens are dropped: an attribute is kept
+        when the number of tokens it fires at, with any label, over every
+        corpus given to ``fit`` (unlabeled ones too), is ≥ ``min_freq``.
+        CRFsuite's ``feature.minfreq`` (sklearn-crfsuite's ``min_freq``)
+        also keeps ≥, but counts each (attribute, label) pair of the
+        labeled data apart and sums the attribute's values: with values of
+        1 and each attribute seen with one label the two agree; an attribute
+        seen with several labels is kept here by its total count where
+        CRFsuite may drop its rarer pairs.
     entropy_weight : float
         γ of the entropy-regularisation term ``γ·Σ_{x unlabeled} H(Y | x)``
         (Jiao et al. 2006); a γ > 0 needs ``X_unlabeled`` in ``fit``. Jiao
@@ -220,8 +231,9 @@ class CRF:
         Parameters
         ----------
         X : list of sentences
-            A sentence is a list of tokens: feature dicts, or lists of column
-            strings when the model has templates. May be empty when unlabeled
+            A sentence is a list of tokens: feature dicts or lists of
+            attribute strings, or lists of column strings when the model has
+            templates. May be empty when unlabeled
             data and a semi-supervised term are given (then ``labels=``, or
             for GE the constraints, name the labels).
         y : list
@@ -258,7 +270,7 @@ class CRF:
             Labeled features for the generalized-expectation term
             (``ge_weight > 0``, needs ``X_unlabeled``): ``{attribute:
             {label: probability}}``, attributes named as the feature
-            extractor names them (``w[0]=john``, ``U02:john``), targets
+            extractor names them (``w[0]:john``, ``U02:john``), targets
             summing to 1 over known labels (see :mod:`sscrf.constraints`).
             Without labeled data and ``labels=``, the label set is the labels
             the constraints name; with labeled data but no ``labels=``, it is
@@ -469,8 +481,9 @@ class CRF:
         """The attribute names of the model's vocabulary, in id order.
 
         A feature dict's string value ``{"word": "the"}`` is the attribute
-        ``word=the`` (python-crfsuite writes ``word:the``); a number or True
-        is the attribute named by its key.
+        ``word:the``, as python-crfsuite names it (models saved before that
+        naming keep ``word=the``); a number or True is the attribute named
+        by its key.
         """
         self._check_fitted()
         return list(self.extractor_.attributes_)

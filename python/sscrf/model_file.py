@@ -3,7 +3,10 @@
 The container (magic, version, JSON header, raw arrays, checksum, atomic
 writes) is :mod:`sscrf.serialization`. A model file's header ``meta`` holds
 ``kind`` (``"sscrf.CRF"``), ``labels``, ``features`` (the vocabulary's
-state), ``params`` (the hyperparameters), ``feature_set`` and ``training``;
+state: :meth:`sscrf.features.FeatureExtractor.to_state`, whose
+``value_separator`` is the naming of string-valued dict features, ``":"``;
+a file written before that field has none and loads with ``"="``),
+``params`` (the hyperparameters), ``feature_set`` and ``training``;
 its arrays the layout (``row_ptr``, ``label_ids``, or ``meta["layout"] =
 "every pair"`` for a dense layout, rebuilt on load) and the weights
 (``coef``, or ``coef_index`` / ``coef_values`` with ``meta["n_weights"]`` when

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from operator import itemgetter
 
 import numpy as np
@@ -11,12 +12,12 @@ from .. import _core
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, is_integer
 from .csr import Features, csr_from_matrix, is_ones, ones, renumber
-from .dicts import dict_pairs
+from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
 from .templates import parse_templates
 from .vocabulary import AttributeCounts, Vocabulary, frequency_order, token_counts
 
-__all__ = ["FeatureExtractor", "TEMPLATE_SLICE_TOKENS"]
+__all__ = ["AttributeIds", "FeatureExtractor", "TEMPLATE_SLICE_TOKENS"]
 
 # Template extraction runs on slices of whole sentences of about this many
 # tokens, so that its per-token temporaries exist for one slice at a time.
@@ -33,14 +34,16 @@ class FeatureExtractor:
     templates : None, Templates, str or list of str
         With templates (a ``Templates``, template text or its lines), a token
         is a list or tuple of column strings and attributes come from the
-        templates. With ``None``, a token is a feature dict:
+        templates. With ``None``, a token is a list or tuple of attribute
+        strings (each with value 1.0, as python-crfsuite takes them) or a
+        feature dict, flattened as python-crfsuite's ``ItemSequence`` does:
 
-        - ``"name": "str"`` → attribute ``name=str``, value 1.0;
+        - ``"name": "str"`` → attribute ``name:str``, value 1.0;
         - ``"name": 2.5`` (int or float, finite) → attribute ``name``, value 2.5
           (an explicit 0 is stored and counts as firing);
         - ``"name": True`` → ``name`` with 1.0; ``False`` → no attribute;
-        - ``"name": ["a", "b"]`` (list, tuple or set of str) → ``name=a`` and
-          ``name=b``, 1.0 each (a set in sorted order);
+        - ``"name": ["a", "b"]`` (list, tuple or set of str) → ``name:a`` and
+          ``name:b``, 1.0 each (a set in sorted order);
         - ``"name": {"k": v}`` → the same rules under the name ``name:k``
           (sklearn-crfsuite's flattening), recursively.
 
@@ -48,11 +51,18 @@ class FeatureExtractor:
         template lines) is stored once with the values summed.
     min_freq : int
         Attributes firing at fewer than ``min_freq`` tokens over everything
-        given to :meth:`fit` are dropped from the vocabulary.
+        given to :meth:`fit` are dropped from the vocabulary (a count ≥
+        ``min_freq`` is kept; CRFsuite's ``feature.minfreq`` sums values per
+        (attribute, label) pair instead, see :class:`sscrf.CRF`).
+    value_separator : str
+        What joins a dict key and its string value: ``":"`` (python-crfsuite's
+        naming, the default) or ``"="`` (the naming of models written before
+        it, which keep it). Template attributes do not use it.
 
     Attributes
     ----------
     templates : Templates or None
+    value_separator : str
     attributes_ : list of str or None
         Id → attribute string, most frequent first (the number of tokens an
         attribute occurs in, over every corpus given to ``fit``; ties in order
@@ -72,9 +82,16 @@ class FeatureExtractor:
     :meth:`set_vocabulary` (see :mod:`sscrf.features.vocabulary`).
     """
 
-    def __init__(self, templates=None, min_freq=1):
+    def __init__(self, templates=None, min_freq=1, value_separator=SEPARATOR):
         self.templates = None if templates is None else parse_templates(templates)
         self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
+        if not isinstance(value_separator, str):
+            raise SscrfTypeError(f"value_separator must be a str such as ':' or '=', not "
+                                 f"{type(value_separator).__name__}")
+        if not value_separator or "\0" in value_separator:
+            raise SscrfError(f"value_separator must be a non-empty str without NUL such as "
+                             f"':' or '=', not {value_separator!r}")
+        self.value_separator = value_separator
         self.attributes_ = None
         self.n_columns_ = None
         self._lookup = None  # attribute -> id (_core.AttributeIndex), built when first needed
@@ -84,8 +101,13 @@ class FeatureExtractor:
         state["_lookup"] = None  # compiled; rebuilt from attributes_ when needed
         return state
 
+    def __setstate__(self, state):
+        # pickles from before the naming field joined string values with "="
+        self.__dict__.update({"value_separator": OLD_SEPARATOR, **state})
+
     def __repr__(self):
-        mode = "dicts" if self.templates is None else f"{len(self.templates)} templates"
+        mode = (f"dicts ({self.value_separator!r} naming)" if self.templates is None
+                else f"{len(self.templates)} templates")
         size = "unfitted" if self.attributes_ is None else f"{len(self.attributes_)} attributes"
         return f"<FeatureExtractor: {mode}, min_freq={self.min_freq}, {size}>"
 
@@ -191,13 +213,21 @@ class FeatureExtractor:
     def attribute_index(self):
         """Attribute string → id (a fresh dict).
 
+        In dict mode with a naming other than ``"="``, a string absent from
+        it is also looked up (``in``, ``[]``, ``get``) in its old spelling:
+        ``w=john`` finds ``w:john`` (see :func:`~sscrf.features.dicts.spellings`),
+        so that constraints and warm starts written for ``=`` still match.
+
         Returns
         -------
         dict of str to int
         """
         if self.attributes_ is None:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
-        return dict(zip(self.attributes_, range(len(self.attributes_))))
+        pairs = zip(self.attributes_, range(len(self.attributes_)))
+        if self.templates is None and self.value_separator != OLD_SEPARATOR:
+            return AttributeIds(pairs, separator=self.value_separator)
+        return dict(pairs)
 
     def attribute_strings(self, sentence):
         """Per-token attributes of one sentence before interning (no fit needed).
@@ -223,7 +253,7 @@ class FeatureExtractor:
                 [(strings[inverse[t]], 1.0) for inverse, _, strings in factors]
                 for t in range(len(tokens))
             ]
-        names, values, counts = dict_pairs(tokens, lengths, "")
+        names, values, counts = dict_pairs(tokens, lengths, "", separator=self.value_separator)
         out, start = [], 0
         for count in counts:
             out.append(list(zip(names[start : start + count], values[start : start + count])))
@@ -237,12 +267,13 @@ class FeatureExtractor:
         -------
         dict
             ``templates`` (list of str, or None in dict mode), ``min_freq``
-            (int), ``attributes`` (list of str, or None before fit) and
-            ``n_columns`` (int or None).
+            (int), ``value_separator`` (str), ``attributes`` (list of str, or
+            None before fit) and ``n_columns`` (int or None).
         """
         return {
             "templates": None if self.templates is None else list(self.templates.lines),
             "min_freq": self.min_freq,
+            "value_separator": self.value_separator,
             "attributes": None if self.attributes_ is None else list(self.attributes_),
             "n_columns": self.n_columns_,
         }
@@ -251,6 +282,9 @@ class FeatureExtractor:
     def from_state(cls, state):
         """Rebuild an extractor from :meth:`to_state`'s output, validating it.
 
+        A state without ``value_separator`` (written before the field) has
+        the ``"="`` naming.
+
         Raises
         ------
         SscrfError
@@ -258,17 +292,20 @@ class FeatureExtractor:
         """
         if not isinstance(state, Mapping):
             raise SscrfError(f"feature state must be a dict, not {type(state).__name__}")
-        expected = {"templates", "min_freq", "attributes", "n_columns"}
-        if set(state) != expected:
+        expected = {"templates", "min_freq", "value_separator", "attributes", "n_columns"}
+        if set(state) not in (expected, expected - {"value_separator"}):
             raise SscrfError(
                 f"feature state has keys {sorted(state)}, expected {sorted(expected)}"
             )
+        separator = state.get("value_separator", OLD_SEPARATOR)
+        if not isinstance(separator, str):
+            raise SscrfError(f"feature state: bad 'value_separator' {separator!r}")
         templates = state["templates"]
         if templates is not None and not (
             isinstance(templates, list) and all(isinstance(x, str) for x in templates)
         ):
             raise SscrfError("feature state: 'templates' must be a list of str or null")
-        self = cls(templates, state["min_freq"])
+        self = cls(templates, state["min_freq"], separator)
         attributes = state["attributes"]
         n_columns = state["n_columns"]
         if n_columns is not None and (not is_integer(n_columns) or n_columns < 0):
@@ -358,16 +395,22 @@ class FeatureExtractor:
         tokens, lengths = flatten_corpus(X, prefix)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
+        if self.templates is None and tokens and set(map(type, tokens)) <= _COLUMN_TOKEN_TYPES:
+            features = self._string_list_features(tokens, offsets, index, grow, new_strings)
+            if features is not None:
+                return features, None
         if self.templates is None:
             # One compiled pass: no string per (token, attribute) is built
             # (the key bytes are formed in a buffer), tokens of the common
             # kinds are read in C, any other token through dict_pairs.
+            separator = self.value_separator
+
             def slow(i):
-                names, values, _ = dict_pairs([tokens[i]], lengths, prefix, i)
+                names, values, _ = dict_pairs([tokens[i]], lengths, prefix, i, separator)
                 return names, values
 
             indptr, indices, values = index.dict_tokens_to_csr(
-                tokens, grow, slow, [] if new_strings is None else new_strings)
+                tokens, grow, slow, [] if new_strings is None else new_strings, separator)
             if values is None:
                 values = ones(len(indices))
             elif not (np.abs(values) <= _core.MAX_SCORE).all():
@@ -412,6 +455,35 @@ class FeatureExtractor:
         else:
             values = np.concatenate([np.ones(len(v)) if is_ones(v) else v for v in value_parts])
         return Features(indptr, indices, values, offsets, len(index)), shortest
+
+    @staticmethod
+    def _string_list_features(tokens, offsets, index, grow, new_strings):
+        """CSR of tokens that are all lists of attribute strings (python-crfsuite's
+        form), interned in one call; None if an item is not a str (the general
+        path then names it).
+
+        The ids are those of the token-by-token path: new strings are interned
+        in reading order, and a string repeated in a token is one entry
+        holding its count.
+        """
+        names = list(chain.from_iterable(tokens))
+        if not set(map(type, names)) <= {str}:
+            return None
+        counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        ids = index.intern(names, grow, [] if new_strings is None else new_strings)
+        del names
+        n_ids = max(len(index), 1)
+        keys = np.repeat(np.arange(len(tokens), dtype=np.int64), counts) * n_ids + ids
+        keys = keys[ids >= 0]
+        del ids
+        # sorted by token, then id; repeats summed (each counts 1.0)
+        keys, repeats = np.unique(keys, return_counts=True)
+        rows = keys // n_ids
+        indptr = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=len(tokens)), out=indptr[1:])
+        indices = (keys - rows * n_ids).astype(np.int32)
+        values = ones(len(indices)) if (repeats == 1).all() else repeats.astype(np.float64)
+        return Features(indptr, indices, values, offsets, len(index))
 
     def _template_slice(self, columns, lengths, index, grow, new_strings):
         """CSR of a run of whole sentences (template mode); see :meth:`_features`.
@@ -499,3 +571,45 @@ class FeatureExtractor:
                         )
             columns[c] = values
         return columns, shortest
+
+
+class AttributeIds(dict):
+    """Attribute string → id that also finds a string given in its old spelling.
+
+    A dict; ``in``, ``[]`` and ``get`` of a string absent from it try the
+    names it may have under ``separator``
+    (:func:`~sscrf.features.dicts.spellings`), so ``w=john`` finds the id of
+    ``w:john``.
+
+    Parameters
+    ----------
+    pairs : iterable of (str, int)
+    separator : str
+    """
+
+    def __init__(self, pairs, separator=SEPARATOR):
+        super().__init__(pairs)
+        self.separator = separator
+
+    def __missing__(self, attribute):
+        if not isinstance(attribute, str):
+            raise KeyError(attribute)
+        for name in spellings(attribute, self.separator)[1:]:
+            if dict.__contains__(self, name):
+                return dict.__getitem__(self, name)
+        raise KeyError(attribute)
+
+    def __contains__(self, attribute):
+        return dict.__contains__(self, attribute) or (
+            isinstance(attribute, str)
+            and any(map(self._has, spellings(attribute, self.separator)[1:])))
+
+    def _has(self, name):
+        return dict.__contains__(self, name)
+
+    def get(self, attribute, default=None):
+        """The id of ``attribute`` (or of its old spelling's name), else ``default``."""
+        try:
+            return self[attribute]
+        except KeyError:
+            return default
