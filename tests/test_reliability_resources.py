@@ -82,7 +82,8 @@ def run_limited(code, timeout=60, limit=LIMIT):
 
 
 def child_outcome(code, timeout=60):
-    """The JSON a child prints: ``{"error": type, "message": str, "rss": bytes}``."""
+    """The JSON a child prints: ``{"error": type, "message": str, "rss": bytes}`` (its peak
+    resident memory)."""
     wrapped = textwrap.dedent("""
         import json, resource
         try:
@@ -90,7 +91,12 @@ def child_outcome(code, timeout=60):
             outcome = {{"error": None, "message": ""}}
         except Exception as e:
             outcome = {{"error": type(e).__name__, "message": str(e)}}
-        outcome["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        # VmHWM is this process image's peak: ru_maxrss would keep the peak of
+        # the pytest process it was forked from, which exec does not reset
+        with open("/proc/self/status") as status:
+            hwm = [line.split()[1] for line in status if line.startswith("VmHWM:")]
+        outcome["rss"] = (int(hwm[0]) if hwm else
+                          resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
         print(json.dumps(outcome))
     """).format(body=textwrap.indent(textwrap.dedent(code), "    "))
     rc, out, err = run_limited(wrapped, timeout)
