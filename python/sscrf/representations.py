@@ -558,8 +558,10 @@ def _nested_kmeans(X, ks, rng, n_threads):
     n = X.shape[0]
     out = np.zeros((n, len(ks)), dtype=np.int32)
     parent = np.zeros(n, dtype=np.int64)
-    n_parents = 1
     for level, k in enumerate(ks):
+        # a cluster left empty by k-means has no children: parents renumbered
+        parent = np.unique(parent, return_inverse=True)[1].astype(np.int64).ravel()
+        n_parents = int(parent.max()) + 1 if n else 1
         sizes = np.bincount(parent, minlength=n_parents)
         children = _allocate(sizes, k)
         group_ptr = np.concatenate([[0], np.cumsum(children)]).astype(np.int64)
@@ -582,5 +584,5 @@ def _nested_kmeans(X, ks, rng, n_threads):
             C = C.copy()
             C[filled] = _unit_rows(np.add.reduceat(X[order], starts, axis=0))
         out[:, level] = assign
-        parent, n_parents = assign.astype(np.int64), len(C)
+        parent = assign.astype(np.int64)
     return out

@@ -1,0 +1,217 @@
+"""sscrf.WordRepresentations: counts, PPMI, SVD, nested clusters, features, files.
+
+References are brute-force counts, a numpy PPMI and scipy/numpy's dense SVD.
+"""
+
+import collections
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sscrf
+from sscrf import _core
+from sscrf.errors import SscrfError, SscrfTypeError
+from sscrf.representations import (WordRepresentations, _randomized_svd_vectors,
+                                   word_shape_class)
+
+CLASSES = {
+    "DET": ["the", "a", "this", "every"],
+    "NOUN": ["cat", "dog", "gene", "protein", "house", "kinase", "cell", "tree"],
+    "VERB": ["sees", "binds", "likes", "activates", "finds", "blocks"],
+    "ADJ": ["big", "small", "red", "active"],
+}
+
+
+def make_corpus(n, seed=0):
+    """Sentences of a small grammar: words of a class share their contexts."""
+    rng = np.random.default_rng(seed)
+    pick = lambda c: CLASSES[c][rng.integers(len(CLASSES[c]))]  # noqa: E731
+    out = []
+    for _ in range(n):
+        s = [pick("DET")]
+        if rng.random() < 0.5:
+            s.append(pick("ADJ"))
+        s += [pick("NOUN"), pick("VERB"), pick("DET"), pick("NOUN")]
+        out.append(s)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(1500)
+
+
+@pytest.fixture(scope="module")
+def fitted(corpus):
+    return WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+
+
+def brute_counts(sentences, window):
+    c = collections.Counter()
+    for s in sentences:
+        for t, w in enumerate(s):
+            for u in range(max(0, t - window), min(len(s), t + window + 1)):
+                if u != t and w >= 0 and s[u] >= 0:
+                    c[(w, int(u > t), s[u])] += 1
+    return c
+
+
+def test_counts_match_brute_force():
+    rng = np.random.default_rng(1)
+    sentences = [rng.integers(-1, 7, size=rng.integers(0, 9)).tolist() for _ in range(60)]
+    ids = np.array([w for s in sentences for w in s], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
+    for window in (1, 2, 3):
+        for threads in (1, 2, 3):
+            keys, counts = _core.cooccurrence_counts(ids, offsets, window, 7, threads)
+            assert (np.diff(keys) > 0).all()
+            got = {(int(k >> 32), int((k >> 31) & 1), int(k & 0x7FFFFFFF)): int(n)
+                   for k, n in zip(keys, counts)}
+            assert got == dict(brute_counts(sentences, window))
+    with pytest.raises(SscrfError, match="below n_words"):
+        _core.cooccurrence_counts(ids, offsets, 2, 3, 1)
+
+
+def test_merge_counts():
+    k, c = _core.merge_counts(np.array([1, 5, 9]), np.array([1, 2, 3]),
+                              np.array([2, 5]), np.array([10, 20]))
+    assert k.tolist() == [1, 2, 5, 9] and c.tolist() == [1, 10, 22, 3]
+
+
+def test_ppmi_matches_numpy(corpus):
+    rep = WordRepresentations(min_count=1)
+    words, counts, keys, pair_counts, _ = rep._count(iter(corpus), 1, sscrf.progress.Progress(False))
+    keep = rep._kept_words(counts)
+    got = rep._ppmi(keep, len(counts), keys, pair_counts).toarray()
+    # dense reference from a brute-force count
+    ids = {w: i for i, w in enumerate(words)}
+    row_of = {int(w): r for r, w in enumerate(keep)}
+    V = len(keep)
+    M = np.zeros((V, 2 * V))
+    for (w, side, c), n in brute_counts([[ids[x] for x in s] for s in corpus], 2).items():
+        M[row_of[w], side * V + row_of[c]] += n
+    pc = M.sum(0) ** 0.75
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmi = np.log(M / M.sum()) - np.log(M.sum(1, keepdims=True) / M.sum()) \
+            - np.log(pc / pc.sum())[None, :]
+        ref = np.where(M > 0, np.maximum(pmi, 0), 0)
+    np.testing.assert_allclose(got, ref, atol=1e-12)
+
+
+def test_randomized_svd_spans_the_top_singular_subspace():
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((60, 60)))
+    W, _ = np.linalg.qr(rng.standard_normal((90, 60)))
+    s = 2.0 ** -np.arange(60)
+    A = sp.csr_matrix((U * s) @ W.T)
+    got = _randomized_svd_vectors(A, 5, np.random.default_rng(3), 2)
+    Ur, sr, _ = np.linalg.svd(A.toarray())
+    # U Σ^½ up to the sign of each column
+    ref = Ur[:, :5] * np.sqrt(sr[:5])
+    np.testing.assert_allclose(np.abs(got), np.abs(ref), atol=1e-8)
+    # subspace agreement: the principal angles are 0
+    Qg = np.linalg.qr(got)[0]
+    np.testing.assert_allclose(np.linalg.svd(Qg.T @ Ur[:, :5])[1], 1.0, atol=1e-10)
+
+
+def test_dense_products_against_numpy():
+    rng = np.random.default_rng(2)
+    A = sp.random(40, 30, density=0.2, random_state=3, format="csr")
+    B = rng.standard_normal((30, 7))
+    got = _core.csr_times_dense(A.indptr.astype(np.int64), A.indices.astype(np.int32),
+                                A.data, B, 2)
+    np.testing.assert_allclose(got, A @ B, rtol=1e-12, atol=1e-12)
+    Y = rng.standard_normal((5000, 6))
+    np.testing.assert_allclose(_core.gram_matrix(Y, 2), Y.T @ Y, rtol=1e-10)
+    M = rng.standard_normal((6, 4))
+    np.testing.assert_allclose(_core.times_small(Y, M, 2), Y @ M, rtol=1e-10, atol=1e-12)
+    C = rng.standard_normal((5, 6))
+    group = np.array([0] * 2500 + [1] * 2500, dtype=np.int64)
+    near = _core.nearest_centroids(Y, C, group, np.array([0, 2, 5]), 2)
+    dots = Y @ C.T
+    ref = np.where(group == 0, dots[:, :2].argmax(1), 2 + dots[:, 2:].argmax(1))
+    assert near.tolist() == ref.tolist()
+
+
+def test_clusters_nest_and_group_the_classes(fitted):
+    ids = fitted.clusters_
+    for fine in range(ids.shape[1] - 1, 0, -1):
+        for c in np.unique(ids[:, fine]):
+            assert len(np.unique(ids[ids[:, fine] == c, fine - 1])) == 1
+    assert ids[:, 0].max() < 2 and ids[:, 2].max() < 8
+    # the nouns and the determiners are told apart at the coarsest level
+    row = fitted.row
+    assert ids[row("cat"), 1] == ids[row("dog"), 1] == ids[row("gene"), 1]
+    assert ids[row("cat"), 1] != ids[row("the"), 1]
+    np.testing.assert_allclose(np.linalg.norm(fitted.vectors_, axis=1), 1.0)
+
+
+def test_deterministic_at_any_thread_count(corpus, fitted):
+    for threads in (2, 3):
+        other = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=threads).fit(corpus)
+        assert np.array_equal(other.vectors_, fitted.vectors_)
+        assert np.array_equal(other.clusters_, fitted.clusters_)
+        assert other.vocabulary_ == fitted.vocabulary_
+
+
+def test_one_shot_generator_and_types(corpus, fitted):
+    rep = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1)
+    rep.fit(s for s in corpus)
+    assert np.array_equal(rep.vectors_, fitted.vectors_)
+    with pytest.raises(SscrfTypeError, match="sentence 1"):
+        WordRepresentations().fit([["a"], "b c"])
+    with pytest.raises(SscrfError, match="increase"):
+        WordRepresentations(clusters=(8, 4)).fit(corpus)
+    with pytest.raises(SscrfError, match="min_count"):
+        WordRepresentations(min_count=10**6).fit(corpus)
+    with pytest.raises(SscrfError, match="not fitted"):
+        WordRepresentations().features(["a"])
+
+
+def test_features_keys_and_fallback(fitted):
+    f = fitted.features(["The", "cat", "Zq9"], prototypes={"N": ["dog"], "D": ["a"]})
+    ks = (2, 4, 8)
+    cat = fitted.clusters_[fitted.row("cat")]
+    assert f[1]["rep.c8[0]"] == str(cat[2]) and f[0]["rep.c2[+1]"] == str(cat[0])
+    # "The" falls back to "the"; "Zq9" to its shape class, without vector features
+    assert f[0]["rep.c4[0]"] == str(fitted.clusters_[fitted.row("the"), 1])
+    assert f[2]["rep.c4[0]"] == word_shape_class("Zq9") == "~Xxd"
+    assert f[0]["rep.c2[-1]"] == "<s>" and f[2]["rep.c8[+1]"] == "</s>"
+    assert "rep.v0" in f[1] and "rep.v0" not in f[2]
+    v = np.array([f[1][f"rep.v{j}"] for j in range(fitted.vectors_.shape[1])])
+    np.testing.assert_allclose(np.linalg.norm(v), 3.0)
+    assert f[1].get("rep.proto[N]") == 1.0 and "rep.proto[D]" not in f[1]
+    assert fitted.columns(["cat", "Zq9"]) == [[str(c) for c in cat], ["~Xxd"] * len(ks)]
+    assert set(fitted.features(["cat"], context=0, vectors=False)[0]) == {
+        "rep.c2[0]", "rep.c4[0]", "rep.c8[0]"}
+
+
+def test_save_load_round_trip_and_refusals(fitted, tmp_path):
+    path = tmp_path / "x.rep"
+    fitted.save(path)
+    back = WordRepresentations.load(path)
+    assert back.vocabulary_ == fitted.vocabulary_
+    assert np.array_equal(back.vectors_, fitted.vectors_)
+    assert back.features(["a", "cat"]) == fitted.features(["a", "cat"])
+    data = path.read_bytes()
+    bad = tmp_path / "bad.rep"
+    bad.write_bytes(data[:-100])
+    with pytest.raises(SscrfError, match="bad.rep"):
+        WordRepresentations.load(bad)
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 1
+    bad.write_bytes(bytes(flipped))
+    with pytest.raises(SscrfError, match="corrupted"):
+        WordRepresentations.load(bad)
+    bad.write_text("the cat sees a dog\n")
+    with pytest.raises(SscrfError, match="not an sscrf"):
+        WordRepresentations.load(bad)
+    model = sscrf.CRF(max_iterations=2).fit([[{"w": "a"}, {"w": "b"}]], [["X", "Y"]])
+    model.save(bad)
+    with pytest.raises(SscrfError, match="not a word-representations file"):
+        WordRepresentations.load(bad)
+
+
+def test_exported():
+    assert sscrf.WordRepresentations is WordRepresentations
