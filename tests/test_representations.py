@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 import sscrf
 from sscrf import _core
+from sscrf.cli import main
 from sscrf.errors import SscrfError, SscrfTypeError
 from sscrf.representations import (WordRepresentations, _randomized_svd_vectors,
                                    word_shape_class)
@@ -215,3 +216,43 @@ def test_save_load_round_trip_and_refusals(fitted, tmp_path):
 
 def test_exported():
     assert sscrf.WordRepresentations is WordRepresentations
+
+
+def _write_labeled(path, sentences):
+    noun = set(CLASSES["NOUN"])
+    with open(path, "w") as f:
+        for s in sentences:
+            f.write("".join(f"{w} {'B-N' if w in noun else 'O'}\n" for w in s) + "\n")
+
+
+def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
+    raw, rep, model = tmp_path / "raw.txt", tmp_path / "x.rep", tmp_path / "m.model"
+    raw.write_text("\n".join(" ".join(s) for s in make_corpus(800, 4)) + "\n")
+    _write_labeled(tmp_path / "train.txt", make_corpus(20, 5))
+    _write_labeled(tmp_path / "test.txt", make_corpus(20, 6))
+    assert main(["represent", str(raw), "-o", str(rep), "--dim", "6", "--clusters", "2,4",
+                 "-q", "--threads", "2"]) == 0
+    # the file is what the Python API learns from the same text
+    direct = WordRepresentations(dim=6, clusters=(2, 4), n_threads=1).fit(
+        line.split() for line in raw.read_text().splitlines())
+    assert np.array_equal(WordRepresentations.load(rep).vectors_, direct.vectors_)
+    for features in ("words", "columns"):
+        assert main(["train", str(tmp_path / "train.txt"), "--features", features,
+                     "--representations", str(rep), "-m", str(model), "-q",
+                     "--max-iterations", "30"]) == 0
+        loaded = sscrf.CRF.load(model)
+        assert loaded.representations_["columns"] == 2
+        assert any("rep" in t for t in loaded.templates)
+        capsys.readouterr()
+        assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 0
+        lines = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln]
+        assert len(lines[0]) == 3 and sum(a[1] == a[2] for a in lines) == len(lines)
+    # other representations at the recorded path: refused, and where the old ones went
+    moved = tmp_path / "old.rep"
+    rep.rename(moved)
+    assert main(["represent", str(raw), "-o", str(rep), "--dim", "5", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 2
+    assert "checksum differs" in capsys.readouterr().err
+    assert main(["tag", "-m", str(model), str(tmp_path / "test.txt"),
+                 "--representations", str(moved)]) == 0

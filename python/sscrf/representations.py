@@ -365,22 +365,28 @@ class WordRepresentations:
         names = [[f"rep.c{k}[{d:+d}]" if d else f"rep.c{k}[0]" for k in ks]
                  for d in range(-context, context + 1)]
         proto = None if prototypes is None else self._prototypes(prototypes)
+        known = [r for r in rows if r >= 0]
+        # one numpy call a sentence: the scaled vectors and prototype cosines of its words
+        scaled = iter((self.vectors_[known] * scale).tolist() if vectors and known else ())
+        if proto is not None and known and len(proto[0]):
+            sims = iter((self.vectors_[known] @ proto[1].T).tolist())
+        else:
+            sims = iter(())
+        vector_names = self._vector_names()
+        pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
         out = []
         for i in range(n):
             f = {}
             for j, d in enumerate(range(-context, context + 1)):
                 t = i + d
-                v = values[t] if 0 <= t < n else ("<s>" if t < 0 else "</s>",) * len(ks)
-                f.update(zip(names[j], v))
-            r = rows[i]
-            if r >= 0 and vectors:
-                f.update(zip(self._vector_names(), (self.vectors_[r] * scale).tolist()))
-            if r >= 0 and proto is not None:
-                labels, matrix = proto
-                sims = matrix @ self.vectors_[r] if len(labels) else np.zeros(0)
-                for label_name, s in zip(labels, sims.tolist()):
-                    if s >= threshold:
-                        f[f"rep.proto[{label_name}]"] = 1.0
+                f.update(zip(names[j], values[t] if 0 <= t < n else pad[1 if t >= n else -1]))
+            if rows[i] >= 0:
+                if vectors:
+                    f.update(zip(vector_names, next(scaled)))
+                if proto is not None and len(proto[0]):
+                    for label_name, cosine in zip(proto[0], next(sims)):
+                        if cosine >= threshold:
+                            f[f"rep.proto[{label_name}]"] = 1.0
             out.append(f)
         return out
 
