@@ -256,3 +256,16 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     assert "checksum differs" in capsys.readouterr().err
     assert main(["tag", "-m", str(model), str(tmp_path / "test.txt"),
                  "--representations", str(moved)]) == 0
+
+
+def test_symmetric_eigen_against_numpy():
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((30, 30))
+    A = B @ B.T
+    A = (A + A.T) / 2
+    values, V = _core.symmetric_eigen(A)
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(A)[::-1], rtol=1e-10)
+    np.testing.assert_allclose(V @ np.diag(values) @ V.T, A, atol=1e-9)
+    np.testing.assert_allclose(V.T @ V, np.eye(30), atol=1e-12)
+    with pytest.raises(SscrfError, match="symmetric"):
+        _core.symmetric_eigen(B)

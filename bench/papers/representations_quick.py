@@ -19,17 +19,26 @@ Design:
   seconds to learn the representations; tagging seconds of the test split
   (features and Viterbi) with and without them, measured side by side.
 
+With ``--throughput``, instead: ``sscrf represent`` (a child process) on
+the unlabeled text tiled to 1M and to 10M tokens (read from a file, one
+sentence a line), its wall seconds and peak resident memory. Tiled text
+repeats the same vocabulary, so it measures the streaming and counting,
+not a vocabulary that keeps growing.
+
 Usage::
 
     python bench/papers/representations_quick.py [--data ../shared/data]
         [--slices 3] [--labeled 200] [--c2 0.003,0.01,0.03,0.1,0.3,1]
-        [--max-iterations 200] [--threads 2]
+        [--max-iterations 200] [--threads 2] [--throughput]
 """
 
 import argparse
 import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
@@ -86,6 +95,33 @@ def fit_best(X, y, X_dev, y_dev, grid, args):
     return best
 
 
+def throughput(text, threads):
+    """Seconds and peak memory of `sscrf represent` on ``text`` tiled to 1M and 10M tokens."""
+    n = sum(map(len, text))
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                   "python"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for target in (1_000_000, 10_000_000):
+            path = os.path.join(tmp, "text.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                written = 0
+                while written < target:
+                    for s in text:
+                        f.write(" ".join(s) + "\n")
+                        written += len(s)
+                        if written >= target:
+                            break
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "sscrf", "represent", path, "-o",
+                            os.path.join(tmp, "x.rep"), "--threads", str(threads), "-q"],
+                           check=True, env=env)
+            seconds = time.perf_counter() - t
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            print(f"{written:,} tokens ({n:,} tiled): {seconds:.1f} s, peak memory "
+                  f"{max(peak, before) / 1024:.0f} MB (the largest child so far)", flush=True)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -95,6 +131,7 @@ def main():
     p.add_argument("--c2", default="0.003,0.01,0.03,0.1,0.3,1")
     p.add_argument("--max-iterations", type=int, default=200)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--throughput", action="store_true")
     args = p.parse_args()
     grid = [float(c) for c in args.c2.split(",")]
     bc = os.path.join(args.data, "bc2gm", "conll")
@@ -104,6 +141,9 @@ def main():
     other = [w for w, _ in read_columns(os.path.join(args.data, "conll2000", "train.txt"))]
     other += [w for w, _ in read_columns(os.path.join(args.data, "ud-english-ewt",
                                                       "en_ewt-ud-train.conllu"), conllu=True)]
+    if args.throughput:
+        throughput([w for w, _ in train] + other, args.threads)
+        return
     Xd_words, y_dev = [w for w, _ in dev], [l for _, l in dev]
     Xt_words, y_test = [w for w, _ in test], [l for _, l in test]
     X_dev_base = [word_features(s) for s in Xd_words]

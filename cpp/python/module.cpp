@@ -227,4 +227,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("nearest_centroids", &nearest_centroids_shim, py::arg("X"), py::arg("C"),
         py::arg("group"), py::arg("group_ptr"), py::arg("n_threads"),
         "Per row of X, the index of the centroid of its group with the largest dot product.");
+  m.def("symmetric_eigen", &symmetric_eigen_shim, py::arg("A"),
+        "(values decreasing, eigenvectors as columns) of a small symmetric matrix (Jacobi).");
 }

@@ -128,5 +128,6 @@ py::array_t<double> times_small_shim(const py::object& A, const py::object& M, i
 py::array_t<int64_t> nearest_centroids_shim(const py::object& X, const py::object& C,
                                             const py::object& group,
                                             const py::object& group_ptr, int n_threads);
+py::tuple symmetric_eigen_shim(const py::object& A);
 
 }  // namespace sscrf::python

@@ -7,6 +7,7 @@
 #include "python/arrays.hpp"
 #include "python/shims.hpp"
 #include "representations/cooccurrence.hpp"
+#include "representations/jacobi_eigen.hpp"
 #include "representations/products.hpp"
 
 namespace sscrf::python {
@@ -155,6 +156,25 @@ py::array_t<int64_t> nearest_centroids_shim(const py::object& X_o, const py::obj
     nearest_centroids(X.data(), n, d, C.data(), group.data(), gp, o, n_threads);
   }
   return out;
+}
+
+py::tuple symmetric_eigen_shim(const py::object& A_o) {
+  auto A = checked_matrix(A_o, "A", 1);
+  const int64_t n = A.shape(0);
+  if (A.shape(1) != n) fail("A must be square, got shape " + shape_of(A));
+  if (n > 2048) fail("A has " + std::to_string(n) + " rows; at most 2048");
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j)
+      if (A.data()[i * n + j] != A.data()[j * n + i]) fail("A must be symmetric");
+  py::array_t<double> values(static_cast<py::ssize_t>(n));
+  py::array_t<double> V({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
+  double* pv = values.mutable_data();
+  double* pV = V.mutable_data();
+  {
+    py::gil_scoped_release release;
+    symmetric_eigen(A.data(), n, pv, pV);
+  }
+  return py::make_tuple(values, V);
 }
 
 }  // namespace sscrf::python

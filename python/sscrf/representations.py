@@ -22,12 +22,13 @@ those of its neighbours, its unit vector scaled by ``scale``, and, given
 prototype words per label, a feature for each label whose prototypes are
 close in cosine.
 
-Determinism: the counts are integers; every large product (sparse x dense,
-Gram matrices, tall x small, nearest centroids) runs in the compiled core,
-each output entry one sum in a fixed order, so that the thread count does
-not change a bit of the result; numpy/LAPACK only see matrices of ``dim +
-10`` rows and columns (an eigendecomposition, a Cholesky factor), which
-OpenBLAS runs on one thread. Random numbers come from ``random_state``.
+Determinism: the counts are integers; every product (sparse x dense, Gram
+matrices, tall x small, nearest centroids) and the small eigendecompositions
+(Jacobi rotations in a fixed order) run in the compiled core, each output
+entry one sum in a fixed order, so that the thread count does not change a
+bit of the result. No step calls BLAS or LAPACK (numpy does only
+element-wise work and ``einsum`` without BLAS), so their thread settings do
+not matter. Random numbers come from ``random_state``.
 """
 
 import hashlib
@@ -370,7 +371,7 @@ class WordRepresentations:
         # one numpy call a sentence: the scaled vectors and prototype cosines of its words
         scaled = iter((self.vectors_[known] * scale).tolist() if vectors and known else ())
         if proto is not None and known and len(proto[0]):
-            sims = iter((self.vectors_[known] @ proto[1].T).tolist())
+            sims = iter(np.einsum("id,pd->ip", self.vectors_[known], proto[1]).tolist())
         else:
             sims = iter(())
         vector_names = self._vector_names()
@@ -497,13 +498,14 @@ def _unit_rows(X):
     return X / np.where(norms > 0, norms, 1.0)[:, None]
 
 
-def _orthonormal(Y, n_threads):
-    """An orthonormal basis of Y's columns: Y's Gram matrix (core) is
-    diagonalised (numpy, l x l), Y times V Λ^-½ (core), twice for accuracy
-    (a Cholesky-QR2 by eigenvectors, which also drops null directions)."""
-    for _ in range(2):
+def _orthonormal(Y, n_threads, passes=2):
+    """An orthonormal basis of Y's columns: Y's Gram matrix is diagonalised
+    (l x l, Jacobi in the core), Y times V Λ^-½; twice for accuracy (a
+    Cholesky-QR2 by eigenvectors, which also drops null directions), once
+    between power iterations, where only the spanned subspace matters."""
+    for _ in range(passes):
         G = _core.gram_matrix(Y, n_threads)
-        lam, V = np.linalg.eigh(G)
+        lam, V = _core.symmetric_eigen(G)
         ok = lam > lam.max() * 1e-12 if lam.size and lam.max() > 0 else np.zeros(len(lam), bool)
         Y = _core.times_small(Y, np.ascontiguousarray(V[:, ok] / np.sqrt(lam[ok])), n_threads)
     return Y
@@ -523,13 +525,14 @@ def _randomized_svd_vectors(A, dim, rng, n_threads):
     l = min(dim + _OVERSAMPLING, A.shape[0])
     Omega = rng.standard_normal((A.shape[1], l))
     Q = _orthonormal(_csr_times(A, Omega, n_threads), n_threads)
-    for _ in range(_POWER_ITERATIONS):
-        Z = _orthonormal(_csr_times(At, Q, n_threads), n_threads)
-        Q = _orthonormal(_csr_times(A, Z, n_threads), n_threads)
+    for i in range(_POWER_ITERATIONS):
+        Z = _orthonormal(_csr_times(At, Q, n_threads), n_threads, passes=1)
+        Q = _orthonormal(_csr_times(A, Z, n_threads), n_threads,
+                         passes=2 if i == _POWER_ITERATIONS - 1 else 1)
     Z = _csr_times(At, Q, n_threads)  # (A^T Q): B = Q^T A = Z^T
-    lam, U = np.linalg.eigh(_core.gram_matrix(Z, n_threads))  # B B^T = U Σ² U^T
-    order = np.argsort(-lam, kind="stable")[:min(dim, len(lam))]
-    lam, U = np.maximum(lam[order], 0.0), U[:, order]
+    lam, U = _core.symmetric_eigen(_core.gram_matrix(Z, n_threads))  # B B^T = U Σ² U^T
+    k = min(dim, len(lam))
+    lam, U = np.maximum(lam[:k], 0.0), U[:, :k]
     # an eigenvector's sign is arbitrary: its largest entry is made positive
     U *= np.where(U[np.abs(U).argmax(axis=0), np.arange(U.shape[1])] < 0, -1.0, 1.0)
     weights = lam ** (_EIGENVALUE_WEIGHT / 2)  # Σ^p with Σ = λ^½
