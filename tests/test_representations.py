@@ -269,3 +269,11 @@ def test_symmetric_eigen_against_numpy():
     np.testing.assert_allclose(V.T @ V, np.eye(30), atol=1e-12)
     with pytest.raises(SscrfError, match="symmetric"):
         _core.symmetric_eigen(B)
+
+
+def test_demo_scores_representations_side_by_side():
+    from_demo = sscrf.demo.run_demo(n_train=60, n_test=30, n_unlabeled=300, out=None,
+                                    verbose=False, max_iterations=20, n_threads=1)
+    assert 0 < from_demo["f1_representations"] <= 1
+    assert "f1_representations" not in sscrf.demo.run_demo(
+        n_train=20, n_test=10, n_unlabeled=0, out=None, verbose=False, max_iterations=5)
