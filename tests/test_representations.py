@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import sscrf
 from sscrf import _core
 from sscrf.cli import main
+from sscrf.demo import run_demo
 from sscrf.errors import SscrfError, SscrfTypeError
 from sscrf.representations import (WordRepresentations, _randomized_svd_vectors,
                                    word_shape_class)
@@ -186,6 +187,15 @@ def test_features_keys_and_fallback(fitted):
     assert fitted.columns(["cat", "Zq9"]) == [[str(c) for c in cat], ["~Xxd"] * len(ks)]
     assert set(fitted.features(["cat"], context=0, vectors=False)[0]) == {
         "rep.c2[0]", "rep.c4[0]", "rep.c8[0]"}
+    # into= updates the caller's dicts; the cached dict of a word is not shared
+    mine = [{"w": "cat"}, {"w": "cat"}]
+    got = fitted.features(["cat", "cat"], into=mine)
+    assert got is mine and got[0]["w"] == "cat" and got[0]["rep.c8[+1]"] == str(cat[2])
+    assert got[0] is not got[1]
+    alone = {k: v for k, v in f[1].items() if k.startswith("rep.v") or k.endswith("[0]")}
+    for k in ks:
+        alone[f"rep.c{k}[-1]"], alone[f"rep.c{k}[+1]"] = "<s>", "</s>"
+    assert fitted.features(["cat"])[0] == alone
 
 
 def test_save_load_round_trip_and_refusals(fitted, tmp_path):
@@ -272,8 +282,8 @@ def test_symmetric_eigen_against_numpy():
 
 
 def test_demo_scores_representations_side_by_side():
-    from_demo = sscrf.demo.run_demo(n_train=60, n_test=30, n_unlabeled=300, out=None,
+    from_demo = run_demo(n_train=60, n_test=30, n_unlabeled=300, out=None,
                                     verbose=False, max_iterations=20, n_threads=1)
     assert 0 < from_demo["f1_representations"] <= 1
-    assert "f1_representations" not in sscrf.demo.run_demo(
+    assert "f1_representations" not in run_demo(
         n_train=20, n_test=10, n_unlabeled=0, out=None, verbose=False, max_iterations=5)
