@@ -150,7 +150,7 @@ def test_clusters_nest_and_group_the_classes(fitted):
 
 
 def test_deterministic_at_any_thread_count(corpus, fitted):
-    for threads in (2, 3):
+    for threads in (2, 4):
         other = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=threads).fit(corpus)
         assert np.array_equal(other.vectors_, fitted.vectors_)
         assert np.array_equal(other.clusters_, fitted.clusters_)
@@ -287,3 +287,28 @@ def test_demo_scores_representations_side_by_side():
     assert 0 < from_demo["f1_representations"] <= 1
     assert "f1_representations" not in run_demo(
         n_train=20, n_test=10, n_unlabeled=0, out=None, verbose=False, max_iterations=5)
+
+
+def test_cli_represent_reads_conll_and_refuses_what_does_not_fit(tmp_path, capsys):
+    sentences = make_corpus(300, 7)
+    conll = tmp_path / "raw.conll"
+    conll.write_text("".join("".join(f"{w} X\n" for w in s) + "\n" for s in sentences))
+    raw = tmp_path / "raw.txt"
+    raw.write_text("\n".join(" ".join(s) for s in sentences) + "\n")
+    a, b = tmp_path / "a.rep", tmp_path / "b.rep"
+    assert main(["represent", str(conll), "--conll", "-o", str(a), "--dim", "4",
+                 "--clusters", "2,4", "-q"]) == 0
+    assert main(["represent", str(raw), "-o", str(b), "--dim", "4", "--clusters", "2,4",
+                 "-q"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    capsys.readouterr()
+    assert main(["represent", str(raw), "-o", str(raw), "-q"]) == 2
+    assert main(["represent", str(raw), "-o", str(b), "--clusters", "4,2"]) == 2
+    _write_labeled(tmp_path / "train.txt", make_corpus(10, 8))
+    model = tmp_path / "m.model"
+    assert main(["train", str(tmp_path / "train.txt"), "-m", str(model), "-q",
+                 "--max-iterations", "5"]) == 0
+    capsys.readouterr()
+    assert main(["tag", "-m", str(model), str(tmp_path / "train.txt"),
+                 "--representations", str(a)]) == 2
+    assert "trained without --representations" in capsys.readouterr().err
