@@ -257,6 +257,11 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
         assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 0
         lines = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln]
         assert len(lines[0]) == 3 and sum(a[1] == a[2] for a in lines) == len(lines)
+    # the next round of active learning: --init's model brings its representations
+    again = tmp_path / "m2.model"
+    assert main(["train", str(tmp_path / "test.txt"), "--init", str(model), "-m", str(again),
+                 "-q", "--max-iterations", "10"]) == 0
+    assert sscrf.CRF.load(again).representations_ == sscrf.CRF.load(model).representations_
     # other representations at the recorded path: refused, and where the old ones went
     moved = tmp_path / "old.rep"
     rep.rename(moved)

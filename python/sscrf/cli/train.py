@@ -80,7 +80,7 @@ def run(args):
             raise SscrfError(f"{args.init}: the model reads {preset_columns(templates)} token "
                              f"column(s), {columns_from} has {n_columns}")
     rep = None
-    if args.representations is not None:
+    if args.representations is not None or getattr(init, "representations_", None):
         rep, templates, record = _representations(args, init, templates, n_columns, words)
     n_rep = 0 if rep is None else record["columns"]
     if args.template is not None and templates.max_column >= n_columns + n_rep:
@@ -185,10 +185,15 @@ def _representations(args, init, templates, n_columns, words):
     for --representations: their cluster columns follow the file's (and the
     words preset's); the preset and the default templates get their ids at
     -1, 0 and +1, a --template file reads them itself."""
-    digest = file_digest(args.representations)
-    rep = load_representations(args.representations)
+    path = args.representations
+    if path is None:  # --init's model reads them: the same file again
+        path = init.representations_["path"]
+        rep = load_representations(path, init.representations_["sha256"], args.init)
+    else:
+        rep = load_representations(path)
+    digest = file_digest(path)
     column = n_columns + (len(WORD_COLUMNS) if words else 0)
-    record = {"path": os.path.abspath(args.representations), "sha256": digest,
+    record = {"path": os.path.abspath(path), "sha256": digest,
               "column": column, "columns": len(rep.clusters)}
     if init is not None:
         old = getattr(init, "representations_", None)
