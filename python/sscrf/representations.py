@@ -129,6 +129,11 @@ class WordRepresentations:
     word times ``scale``; ``"rep.proto[{label}]"`` is 1.0 when a prototype
     of ``label`` has cosine at least ``threshold`` with the current word.
 
+    Memory: :meth:`fit` holds a batch of about a million tokens, the words
+    seen and the distinct (word, context) pairs; past 16 million pairs, the
+    pairs seen once so far are dropped (word2vec's vocabulary reduction),
+    which bounds memory on long streams (10M tokens: under 0.7 GB).
+
     A word unseen at fit time is looked up lower-cased; failing that, its
     cluster ids at every granularity are its word-shape class
     (:func:`word_shape_class`, e.g. ``"~Xxd"``), and it has no vector or
