@@ -7,7 +7,7 @@ Design:
   sentences of BC2GM ``train.tsv`` (seeds 0, 1, 2);
 - unlabeled text, per slice: the rest of BC2GM ``train.tsv`` (labels
   dropped), CoNLL-2000 ``train.txt`` and UD-EWT ``en_ewt-ud-train.conllu``
-  words (never a dev or test split); representations with the library's
+  words (never a dev or test split; ``--bc2gm-only``: the first alone); representations with the library's
   default settings (``WordRepresentations()``, features with ``features()``'s
   defaults);
 - one feature function for every row: :func:`sscrf.features.word_features`;
@@ -164,6 +164,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--tagging", action="store_true")
+    p.add_argument("--bc2gm-only", action="store_true",
+                   help="unlabeled text: the rest of the BC2GM training split only")
     args = p.parse_args()
     grid = [float(c) for c in args.c2.split(",")]
     bc = os.path.join(args.data, "bc2gm", "conll")
@@ -173,6 +175,8 @@ def main():
     other = [w for w, _ in read_columns(os.path.join(args.data, "conll2000", "train.txt"))]
     other += [w for w, _ in read_columns(os.path.join(args.data, "ud-english-ewt",
                                                       "en_ewt-ud-train.conllu"), conllu=True)]
+    if args.bc2gm_only:
+        other = []
     if args.throughput:
         throughput([w for w, _ in train] + other, args.threads)
         return
@@ -182,8 +186,9 @@ def main():
     Xd_words, y_dev = [w for w, _ in dev], [l for _, l in dev]
     Xt_words, y_test = [w for w, _ in test], [l for _, l in test]
     X_dev_base = [word_features(s) for s in Xd_words]
-    print(f"BC2GM train {len(train)} sentences; unlabeled: the rest of train + CoNLL-2000 "
-          f"train + EWT train ({sum(map(len, other)):,} tokens of other corpora); dev "
+    sources = ("the rest of train" if args.bc2gm_only else "the rest of train + CoNLL-2000 "
+               f"train + EWT train ({sum(map(len, other)):,} tokens of other corpora)")
+    print(f"BC2GM train {len(train)} sentences; unlabeled: {sources}; dev "
           f"{len(dev)}, test {len(test)}; c2 grid {grid}; {args.max_iterations} iterations; "
           f"{args.threads} threads (machine shared with other jobs)")
     rows = []
