@@ -211,4 +211,22 @@ PYBIND11_MODULE(_core, m) {
         "dot_products(vectors, pairs) of the updated vectors, taken in the same pass.");
   m.def("add_l2_prior", &add_l2_prior_shim, py::arg("theta"), py::arg("grad"), py::arg("c2"),
         py::arg("n_threads"), "grad += 2·c2·theta; returns theta·theta.");
+  // ---- word representations (deterministic for any thread count) ------------
+  m.def("cooccurrence_counts", &cooccurrence_counts_shim, py::arg("ids"), py::arg("offsets"),
+        py::arg("window"), py::arg("n_words"), py::arg("n_threads"),
+        "(keys, counts) of (word, context) pairs within window tokens in a sentence; "
+        "key = word << 32 | side << 31 | context (side 1: right); ids < 0 count for "
+        "nothing. keys increase strictly.");
+  m.def("merge_counts", &merge_counts_shim, py::arg("keys_a"), py::arg("counts_a"),
+        py::arg("keys_b"), py::arg("counts_b"), "The union of two sorted count lists, summed.");
+  m.def("csr_times_dense", &csr_times_dense_shim, py::arg("indptr"), py::arg("indices"),
+        py::arg("data"), py::arg("B"), py::arg("n_threads"), "CSR matrix times dense B.");
+  m.def("gram_matrix", &gram_matrix_shim, py::arg("A"), py::arg("n_threads"), "A^T A.");
+  m.def("times_small", &times_small_shim, py::arg("A"), py::arg("M"), py::arg("n_threads"),
+        "A M for a tall A and a small M.");
+  m.def("nearest_centroids", &nearest_centroids_shim, py::arg("X"), py::arg("C"),
+        py::arg("group"), py::arg("group_ptr"), py::arg("n_threads"),
+        "Per row of X, the index of the centroid of its group with the largest dot product.");
+  m.def("symmetric_eigen", &symmetric_eigen_shim, py::arg("A"),
+        "(values decreasing, eigenvectors as columns) of a small symmetric matrix (Jacobi).");
 }

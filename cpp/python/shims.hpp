@@ -114,4 +114,20 @@ py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py:
                            const py::object& score_weights, const py::object& out,
                            const py::object& emissions);
 
+// word representations: co-occurrence counts and dense products
+// (shims_representations.cpp)
+py::tuple cooccurrence_counts_shim(const py::object& ids, const py::object& offsets, int window,
+                                   int64_t n_words, int n_threads);
+py::tuple merge_counts_shim(const py::object& keys_a, const py::object& counts_a,
+                            const py::object& keys_b, const py::object& counts_b);
+py::array_t<double> csr_times_dense_shim(const py::object& indptr, const py::object& indices,
+                                         const py::object& data, const py::object& B,
+                                         int n_threads);
+py::array_t<double> gram_matrix_shim(const py::object& A, int n_threads);
+py::array_t<double> times_small_shim(const py::object& A, const py::object& M, int n_threads);
+py::array_t<int64_t> nearest_centroids_shim(const py::object& X, const py::object& C,
+                                            const py::object& group,
+                                            const py::object& group_ptr, int n_threads);
+py::tuple symmetric_eigen_shim(const py::object& A);
+
 }  // namespace sscrf::python

@@ -40,7 +40,9 @@ import numpy as np
 from .errors import SscrfError
 from .inputs import check_integer, random_generator
 from .metrics import chunk_scores, format_chunk_report, token_accuracy
+from .features import default_templates
 from .model import CRF
+from .representations import WordRepresentations
 
 __all__ = [
     "LABELS",
@@ -190,7 +192,7 @@ def _examples(X, y, predicted, n=3, max_length=12):
 
 
 def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, out=sys.stdout,
-             max_iterations=100):
+             max_iterations=100, n_unlabeled=3000):
     """Train a CRF on HMM samples and score it on fresh ones.
 
     Generates ``n_train + n_test`` sentences with :func:`generate_hmm_corpus`
@@ -213,6 +215,10 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
         Where the report goes; None prints nothing.
     max_iterations : int
         L-BFGS iteration limit (100; smaller for a quicker, rougher run).
+    n_unlabeled : int
+        Sentences of unlabeled text (another sample of the HMM) to learn
+        :class:`sscrf.WordRepresentations` from; a second model reads their
+        cluster ids as extra columns, scored side by side. 0: no such row.
 
     Returns
     -------
@@ -220,7 +226,8 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
         ``precision``, ``recall``, ``f1``, ``accuracy`` (fractions),
         ``chunk_scores`` (the full :func:`sscrf.metrics.chunk_scores` dict),
         ``n_train``, ``n_test``, ``n_train_tokens``, ``n_test_tokens``,
-        ``iterations``, ``train_seconds`` and ``seconds`` (the whole demo).
+        ``iterations``, ``train_seconds`` and ``seconds`` (the whole demo);
+        with ``n_unlabeled``, ``f1_representations``.
     """
     if n_train < 1 or n_test < 1:
         raise SscrfError("run_demo needs n_train ≥ 1 and n_test ≥ 1")
@@ -256,6 +263,13 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
         cells = [f"{w}/{p} {g}" + ("" if g == q else f"→{q}*")
                  for (w, p), g, q in zip(tokens_, gold, pred)]
         say("  " + "  ".join(cells))
+    f1_rep = None
+    if n_unlabeled > 0:
+        f1_rep = _with_representations(X_train, y_train, X_test, y_test, n_unlabeled, seed,
+                                       n_threads, max_iterations)
+        say()
+        say(f"side by side, chunk F1: {100 * scores['f1']:.2f} without, {100 * f1_rep:.2f} with "
+            f"representations from {n_unlabeled} unlabeled sentences (cluster ids as columns)")
     seconds = time.perf_counter() - started
     say()
     say(f"total {seconds:.2f} s")
@@ -272,4 +286,24 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
         "iterations": model.training_["iterations"],
         "train_seconds": train_seconds,
         "seconds": seconds,
+        **({} if f1_rep is None else {"f1_representations": f1_rep}),
     }
+
+
+def _with_representations(X_train, y_train, X_test, y_test, n_unlabeled, seed, n_threads,
+                          max_iterations):
+    """Chunk F1 of a model that also reads the cluster ids, at -1, 0 and +1, of
+    word representations learned from ``n_unlabeled`` more HMM sentences."""
+    unlabeled, _ = generate_hmm_corpus(n_unlabeled, seed=seed + 1)
+    rep = WordRepresentations(n_threads=n_threads).fit([w for w, _ in s] for s in unlabeled)
+
+    def columns(sentences):
+        return [[list(t) + c for t, c in zip(s, rep.columns([w for w, _ in s]))]
+                for s in sentences]
+
+    lines = [line for line in default_templates(2).lines if line != "B"]
+    lines += [f"Urep{j}{d:+d}:%x[{d},{2 + j}]" for j in range(len(rep.clusters))
+              for d in (-1, 0, 1)]
+    model = CRF(templates=lines + ["B"], max_iterations=max_iterations, n_threads=n_threads)
+    model.fit(columns(X_train), y_train)
+    return chunk_scores(y_test, model.predict(columns(X_test)))["f1"]

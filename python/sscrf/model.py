@@ -592,7 +592,7 @@ class CRF:
         write_model(path, params=self.get_params(), classes=self.classes_,
                     extractor=self.extractor_, feature_set=self.feature_set_,
                     training=getattr(self, "training_", {}), layout=self.layout_,
-                    coef=self.coef_)
+                    coef=self.coef_, representations=getattr(self, "representations_", None))
 
     @classmethod
     def load(cls, path):

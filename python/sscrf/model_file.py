@@ -27,7 +27,8 @@ from .inputs import check_label_list, is_integer
 from .layout import ParameterLayout
 from .resources import NotEnoughMemory, check_memory
 
-__all__ = ["LOAD_BYTES_PER_WEIGHT", "MODEL_KIND", "read_model", "write_model"]
+__all__ = ["LOAD_BYTES_PER_WEIGHT", "MODEL_KIND", "check_representations_record", "read_model",
+           "write_model"]
 
 MODEL_KIND = "sscrf.CRF"
 
@@ -38,11 +39,14 @@ MODEL_KIND = "sscrf.CRF"
 LOAD_BYTES_PER_WEIGHT = 17
 
 
-def write_model(path, *, params, classes, extractor, feature_set, training, layout, coef):
+def write_model(path, *, params, classes, extractor, feature_set, training, layout, coef,
+                representations=None):
     """Write a fitted model's parts to ``path`` (atomically).
 
     ``params``: the hyperparameters (``get_params()``); ``layout``: a
-    :class:`sscrf.layout.ParameterLayout`; ``coef``: θ (layout.size,). Parts
+    :class:`sscrf.layout.ParameterLayout`; ``coef``: θ (layout.size,);
+    ``representations``: the record of the word representations whose
+    columns the model reads (:func:`check_representations_record`), or None. Parts
     that do not fit together raise SscrfError naming what does not match,
     before anything is written: the file would not load.
     """
@@ -56,6 +60,8 @@ def write_model(path, *, params, classes, extractor, feature_set, training, layo
         "feature_set": feature_set,
         "training": _saved_training_record(training),
     }
+    if representations is not None:
+        meta["representations"] = check_representations_record(representations)
     arrays = {}
     if layout.is_every_pair:
         meta["layout"] = "every pair"  # rebuilt on load: 4 bytes per weight saved
@@ -128,6 +134,8 @@ def read_model(path, new_model):
         model.classes_ = labels
         model.feature_set_ = meta["feature_set"]
         model.training_ = dict(meta.get("training", {}))
+        if "representations" in meta:
+            model.representations_ = check_representations_record(meta["representations"])
         n_attr = len(model.extractor_.attributes_ or [])
         S = len(labels)
         model.row_ptr_, model.label_ids_, model.coef_ = _stored_weights(meta, arrays, n_attr, S)
@@ -227,3 +235,26 @@ def _weights_from_nonzero(n, index, values):
     coef = np.zeros(n)
     coef[index] = values
     return coef
+
+
+# -- word representations ----------------------------------------------------------------
+
+
+def check_representations_record(record):
+    """The record of the word representations a model reads, checked: a dict
+    with ``path`` (str, where training read them), ``sha256`` (their file's
+    digest, 64 hex digits), ``column`` (int >= 0, the first of their columns
+    among the model's token columns) and ``columns`` (int >= 1, how many)."""
+    if not isinstance(record, dict) or set(record) != {"path", "sha256", "column", "columns"}:
+        raise SscrfError("representations must be a dict of path, sha256, column and columns")
+    digest = record["sha256"]
+    if not (isinstance(digest, str) and len(digest) == 64
+            and all(c in "0123456789abcdef" for c in digest)):
+        raise SscrfError("representations: sha256 must be 64 lower-case hex digits")
+    if not isinstance(record["path"], str):
+        raise SscrfError("representations: path must be a str")
+    if not (is_integer(record["column"]) and record["column"] >= 0
+            and is_integer(record["columns"]) and record["columns"] >= 1):
+        raise SscrfError("representations: column must be an integer >= 0, columns >= 1")
+    return {"path": record["path"], "sha256": digest, "column": int(record["column"]),
+            "columns": int(record["columns"])}

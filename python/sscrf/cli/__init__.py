@@ -1,4 +1,4 @@
-"""The ``sscrf`` command line: train, tag, eval, dump, demo, select.
+"""The ``sscrf`` command line: train, tag, eval, dump, demo, select, represent.
 
 Run ``sscrf --help`` or ``sscrf COMMAND --help``; ``python -m sscrf`` is the
 same program. :func:`main` returns the exit status instead of exiting, so
@@ -9,7 +9,7 @@ stderr, no traceback).
 Modules: :mod:`~sscrf.cli.parsers` (the argument parser, one function per
 command) and :mod:`~sscrf.cli.options` (what commands share) import only the
 standard library; each command runs from a module of its own (``train``,
-``tag``, ``evaluate``, ``dump``, ``demo``, ``selection``), on top of
+``tag``, ``evaluate``, ``dump``, ``demo``, ``selection``, ``represent``), on top of
 :mod:`~sscrf.cli.reading` (files and models). :func:`main` loads the
 command's module after the arguments are parsed, so that ``--help`` and
 usage errors stay quick and numpy is first imported after the BLAS thread
@@ -34,6 +34,7 @@ COMMAND_MODULES = {
     "demo": "demo",
     "select": "selection",
     "plot": "plot",
+    "represent": "represent",
 }
 
 

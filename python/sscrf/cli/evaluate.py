@@ -16,7 +16,7 @@ __all__ = ["run"]
 def run(args):
     """``sscrf eval``: the exit status."""
     if args.model is not None:
-        model = load_model(args.model, args.threads)
+        model = load_model(args.model, args.threads, args.representations)
         gold, predicted = [], []
         sentences = sentences_to_tag(args.file, model, args.model, args, need_gold=True)
         with gc_paused():

@@ -73,6 +73,13 @@ def model_threads_option(sub):
                           "was trained with --threads); results do not depend on it")
 
 
+def representations_option(sub):
+    """--representations for the commands that load a model."""
+    sub.add_argument("--representations", metavar="REP",
+                     help="where the word representations the model was trained with are now "
+                          "(default: where training read them; the file must be the same)")
+
+
 def error(message):
     """Print ``sscrf: error: message`` on stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)

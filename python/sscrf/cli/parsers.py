@@ -16,6 +16,7 @@ from .options import (
     non_negative_float,
     non_negative_int,
     positive_int,
+    representations_option,
 )
 
 __all__ = ["build_parser"]
@@ -51,7 +52,8 @@ def build_parser():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (add_train, add_tag, add_eval, add_dump, add_demo, add_select, add_plot):
+    for add in (add_train, add_tag, add_eval, add_dump, add_demo, add_select, add_represent,
+                add_plot):
         add(commands)
     return parser
 
@@ -138,6 +140,12 @@ def add_train(commands):
     sub.add_argument("--ge-penalty", choices=("kl", "l2"), default="kl",
                      help="GE distance: KL(target ‖ model) (default) or squared L2")
     conllu_options(sub, "TRAIN")
+    sub.add_argument("--representations", metavar="REP",
+                     help="word representations saved by 'sscrf represent': their cluster "
+                          "ids become extra token columns after the others (with --features "
+                          "words or the default templates, templates over them at -1, 0, +1 "
+                          "are added); the model records REP's path and checksum, and tag, "
+                          "eval and select read the same file again")
     sub.add_argument("--partial", action="store_true",
                      help="partial and ambiguous annotations: a label cell may be a set "
                           "'A|B|C' (any of these) or '*' (not annotated); such sentences are "
@@ -191,6 +199,7 @@ def add_tag(commands):
                           "'*' (any label)")
     conllu_options(sub, "FILE")
     model_threads_option(sub)
+    representations_option(sub)
 
 
 def add_eval(commands):
@@ -226,6 +235,7 @@ def add_eval(commands):
                         help="conlleval's chunk report even when no gold label is a chunk tag")
     conllu_options(sub, "FILE (with -m)")
     model_threads_option(sub)
+    representations_option(sub)
 
 
 def add_dump(commands):
@@ -314,6 +324,7 @@ def add_select(commands):
                      help="random seed for random and quota_sampling")
     conllu_options(sub, "FILE")
     model_threads_option(sub)
+    representations_option(sub)
 
 
 def add_plot(commands):
@@ -341,3 +352,46 @@ def add_plot(commands):
                      help="confusion: these labels, in this order (default: every label, sorted)")
     sub.add_argument("--counts", action="store_true",
                      help="confusion: colour by counts rather than by share of the gold label")
+
+
+def _cluster_list(text):
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers") from None
+    if any(v < 1 for v in values) or any(b <= a for a, b in zip(values, values[1:])):
+        raise argparse.ArgumentTypeError(f"must increase strictly from 1 or more, not {text}")
+    return tuple(values)
+
+
+def add_represent(commands):
+    """The parser of ``sscrf represent``."""
+    sub = _command(
+        commands, "represent", "learn word representations from unlabeled text",
+        "Learn word vectors and nested word clusters from TEXT (one sentence a line,\n"
+        "words separated by spaces; or a CoNLL file with --conll, words in column 0),\n"
+        "read once, and save them to REP for 'sscrf train --representations REP'\n"
+        "(see sscrf.WordRepresentations). Example:\n"
+        "  sscrf represent pubmed.txt -o bio.rep\n"
+        "  sscrf train labeled.txt --features words --representations bio.rep -m ner.model")
+    sub.add_argument("text", metavar="TEXT", help="unlabeled text ('-': standard input)")
+    sub.add_argument("-o", "--output", metavar="REP", required=True,
+                     help="where to save the representations")
+    sub.add_argument("--conll", action="store_true",
+                     help="TEXT is a CoNLL column file (the word in column 0)")
+    sub.add_argument("--dim", type=positive_int, default=100, metavar="D",
+                     help="SVD dimensions (default: 100)")
+    sub.add_argument("--clusters", type=_cluster_list, default=(32, 128, 512, 2048),
+                     metavar="K1,K2,...", help="cluster counts, increasing, each refining the "
+                     "last (default: 32,128,512,2048)")
+    sub.add_argument("--window", type=positive_int, default=2, metavar="N",
+                     help="context words on each side (default: 2)")
+    sub.add_argument("--min-count", type=positive_int, default=2, metavar="N",
+                     help="words seen fewer times fall back to lower case, then word shape "
+                     "(default: 2)")
+    sub.add_argument("--max-vocabulary", type=positive_int, default=100_000, metavar="N",
+                     help="the most frequent words kept (default: 100000)")
+    sub.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
+    sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                     help="threads (default: every core); results do not depend on it")
+    sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")

@@ -1,7 +1,9 @@
 """Reading the files and models that commands take: training files, FILE to tag, MODEL."""
 
+import os
 import re
 import sys
+import weakref
 from typing import NamedTuple, Optional
 
 from ..errors import SscrfError
@@ -15,10 +17,14 @@ from ..io import (
 )
 from ..features.words import add_word_columns, preset_columns
 from ..model import CRF
+from ..representations import WordRepresentations, file_digest
 
 __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",
-           "model_columns", "model_tokens", "no_spaces", "read_for_tagging", "read_labeled", "readable",
-           "sentences_to_tag"]
+           "load_representations", "model_columns", "model_tokens", "no_spaces", "read_for_tagging",
+           "read_labeled", "readable", "sentences_to_tag"]
+
+# The word representations of each loaded model that reads them (load_model).
+_REPRESENTATIONS = weakref.WeakKeyDictionary()
 
 
 def model_columns(model, path):
@@ -30,6 +36,9 @@ def model_columns(model, path):
     preset = preset_columns(extractor.templates)
     if preset is not None:
         return preset
+    record = getattr(model, "representations_", None)
+    if record is not None:  # their columns follow the file's
+        return record["column"]
     if extractor.n_columns_ is not None:
         return extractor.n_columns_
     return max(extractor.templates.max_column + 1, 1)
@@ -38,10 +47,18 @@ def model_columns(model, path):
 def model_tokens(model, sentences):
     """Sentences of a file's token columns as the model reads them: with the
     derived columns of the ``words`` preset (``--features words``) when the
-    model was trained with it."""
-    if model is None or preset_columns(model.extractor_.templates) is None:
+    model was trained with it, then the cluster columns of its word
+    representations (``--representations``)."""
+    if model is None:
         return sentences
-    return [add_word_columns(sentence) for sentence in sentences]
+    if preset_columns(model.extractor_.templates) is not None:
+        sentences = [add_word_columns(sentence) for sentence in sentences]
+    rep = _REPRESENTATIONS.get(model)
+    if rep is not None:
+        sentences = [[list(token) + extra for token, extra in
+                      zip(sentence, rep.columns([token[0] for token in sentence]))]
+                     for sentence in sentences]
+    return sentences
 
 
 def label_column(args):
@@ -162,9 +179,34 @@ def no_spaces(form):
     return re.sub(r"[ \t\r\n\f\v]", "\u00a0", form) if form else "_"
 
 
-def load_model(path, threads=None):
-    """The model saved at ``path``, with ``threads`` threads when given."""
+def load_model(path, threads=None, representations=None):
+    """The model saved at ``path``, with ``threads`` threads when given, and
+    the word representations it was trained with, if any (read from where
+    training read them, or from ``representations``; their checksum must
+    match the model's record)."""
     model = CRF.load(path)
     if threads is not None:
         model.n_threads = threads
+    record = getattr(model, "representations_", None)
+    if record is not None:
+        _REPRESENTATIONS[model] = load_representations(
+            representations or record["path"], record["sha256"], path)
+    elif representations is not None:
+        raise SscrfError(f"{path}: the model was trained without --representations; "
+                         f"{representations} would not be used")
     return model
+
+
+def load_representations(rep_path, sha256=None, model_path=None):
+    """The WordRepresentations at ``rep_path``; with ``sha256``, only if the
+    file is the one a model (``model_path``) recorded."""
+    if sha256 is not None:
+        if not os.path.isfile(rep_path):
+            raise SscrfError(f"{model_path}: the model reads the word representations "
+                             f"{rep_path}, which is not there: give their file with "
+                             "--representations REP")
+        if file_digest(rep_path) != sha256:
+            raise SscrfError(f"{model_path}: {rep_path} is not the word-representations file "
+                             "the model was trained with (its checksum differs): give that "
+                             "file with --representations REP, or train again with this one")
+    return WordRepresentations.load(rep_path)

@@ -35,7 +35,7 @@ def run(args):
     for path in outputs:
         check_writable(path)
         check_not_an_input(path, (args.model, args.pool))
-    model = load_model(args.model, args.threads) if args.model is not None else None
+    model = load_model(args.model, args.threads, args.representations) if args.model is not None else None
     pool = readable(args.pool)
     if args.conllu:
         corpus = read_conllu(pool, label_column=label_column(args), token_columns=("form",))

@@ -19,8 +19,9 @@ def run(args):
         raise SscrfError("--marginals goes with the Viterbi labeling, not with -n K")
     if args.output is not None:
         check_writable(args.output)
-        check_not_an_input(args.output, (args.model, args.file, args.constraints))
-    model = load_model(args.model, args.threads)
+        check_not_an_input(args.output, (args.model, args.file, args.constraints,
+                                             args.representations))
+    model = load_model(args.model, args.threads, args.representations)
     sentences = sentences_to_tag(args.file, model, args.model, args)
     if args.constraints is not None:
         sentences = _with_constraints(sentences, args.constraints, model,

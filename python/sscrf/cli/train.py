@@ -1,19 +1,21 @@
 """``sscrf train``: read a labeled file (and unlabeled text, GE constraints), fit, save."""
 
+import os
 import sys
 import time
 import warnings
 
 from ..constraints import read_constraints
 from ..errors import SscrfError
-from ..features import read_templates
-from ..features.words import add_word_columns, preset_columns, word_templates
+from ..features import default_templates, parse_templates, read_templates
+from ..features.words import WORD_COLUMNS, add_word_columns, preset_columns, word_templates
 from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error
-from .reading import load_model, read_labeled
+from .reading import load_model, load_representations, read_labeled
+from ..representations import file_digest
 
 __all__ = ["run"]
 
@@ -26,7 +28,7 @@ def run(args):
                          "a file name")
     check_writable(args.model)
     check_not_an_input(args.model, (args.train, args.template, args.unlabeled,
-                                    args.constraints))
+                                    args.constraints, args.representations))
     templates = "default"
     if args.template is not None:
         templates = read_templates(args.template)
@@ -77,12 +79,17 @@ def run(args):
         if preset_columns(templates) != n_columns:
             raise SscrfError(f"{args.init}: the model reads {preset_columns(templates)} token "
                              f"column(s), {columns_from} has {n_columns}")
-    if args.template is not None and templates.max_column >= n_columns:
+    rep = None
+    if args.representations is not None or getattr(init, "representations_", None):
+        rep, templates, record = _representations(args, init, templates, n_columns, words)
+    n_rep = 0 if rep is None else record["columns"]
+    if args.template is not None and templates.max_column >= n_columns + n_rep:
         source = next(src for src, pieces in zip(templates.sources, templates.unigrams)
                       if any(type(p) is tuple and p[1] >= n_columns for p in pieces))
         raise SscrfError(f"{args.template}: template {source!r} reads column "
                          f"{templates.max_column}, but {columns_from} has {n_columns} token "
-                         "column(s) (numbered from 0; the label column is not one)")
+                         "column(s) (numbered from 0; the label column is not one)"
+                         + (f" and --representations adds {n_rep}" if n_rep else ""))
     if unlabeled is not None:
         with gc_paused():
             unlabeled = [[token[:n_columns] for token in sentence] for sentence in unlabeled]
@@ -103,6 +110,11 @@ def run(args):
                                              for s in corpus.tokens])
             if unlabeled is not None:
                 unlabeled = [add_word_columns(s) for s in unlabeled]
+    if rep is not None:
+        with gc_paused():
+            corpus = corpus._replace(tokens=_with_columns(corpus.tokens, rep))
+            if unlabeled is not None:
+                unlabeled = _with_columns(unlabeled, rep)
     if args.template is not None and not any(line.strip()[:1] == "B"
                                              for line in templates.lines):
         print(f"{PROG}: warning: {args.template}: no 'B' line; sscrf trains label "
@@ -127,6 +139,8 @@ def run(args):
         for w in caught:
             print(f"{PROG}: warning: {w.message}", file=sys.stderr)
     training = model.training_
+    if rep is not None:
+        model.representations_ = record
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
     ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
@@ -164,3 +178,41 @@ def _read_ge_constraints(args):
     if not constraints:
         raise SscrfError(f"{args.constraints}: no constraints")
     return constraints
+
+
+def _representations(args, init, templates, n_columns, words):
+    """(representations, templates reading their columns, the model's record)
+    for --representations: their cluster columns follow the file's (and the
+    words preset's); the preset and the default templates get their ids at
+    -1, 0 and +1, a --template file reads them itself."""
+    path = args.representations
+    if path is None:  # --init's model reads them: the same file again
+        path = init.representations_["path"]
+        rep = load_representations(path, init.representations_["sha256"], args.init)
+    else:
+        rep = load_representations(path)
+    digest = file_digest(path)
+    column = n_columns + (len(WORD_COLUMNS) if words else 0)
+    record = {"path": os.path.abspath(path), "sha256": digest,
+              "column": column, "columns": len(rep.clusters)}
+    if init is not None:
+        old = getattr(init, "representations_", None)
+        if old is None or old["sha256"] != digest:
+            raise SscrfError(f"{args.init}: the model was trained with other word "
+                             "representations than --representations (or none): they must "
+                             "be the same file")
+        return rep, templates, record
+    if args.template is not None:
+        return rep, templates, record
+    base = word_templates(n_columns) if words else default_templates(n_columns)
+    lines = [line for line in base.lines if line.strip() != "B"]
+    lines += [f"Urep{k}{d:+d}:%x[{d},{column + j}]" for j, k in enumerate(rep.clusters)
+              for d in (-1, 0, 1)]
+    return rep, parse_templates(lines + ["B"], source="--representations"), record
+
+
+def _with_columns(sentences, rep):
+    """Tokens with the cluster ids of their word (column 0) appended."""
+    return [[list(token) + extra for token, extra in
+             zip(sentence, rep.columns([token[0] for token in sentence]))]
+            for sentence in sentences]

@@ -1,0 +1,246 @@
+#!/usr/bin/env python
+"""Quick calibration of :class:`sscrf.WordRepresentations` on BC2GM gene mentions.
+
+Design:
+
+- labeled slices: ``--slices`` (3) random samples of ``--labeled`` (200)
+  sentences of BC2GM ``train.tsv`` (seeds 0, 1, 2);
+- unlabeled text, per slice: the rest of BC2GM ``train.tsv`` (labels
+  dropped), CoNLL-2000 ``train.txt`` and UD-EWT ``en_ewt-ud-train.conllu``
+  words (never a dev or test split; ``--bc2gm-only``: the first alone); representations with the library's
+  default settings (``WordRepresentations()``, features with ``features()``'s
+  defaults);
+- one feature function for every row: :func:`sscrf.features.word_features`;
+  the representation row merges ``WordRepresentations.features`` into it;
+- both rows: ``feature_set="dense"``, the same ``--max-iterations``, ``c2``
+  from ``--c2`` picked on the dev split (``devel.tsv``) by gene-mention F1;
+- reported: test-split (``test.tsv``) exact-match gene-mention F1,
+  precision, recall, predictions, paired Δ F1 per slice and its median;
+  seconds to learn the representations; tagging seconds of the test split
+  (features and Viterbi) with and without them, measured side by side.
+
+With ``--tagging``, instead: the test split tagged (features and
+Viterbi, 3 repetitions side by side, median) by models of slice 0 at
+c2 = 0.1 with word features only, with the representations' cluster ids
+added, and with cluster ids and vectors (the default).
+
+With ``--throughput``, instead: ``sscrf represent`` (a child process) on
+the unlabeled text tiled to 1M and to 10M tokens (read from a file, one
+sentence a line), its wall seconds and peak resident memory. Tiled text
+repeats the same vocabulary, so it measures the streaming and counting,
+not a vocabulary that keeps growing.
+
+Usage::
+
+    python bench/papers/representations_quick.py [--data ../shared/data]
+        [--slices 3] [--labeled 200] [--c2 0.003,0.01,0.03,0.1,0.3,1]
+        [--max-iterations 200] [--threads 2] [--throughput | --tagging]
+"""
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+import numpy as np  # noqa: E402
+
+from sscrf import CRF  # noqa: E402
+from sscrf.features import word_features  # noqa: E402
+from sscrf.metrics import chunk_scores  # noqa: E402
+from sscrf.representations import WordRepresentations  # noqa: E402
+
+
+def read_columns(path, sep=None, conllu=False):
+    """(words, labels) per sentence of a CoNLL-like file (label: last column)."""
+    sentences, words, labels = [], [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if conllu and line.startswith("#"):
+                continue
+            if not line.strip():
+                if words:
+                    sentences.append((words, labels))
+                    words, labels = [], []
+                continue
+            cells = line.split("\t") if (sep == "\t" or conllu) else line.split(" ")
+            if conllu:
+                if not cells[0].isdigit():
+                    continue
+                words.append(cells[1])
+                labels.append(cells[3])
+            else:
+                words.append(cells[0])
+                labels.append(cells[-1])
+    if words:
+        sentences.append((words, labels))
+    return sentences
+
+
+def f1_of(model, X, y):
+    s = chunk_scores(y, model.predict(X))
+    return s
+
+
+def fit_best(X, y, X_dev, y_dev, grid, args):
+    best = None
+    for c2 in grid:
+        model = CRF(c2=c2, feature_set="dense", max_iterations=args.max_iterations,
+                    n_threads=args.threads)
+        model.fit(X, y)
+        f1 = f1_of(model, X_dev, y_dev)["f1"]
+        if best is None or f1 > best[0]:
+            best = (f1, c2, model)
+    return best
+
+
+def throughput(text, threads):
+    """Seconds and peak memory of `sscrf represent` on ``text`` tiled to 1M and 10M tokens."""
+    n = sum(map(len, text))
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                   "python"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for target in (1_000_000, 10_000_000):
+            path = os.path.join(tmp, "text.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                written = 0
+                while written < target:
+                    for s in text:
+                        f.write(" ".join(s) + "\n")
+                        written += len(s)
+                        if written >= target:
+                            break
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "sscrf", "represent", path, "-o",
+                            os.path.join(tmp, "x.rep"), "--threads", str(threads), "-q"],
+                           check=True, env=env)
+            seconds = time.perf_counter() - t
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            print(f"{written:,} tokens ({n:,} tiled): {seconds:.1f} s, peak memory "
+                  f"{max(peak, before) / 1024:.0f} MB (the largest child so far)", flush=True)
+
+
+def tagging(train, other, test_words, args):
+    """Tagging seconds of the test split without and with representation features."""
+    picked = set(np.random.default_rng(0).choice(len(train), args.labeled,
+                                                 replace=False).tolist())
+    unlabeled = [train[i][0] for i in range(len(train)) if i not in picked] + other
+    rep = WordRepresentations(n_threads=args.threads).fit(unlabeled)
+    labeled = [train[i] for i in sorted(picked)]
+    kinds = {"words": word_features,
+             "words + clusters": lambda s: rep.features(s, into=word_features(s), vectors=False),
+             "words + clusters + vectors": lambda s: rep.features(s, into=word_features(s))}
+    models = {name: CRF(c2=0.1, feature_set="dense", max_iterations=args.max_iterations,
+                        n_threads=args.threads).fit([fun(w) for w, _ in labeled],
+                                                    [l for _, l in labeled])
+              for name, fun in kinds.items()}
+    times = {name: [] for name in kinds}
+    for _ in range(3):
+        for name, fun in kinds.items():
+            t = time.perf_counter()
+            models[name].predict([fun(s) for s in test_words])
+            times[name].append(time.perf_counter() - t)
+    base = statistics.median(times["words"])
+    for name in kinds:
+        m = statistics.median(times[name])
+        print(f"{name}: {m:.2f} s (x{m / base:.2f})")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default=os.path.join(here, "..", "..", "..", "shared", "data"))
+    p.add_argument("--slices", type=int, default=3)
+    p.add_argument("--labeled", type=int, default=200)
+    p.add_argument("--c2", default="0.003,0.01,0.03,0.1,0.3,1")
+    p.add_argument("--max-iterations", type=int, default=200)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--throughput", action="store_true")
+    p.add_argument("--tagging", action="store_true")
+    p.add_argument("--bc2gm-only", action="store_true",
+                   help="unlabeled text: the rest of the BC2GM training split only")
+    args = p.parse_args()
+    grid = [float(c) for c in args.c2.split(",")]
+    bc = os.path.join(args.data, "bc2gm", "conll")
+    train = read_columns(os.path.join(bc, "train.tsv"), "\t")
+    dev = read_columns(os.path.join(bc, "devel.tsv"), "\t")
+    test = read_columns(os.path.join(bc, "test.tsv"), "\t")
+    other = [w for w, _ in read_columns(os.path.join(args.data, "conll2000", "train.txt"))]
+    other += [w for w, _ in read_columns(os.path.join(args.data, "ud-english-ewt",
+                                                      "en_ewt-ud-train.conllu"), conllu=True)]
+    if args.bc2gm_only:
+        other = []
+    if args.throughput:
+        throughput([w for w, _ in train] + other, args.threads)
+        return
+    if args.tagging:
+        tagging(train, other, [w for w, _ in test], args)
+        return
+    Xd_words, y_dev = [w for w, _ in dev], [l for _, l in dev]
+    Xt_words, y_test = [w for w, _ in test], [l for _, l in test]
+    X_dev_base = [word_features(s) for s in Xd_words]
+    sources = ("the rest of train" if args.bc2gm_only else "the rest of train + CoNLL-2000 "
+               f"train + EWT train ({sum(map(len, other)):,} tokens of other corpora)")
+    print(f"BC2GM train {len(train)} sentences; unlabeled: {sources}; dev "
+          f"{len(dev)}, test {len(test)}; c2 grid {grid}; {args.max_iterations} iterations; "
+          f"{args.threads} threads (machine shared with other jobs)")
+    rows = []
+    for seed in range(args.slices):
+        rng = np.random.default_rng(seed)
+        picked = set(rng.choice(len(train), args.labeled, replace=False).tolist())
+        labeled = [train[i] for i in sorted(picked)]
+        unlabeled = [train[i][0] for i in range(len(train)) if i not in picked] + other
+        X_words, y = [w for w, _ in labeled], [l for _, l in labeled]
+        t = time.perf_counter()
+        rep = WordRepresentations(n_threads=args.threads).fit(iter(unlabeled))
+        rep_seconds = time.perf_counter() - t
+
+        def merged(s):
+            return rep.features(s, into=word_features(s))
+
+        X_base = [word_features(s) for s in X_words]
+        f_base, c2_base, base = fit_best(X_base, y, X_dev_base, y_dev, grid, args)
+        X_rep = [merged(s) for s in X_words]
+        X_dev_rep = [merged(s) for s in Xd_words]
+        f_rep, c2_rep, with_rep = fit_best(X_rep, y, X_dev_rep, y_dev, grid, args)
+        # tagging the test split, features included, side by side, 3 repetitions
+        times = {"base": [], "rep": []}
+        for _ in range(3):
+            for name, model, fun in (("base", base, word_features), ("rep", with_rep, merged)):
+                t = time.perf_counter()
+                pred = model.predict([fun(s) for s in Xt_words])
+                times[name].append(time.perf_counter() - t)
+                if name == "base":
+                    s_base = chunk_scores(y_test, pred)
+                else:
+                    s_rep = chunk_scores(y_test, pred)
+        row = {"seed": seed, "rep_s": rep_seconds, "tokens": rep.n_tokens_,
+               "c2_base": c2_base, "c2_rep": c2_rep, "base": s_base, "rep": s_rep,
+               "dev_base": f_base, "dev_rep": f_rep,
+               "tag_base": statistics.median(times["base"]),
+               "tag_rep": statistics.median(times["rep"])}
+        rows.append(row)
+        print(f"slice {seed}: representations from {rep.n_tokens_:,} tokens in "
+              f"{rep_seconds:.1f} s; dense c2={c2_base}: F1 {100 * s_base['f1']:.2f} (P "
+              f"{100 * s_base['precision']:.1f} R {100 * s_base['recall']:.1f}, "
+              f"{s_base['n_pred']} predicted); +representations c2={c2_rep}: F1 "
+              f"{100 * s_rep['f1']:.2f} (P {100 * s_rep['precision']:.1f} R "
+              f"{100 * s_rep['recall']:.1f}, {s_rep['n_pred']} predicted); Δ "
+              f"{100 * (s_rep['f1'] - s_base['f1']):+.2f}; tagging test "
+              f"{row['tag_base']:.1f} s vs {row['tag_rep']:.1f} s "
+              f"(x{row['tag_rep'] / row['tag_base']:.2f})", flush=True)
+    deltas = [100 * (r["rep"]["f1"] - r["base"]["f1"]) for r in rows]
+    print(f"median Δ F1 {statistics.median(deltas):+.2f} over {len(rows)} slices "
+          f"({', '.join(f'{d:+.2f}' for d in deltas)}); tagging ratio median "
+          f"x{statistics.median(r['tag_rep'] / r['tag_base'] for r in rows):.2f}")
+
+
+if __name__ == "__main__":
+    main()

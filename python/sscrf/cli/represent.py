@@ -1,0 +1,55 @@
+"""``sscrf represent``: learn word representations from unlabeled text and save them."""
+
+import time
+
+from ..errors import SscrfError
+from ..inputs import check_not_an_input, check_writable
+from ..io import conll_sentences
+from ..representations import WordRepresentations
+from .reading import file_name, readable
+
+__all__ = ["run"]
+
+
+def _raw_sentences(path):
+    """Whitespace-separated words, one sentence a line (blank lines skipped)."""
+    source = readable(path)
+    opened = source if hasattr(source, "read") else open(source, "rb")
+    try:
+        for lineno, line in enumerate(opened, 1):
+            try:
+                text = line.decode("utf-8") if isinstance(line, bytes) else line
+            except UnicodeDecodeError as e:
+                raise SscrfError(f"{file_name(path)}:{lineno}: not UTF-8 ({e.reason})") from None
+            words = text.split()
+            if words:
+                yield words
+    finally:
+        if opened is not source:
+            opened.close()
+
+
+def _conll_sentences(path):
+    """Column 0 of each sentence of a CoNLL file."""
+    for _, tokens, _ in conll_sentences(readable(path), False, False, None, "utf-8"):
+        yield [token[0] for token in tokens]
+
+
+def run(args):
+    """``sscrf represent``: the exit status."""
+    started = time.perf_counter()
+    if args.output == "-":
+        raise SscrfError("-o -: representations are written to a file; give a file name")
+    check_writable(args.output)
+    check_not_an_input(args.output, (args.text,))
+    rep = WordRepresentations(dim=args.dim, clusters=args.clusters, window=args.window,
+                              min_count=args.min_count, max_vocabulary=args.max_vocabulary,
+                              random_state=args.seed, n_threads=args.threads,
+                              verbose=not args.quiet)
+    sentences = _conll_sentences(args.text) if args.conll else _raw_sentences(args.text)
+    rep.fit(sentences)
+    rep.save(args.output)
+    print(f"{args.output}: {len(rep.vocabulary_)} words from {rep.n_tokens_} tokens, "
+          f"{rep.vectors_.shape[1]} dimensions, clusters at "
+          f"{', '.join(map(str, rep.clusters))}, {time.perf_counter() - started:.1f} s")
+    return 0

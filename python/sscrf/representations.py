@@ -1,0 +1,638 @@
+"""Word representations learned from unlabeled text, used as features.
+
+:class:`WordRepresentations` learns, in one pass over raw sentences,
+
+1. word x context co-occurrence counts within ``window`` tokens (compiled,
+   OpenMP; a context is a word and its side, left or right);
+2. positive pointwise mutual information (PPMI) with the context counts
+   raised to 0.75 (Levy, Goldberg & Dagan 2015, eq. 3), which keeps rare
+   contexts from dominating;
+3. a truncated SVD by a randomized range finder (Halko, Martinsson & Tropp
+   2011, algorithms 4.4 and 5.1) with two power iterations; word vectors
+   are ``U Σ``, normalised to unit length;
+4. clusters at several granularities that nest as Brown-cluster bit-string
+   prefixes do: spherical k-means at the coarsest granularity, then each
+   cluster is split by k-means among its own words into a number of
+   children proportional to its size, and so on to the finest. A coarse
+   cluster is therefore exactly a union of finer ones.
+
+The features of a word (Miller et al. 2004; Koo et al. 2008; Turian et al.
+2010; Haghighi & Klein 2006) are its cluster ids at every granularity and
+those of its neighbours, its unit vector scaled by ``scale``, and, given
+prototype words per label, a feature for each label whose prototypes are
+close in cosine.
+
+Determinism: the counts are integers; every product (sparse x dense, Gram
+matrices, tall x small, nearest centroids) and the small eigendecompositions
+(Jacobi rotations in a fixed order) run in the compiled core, each output
+entry one sum in a fixed order, so that the thread count does not change a
+bit of the result. No step calls BLAS or LAPACK (numpy does only
+element-wise work and ``einsum`` without BLAS), so their thread settings do
+not matter. Random numbers come from ``random_state``.
+"""
+
+import hashlib
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _core, serialization
+from .errors import SscrfError, SscrfTypeError
+from .features.words import word_columns
+from .inputs import check_integer, check_number, check_threads, random_generator
+from .progress import Progress
+
+__all__ = ["REPRESENTATIONS_KIND", "WordRepresentations", "file_digest"]
+
+REPRESENTATIONS_KIND = "sscrf.WordRepresentations"
+
+#: Tokens counted per call into the core while streaming: the batch's words
+#: and pairs (about 2 x window pairs a token, 16 bytes each) stay near 100 MB.
+_BATCH_TOKENS = 1 << 20
+#: Distinct (word, context) pairs kept while streaming before pairs seen
+#: once are dropped (word2vec's reduce step): 16 bytes each, 0.5 GB at most
+#: with the merge's copy.
+_PAIR_BUDGET = 16_000_000
+#: Levy et al. 2015's context-distribution smoothing exponent.
+_CONTEXT_SMOOTHING = 0.75
+#: Power of the singular values in the vectors (Levy et al. 2015, §3.3,
+#: "eigenvalue weighting"): U Σ beat U Σ^½ by 0.2 and 1.2 dev F1 on two BC2GM
+#: slices of 200 sentences (U alone lost 0.4 and 1.3).
+_EIGENVALUE_WEIGHT = 1.0
+_OVERSAMPLING = 10
+_POWER_ITERATIONS = 2
+_KMEANS_ITERATIONS = 10
+
+
+def file_digest(path):
+    """SHA-256 hex digest of a file (what a model trained with it records)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def word_shape_class(word):
+    """The fallback of a word unseen at fit time, lower-cased form unseen too:
+    ``"~"`` and its short word shape (``"~Xxd"`` for ``"Il2"``), one class per
+    shape."""
+    return "~" + word_columns(word)[2]
+
+
+class WordRepresentations:
+    """Word vectors and nested clusters learned from unlabeled sentences.
+
+    Parameters
+    ----------
+    dim : int, default 100
+        Dimensions of the truncated SVD (at most the vocabulary size).
+    clusters : sequence of int, default (32, 128, 512, 2048)
+        Cluster counts, increasing; each granularity refines the previous
+        (a coarse cluster is a union of fine ones). Counts above the
+        vocabulary size are capped at it.
+    window : int, default 2
+        Context words on each side.
+    min_count : int, default 2
+        Words seen fewer times get no representation of their own (the
+        fallback below).
+    max_vocabulary : int, default 100000
+        The most frequent words kept (ties: the first seen).
+    random_state : int, default 0
+    n_threads : int or None
+        Threads of the compiled steps (None: every core). Results do not
+        depend on it.
+    verbose : bool, default False
+        Report progress (:class:`sscrf.progress.Progress`).
+
+    Attributes
+    ----------
+    vocabulary_ : list of str
+        Words with a representation, most frequent first.
+    counts_ : ndarray of int64
+        Their counts.
+    vectors_ : ndarray (n_words, dim)
+        Unit-length word vectors (a row of zeros for a word without a
+        positive PMI context).
+    clusters_ : ndarray (n_words, len(clusters)) of int32
+        Cluster id at each granularity.
+    n_tokens_ : int
+        Tokens read by :meth:`fit`.
+
+    Notes
+    -----
+    Feature keys (stable): ``"rep.c{k}[{d:+d}]"`` (``"rep.c128[-1]"``, ``"rep.c128[0]"``,
+    ``"rep.c128[+1]"``) hold the cluster id, as a string, of the word at
+    offset ``d`` at granularity ``k`` (``"<s>"`` / ``"</s>"`` beyond the
+    sentence); ``"rep.v{j}"`` the ``j``-th vector dimension of the current
+    word times ``scale``; ``"rep.proto[{label}]"`` is 1.0 when a prototype
+    of ``label`` has cosine at least ``threshold`` with the current word.
+
+    Memory: :meth:`fit` holds a batch of about a million tokens, the words
+    seen and the distinct (word, context) pairs; past 16 million pairs, the
+    pairs seen once so far are dropped (word2vec's vocabulary reduction),
+    which bounds memory on long streams (10M tokens: under 0.7 GB).
+
+    A word unseen at fit time is looked up lower-cased; failing that, its
+    cluster ids at every granularity are its word-shape class
+    (:func:`word_shape_class`, e.g. ``"~Xxd"``), and it has no vector or
+    prototype features.
+    """
+
+    def __init__(self, dim=100, clusters=(32, 128, 512, 2048), window=2, min_count=2,
+                 max_vocabulary=100_000, random_state=0, n_threads=None, verbose=False):
+        self.dim = dim
+        self.clusters = clusters
+        self.window = window
+        self.min_count = min_count
+        self.max_vocabulary = max_vocabulary
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.verbose = verbose
+
+    # -- fitting -----------------------------------------------------------------------
+
+    def _check_params(self):
+        check_integer(self.dim, "dim", 1, 4000)
+        check_integer(self.window, "window", 1, 1000)
+        check_integer(self.min_count, "min_count", 1)
+        check_integer(self.max_vocabulary, "max_vocabulary", 1, 1 << 30)
+        if isinstance(self.clusters, (str, bytes)) or not hasattr(self.clusters, "__iter__"):
+            raise SscrfTypeError(f"clusters must be a sequence of integers, not "
+                                 f"{self.clusters!r}")
+        ks = list(self.clusters)
+        for k in ks:
+            check_integer(k, "clusters entries", 1)
+        if any(b <= a for a, b in zip(ks, ks[1:])):
+            raise SscrfError(f"clusters must increase strictly, got {ks}")
+        random_generator(self.random_state)
+        return check_threads(self.n_threads)
+
+    def fit(self, sentences):
+        """Learn the representations from ``sentences``, read once.
+
+        Parameters
+        ----------
+        sentences : iterable of list of str
+            Tokenized sentences; a generator or a file reader is read once,
+            batch by batch, so the corpus never needs to be in memory.
+
+        Returns
+        -------
+        self
+        """
+        n_threads = self._check_params()
+        progress = Progress(self.verbose)
+        words, counts, keys, pair_counts, n_tokens = self._count(sentences, n_threads, progress)
+        progress.note(f"representations: {n_tokens:,} tokens, {len(words):,} word types, "
+                      f"{len(keys):,} co-occurring pairs")
+        keep = self._kept_words(counts)
+        if len(keep) == 0:
+            raise SscrfError(f"sentences: no word occurs min_count={self.min_count} times "
+                             f"(read {n_tokens} tokens)")
+        ppmi = self._ppmi(keep, len(counts), keys, pair_counts)
+        progress.note(f"representations: PPMI matrix {ppmi.shape[0]:,} x {ppmi.shape[1]:,}, "
+                      f"{ppmi.nnz:,} entries; SVD to {min(self.dim, len(keep))} dimensions")
+        rng = random_generator(self.random_state)
+        vectors = _unit_rows(_randomized_svd_vectors(ppmi, self.dim, rng, n_threads))
+        progress.note(f"representations: clustering {len(keep):,} words at "
+                      f"{', '.join(map(str, self.clusters))}")
+        self.clusters_ = _nested_kmeans(vectors, list(self.clusters), rng, n_threads)
+        self.vocabulary_ = [words[i] for i in keep.tolist()]
+        self.counts_ = counts[keep].astype(np.int64)
+        self.vectors_ = vectors
+        self.n_tokens_ = int(n_tokens)
+        self._index()
+        return self
+
+    def _count(self, sentences, n_threads, progress):
+        """One pass: the word list (first-seen order), their counts, and the
+        sorted (key, count) pairs of :func:`sscrf._core.cooccurrence_counts`."""
+        if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__iter__"):
+            raise SscrfTypeError("sentences must be an iterable of lists of words, not "
+                                 f"{type(sentences).__name__}")
+        index = _core.AttributeIndex()
+        words = []
+        counts = np.zeros(0, dtype=np.int64)
+        keys = np.zeros(0, dtype=np.int64)
+        pair_counts = np.zeros(0, dtype=np.int64)
+        batch, offsets = [], [0]
+        n_tokens = n_sentences = 0
+
+        def flush():
+            nonlocal counts, keys, pair_counts
+            ids = index.intern(batch, True, words)
+            counts = np.concatenate([counts, np.zeros(len(words) - len(counts), np.int64)])
+            counts += np.bincount(ids, minlength=len(words))
+            k, c = _core.cooccurrence_counts(ids.astype(np.int32), np.asarray(offsets, np.int64),
+                                             self.window, max(len(words), 1), n_threads)
+            keys, pair_counts = _core.merge_counts(keys, pair_counts, k, c)
+            if len(keys) > _PAIR_BUDGET:  # word2vec's reduce: pairs seen once go
+                kept = pair_counts > 1
+                keys, pair_counts = keys[kept], pair_counts[kept]
+            batch.clear()
+            del offsets[1:]
+
+        for sentence in sentences:
+            if isinstance(sentence, str) or not isinstance(sentence, (list, tuple)):
+                raise SscrfTypeError(f"sentences: sentence {n_sentences} must be a list of "
+                                     f"words, not {type(sentence).__name__}")
+            for t, word in enumerate(sentence):
+                if not isinstance(word, str):
+                    raise SscrfTypeError(f"sentences: sentence {n_sentences}, token {t} must "
+                                         f"be a str, not {type(word).__name__}")
+            batch.extend(sentence)
+            offsets.append(len(batch))
+            n_sentences += 1
+            n_tokens += len(sentence)
+            if len(batch) >= _BATCH_TOKENS:
+                flush()
+                progress.step(n_tokens // _BATCH_TOKENS,
+                              f"representations: {n_tokens:,} tokens counted")
+        if batch:
+            flush()
+        return words, counts, keys, pair_counts, n_tokens
+
+    def _kept_words(self, counts):
+        """Ids of the words kept: count >= min_count, the max_vocabulary most
+        frequent, most frequent first (ties: first seen)."""
+        order = np.argsort(-counts, kind="stable")
+        order = order[counts[order] >= self.min_count]
+        return order[:self.max_vocabulary]
+
+    def _ppmi(self, keep, n_seen, keys, pair_counts):
+        """The PPMI matrix (kept words x 2 kept words, CSR) of the pair counts."""
+        V = len(keep)
+        new_id = np.full(n_seen, -1, dtype=np.int64)
+        new_id[keep] = np.arange(V)
+        w = new_id[keys >> 32]
+        c = new_id[keys & 0x7FFFFFFF]
+        side = (keys >> 31) & 1
+        ok = (w >= 0) & (c >= 0)
+        w, col, n = w[ok], (c + side * V)[ok], pair_counts[ok].astype(np.float64)
+        counts = sp.csr_matrix((n, (w, col)), shape=(V, 2 * V))
+        counts.sum_duplicates()
+        counts.sort_indices()
+        total = counts.data.sum()
+        row_sum = np.asarray(counts.sum(axis=1)).ravel()
+        col_sum = np.asarray(counts.sum(axis=0)).ravel() ** _CONTEXT_SMOOTHING
+        col_p = col_sum / max(col_sum.sum(), 1e-300)
+        rows = np.repeat(np.arange(V), np.diff(counts.indptr))
+        pmi = np.log(counts.data / total) - np.log(row_sum[rows] / total) \
+            - np.log(col_p[counts.indices])
+        counts.data = np.maximum(pmi, 0.0)
+        counts.eliminate_zeros()
+        return counts
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def _index(self):
+        self._row = {w: i for i, w in enumerate(self.vocabulary_)}
+        self._cluster_strings = [tuple(map(str, row)) for row in self.clusters_.tolist()]
+        self._prototype_cache = {}
+        self._own_cache = {}
+
+    def _check_fitted(self):
+        if not hasattr(self, "vectors_"):
+            raise SscrfError("this WordRepresentations is not fitted: call fit(sentences) or "
+                             "WordRepresentations.load(path) first")
+
+    def row(self, word):
+        """The row of ``word`` in :attr:`vectors_` (its lower-cased form's if it has
+        none of its own), or -1."""
+        self._check_fitted()
+        r = self._row.get(word)
+        if r is None:
+            r = self._row.get(word.lower(), -1)
+        return r
+
+    def _rows(self, words):
+        if isinstance(words, str) or not isinstance(words, (list, tuple)):
+            raise SscrfTypeError(f"words must be a list of str, not {type(words).__name__}")
+        self._check_fitted()
+        out = []
+        for t, w in enumerate(words):
+            if not isinstance(w, str):
+                raise SscrfTypeError(f"words: token {t} must be a str, not {type(w).__name__}")
+            r = self._row.get(w)
+            out.append(self._row.get(w.lower(), -1) if r is None else r)
+        return out
+
+    def _cluster_values(self, word, r):
+        if r >= 0:
+            return self._cluster_strings[r]
+        return (word_shape_class(word),) * len(self.clusters)
+
+    def columns(self, words):
+        """The cluster ids of each word at every granularity, as extra CoNLL columns.
+
+        Parameters
+        ----------
+        words : list of str
+
+        Returns
+        -------
+        list of list of str
+            One row per word, one column per entry of ``clusters`` (coarse to
+            fine); unseen words get their shape class (see the class notes).
+        """
+        rows = self._rows(words)
+        return [list(self._cluster_values(w, r)) for w, r in zip(words, rows)]
+
+    def features(self, words, context=1, vectors=True, scale=3.0, prototypes=None,
+                 threshold=0.35, into=None):
+        """Feature dicts of one sentence, to merge into the user's own.
+
+        Parameters
+        ----------
+        words : list of str
+        context : int, default 1
+            Cluster ids of the neighbours up to this offset too.
+        vectors : bool, default True
+            The current word's vector dimensions, times ``scale``.
+        scale : float, default 3.0
+            Length of the vector features (3 beat 1 and 10 on biomedical
+            named entities at 200 labeled sentences).
+        prototypes : dict of label -> list of str, optional
+            Prototype words per label (Haghighi & Klein 2006).
+        threshold : float, default 0.35
+            Cosine at or above which a prototype fires.
+        into : list of dict, optional
+            The sentence's own feature dicts: updated in place and returned
+            (cheaper than merging two dicts per token).
+
+        Returns
+        -------
+        list of dict
+            Keys as the class notes give them.
+        """
+        check_integer(context, "context", 0, 100)
+        check_number(scale, "scale", 0)
+        rows = self._rows(words)
+        n = len(words)
+        if into is not None and (not isinstance(into, list) or len(into) != n
+                                 or not all(isinstance(f, dict) for f in into)):
+            raise SscrfTypeError(f"into must be a list of {n} dicts, one per word")
+        ks = list(self.clusters)
+        values = [self._cluster_values(w, r) for w, r in zip(words, rows)]
+        names = {d: [f"rep.c{k}[{d:+d}]" for k in ks] for d in range(-context, context + 1) if d}
+        proto = None if prototypes is None else self._prototypes(prototypes)
+        own = self._own_features(bool(vectors), float(scale))
+        if proto is not None and len(proto[0]) and any(r >= 0 for r in rows):
+            known = [r for r in rows if r >= 0]
+            sims = iter(np.einsum("id,pd->ip", self.vectors_[known], proto[1]).tolist())
+        else:
+            proto = None
+        pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
+        out = []
+        for i, r in enumerate(rows):
+            # the word's own features from a cache, its neighbours' cluster ids added
+            base = own.get(r) if r >= 0 else None
+            if base is None:
+                base = self._own_dict(r, values[i], bool(vectors), float(scale), own)
+            if into is None:
+                f = dict(base)
+            else:
+                f = into[i]
+                f.update(base)
+            for d, keys in names.items():
+                t = i + d
+                f.update(zip(keys, values[t] if 0 <= t < n else pad[1 if t >= n else -1]))
+            if proto is not None and r >= 0:
+                for label_name, cosine in zip(proto[0], next(sims)):
+                    if cosine >= threshold:
+                        f[f"rep.proto[{label_name}]"] = 1.0
+            out.append(f)
+        return out if into is None else into
+
+    #: Words whose own feature dict is cached, per (vectors, scale) setting.
+    _OWN_CACHE_WORDS = 1 << 15
+
+    def _own_features(self, vectors, scale):
+        caches = self._own_cache
+        cache = caches.get((vectors, scale))
+        if cache is None:
+            caches.clear()  # one setting at a time
+            cache = caches[(vectors, scale)] = {}
+        return cache
+
+    def _own_dict(self, r, values, vectors, scale, cache):
+        """The features of a word of row r (-1: unseen) at offset 0."""
+        f = dict(zip(self._zero_names(), values))
+        if r >= 0:
+            if vectors:
+                f.update(zip(self._vector_names(), (self.vectors_[r] * scale).tolist()))
+            if len(cache) >= self._OWN_CACHE_WORDS:
+                cache.clear()
+            cache[r] = f
+        return f
+
+    def _zero_names(self):
+        return [f"rep.c{k}[0]" for k in self.clusters]
+
+    def _vector_names(self):
+        names = getattr(self, "_vector_keys", None)
+        if names is None or len(names) != self.vectors_.shape[1]:
+            names = self._vector_keys = [f"rep.v{j}" for j in range(self.vectors_.shape[1])]
+        return names
+
+    def _prototypes(self, prototypes):
+        """(labels, the best-matching prototype vectors) of a prototype dict:
+        per label, a row per known prototype word; a label's feature fires on
+        the largest cosine, so the rows of one label are kept apart."""
+        if not isinstance(prototypes, dict):
+            raise SscrfTypeError("prototypes must be a dict of label -> list of words")
+        key = tuple((str(k), tuple(v)) for k, v in prototypes.items())
+        cached = self._prototype_cache.get(key)
+        if cached is not None:
+            return cached
+        labels, rows = [], []
+        for label, words in prototypes.items():
+            if isinstance(words, str):
+                raise SscrfTypeError(f"prototypes[{label!r}] must be a list of words, not a str")
+            for r in self._rows(list(words)):
+                if r >= 0:
+                    labels.append(str(label))
+                    rows.append(r)
+        matrix = self.vectors_[rows] if rows else np.zeros((0, self.vectors_.shape[1]))
+        # one feature per label: rows of a label share its name, and a dict
+        # keeps one entry per name
+        result = (labels, matrix)
+        self._prototype_cache[key] = result
+        return result
+
+    # -- files -------------------------------------------------------------------------
+
+    def save(self, path):
+        """Write the fitted representations to ``path`` (atomically; the model
+        container of :mod:`sscrf.serialization`: magic, version, JSON header,
+        raw arrays, SHA-256; no pickle)."""
+        self._check_fitted()
+        meta = {"kind": REPRESENTATIONS_KIND,
+                "params": {"dim": int(self.dim), "clusters": [int(k) for k in self.clusters],
+                           "window": int(self.window), "min_count": int(self.min_count),
+                           "max_vocabulary": int(self.max_vocabulary),
+                           "random_state": self.random_state if self.random_state is None
+                           else int(self.random_state)},
+                "vocabulary": list(self.vocabulary_), "n_tokens": self.n_tokens_}
+        serialization.save(path, meta, {"counts": self.counts_.astype(np.int64),
+                                        "vectors": self.vectors_.astype(np.float64),
+                                        "clusters": self.clusters_.astype(np.int32)})
+
+    @classmethod
+    def load(cls, path):
+        """Read representations written by :meth:`save`; every problem is an
+        SscrfError naming the file."""
+        meta, arrays = serialization.load(path)
+        name = os.fspath(path)
+        try:
+            if meta.get("kind") != REPRESENTATIONS_KIND:
+                raise SscrfError("not a word-representations file (a model? give the file "
+                                 "'sscrf represent' wrote)")
+            params = meta["params"]
+            rep = cls(dim=params["dim"], clusters=tuple(params["clusters"]),
+                      window=params["window"], min_count=params["min_count"],
+                      max_vocabulary=params["max_vocabulary"],
+                      random_state=params["random_state"])
+            rep._check_params()
+            vocabulary = meta["vocabulary"]
+            if not isinstance(vocabulary, list) or not all(isinstance(w, str)
+                                                           for w in vocabulary):
+                raise SscrfError("the vocabulary must be a list of str")
+            if len(set(vocabulary)) != len(vocabulary):
+                raise SscrfError("the vocabulary repeats a word")
+            V = len(vocabulary)
+            vectors, clusters, counts = arrays["vectors"], arrays["clusters"], arrays["counts"]
+            if (vectors.dtype != np.float64 or vectors.ndim != 2 or vectors.shape[0] != V
+                    or not 1 <= vectors.shape[1] <= rep.dim):
+                raise SscrfError(f"vectors must be float64 of shape ({V}, <= {rep.dim})")
+            if not np.isfinite(vectors).all():
+                raise SscrfError("non-finite vectors")
+            if clusters.dtype != np.int32 or clusters.shape != (V, len(rep.clusters)):
+                raise SscrfError(f"clusters must be int32 of shape ({V}, {len(rep.clusters)})")
+            if counts.dtype != np.int64 or counts.shape != (V,):
+                raise SscrfError(f"counts must be int64 of shape ({V},)")
+            for j, k in enumerate(rep.clusters):
+                if V and (clusters[:, j].min() < 0 or clusters[:, j].max() >= k):
+                    raise SscrfError(f"cluster ids at granularity {k} must lie in [0, {k})")
+            if not isinstance(meta["n_tokens"], int):
+                raise SscrfError("n_tokens must be an integer")
+        except SscrfError as e:
+            raise SscrfError(f"{name}: invalid word-representations file: {e}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise SscrfError(f"{name}: invalid word-representations file: {e!r}") from None
+        rep.vocabulary_ = vocabulary
+        rep.vectors_, rep.clusters_, rep.counts_ = vectors, clusters, counts
+        rep.n_tokens_ = meta["n_tokens"]
+        rep._index()
+        return rep
+
+
+# -- the numerical steps ----------------------------------------------------------------
+
+
+def _unit_rows(X):
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    return X / np.where(norms > 0, norms, 1.0)[:, None]
+
+
+def _orthonormal(Y, n_threads, passes=2):
+    """An orthonormal basis of Y's columns: Y's Gram matrix is diagonalised
+    (l x l, Jacobi in the core), Y times V Λ^-½; twice for accuracy (a
+    Cholesky-QR2 by eigenvectors, which also drops null directions), once
+    between power iterations, where only the spanned subspace matters."""
+    for _ in range(passes):
+        G = _core.gram_matrix(Y, n_threads)
+        lam, V = _core.symmetric_eigen(G)
+        ok = lam > lam.max() * 1e-12 if lam.size and lam.max() > 0 else np.zeros(len(lam), bool)
+        Y = _core.times_small(Y, np.ascontiguousarray(V[:, ok] / np.sqrt(lam[ok])), n_threads)
+    return Y
+
+
+def _csr_times(A, B, n_threads):
+    return _core.csr_times_dense(A.indptr.astype(np.int64), A.indices.astype(np.int32),
+                                 A.data, np.ascontiguousarray(B), n_threads)
+
+
+def _randomized_svd_vectors(A, dim, rng, n_threads):
+    """The leading left singular vectors of A times Σ^p, p = _EIGENVALUE_WEIGHT
+    (Halko et al. 2011, algorithm 4.4 with q = 2 power iterations, then 5.1
+    through A^T Q)."""
+    At = A.T.tocsr()
+    At.sort_indices()
+    l = min(dim + _OVERSAMPLING, A.shape[0])
+    Omega = rng.standard_normal((A.shape[1], l))
+    Q = _orthonormal(_csr_times(A, Omega, n_threads), n_threads)
+    for i in range(_POWER_ITERATIONS):
+        Z = _orthonormal(_csr_times(At, Q, n_threads), n_threads, passes=1)
+        Q = _orthonormal(_csr_times(A, Z, n_threads), n_threads,
+                         passes=2 if i == _POWER_ITERATIONS - 1 else 1)
+    Z = _csr_times(At, Q, n_threads)  # (A^T Q): B = Q^T A = Z^T
+    lam, U = _core.symmetric_eigen(_core.gram_matrix(Z, n_threads))  # B B^T = U Σ² U^T
+    k = min(dim, len(lam))
+    lam, U = np.maximum(lam[:k], 0.0), U[:, :k]
+    # an eigenvector's sign is arbitrary: its largest entry is made positive
+    U *= np.where(U[np.abs(U).argmax(axis=0), np.arange(U.shape[1])] < 0, -1.0, 1.0)
+    weights = lam ** (_EIGENVALUE_WEIGHT / 2)  # Σ^p with Σ = λ^½
+    return _core.times_small(Q, np.ascontiguousarray(U * weights), n_threads)
+
+
+def _allocate(sizes, total):
+    """Children per parent cluster: about proportional to its size, at least
+    one, at most its size, summing to ``total`` (largest remainders first)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    total = int(min(total, sizes.sum()))
+    share = sizes * (total / max(sizes.sum(), 1))
+    m = np.clip(np.floor(share).astype(np.int64), 1, sizes)
+    order = np.argsort(-(share - np.floor(share)), kind="stable")
+    while m.sum() < total:
+        grew = False
+        for p in order:
+            if m.sum() >= total:
+                break
+            if m[p] < sizes[p]:
+                m[p] += 1
+                grew = True
+        if not grew:
+            break
+    while m.sum() > total:
+        p = int(np.argmax(m))
+        m[p] -= 1
+    return m
+
+
+def _nested_kmeans(X, ks, rng, n_threads):
+    """Cluster ids (n, len(ks)) at each granularity, each refining the last:
+    spherical k-means over all words at ks[0], then within each cluster."""
+    n = X.shape[0]
+    out = np.zeros((n, len(ks)), dtype=np.int32)
+    parent = np.zeros(n, dtype=np.int64)
+    for level, k in enumerate(ks):
+        # a cluster left empty by k-means has no children: parents renumbered
+        parent = np.unique(parent, return_inverse=True)[1].astype(np.int64).ravel()
+        n_parents = int(parent.max()) + 1 if n else 1
+        sizes = np.bincount(parent, minlength=n_parents)
+        children = _allocate(sizes, k)
+        group_ptr = np.concatenate([[0], np.cumsum(children)]).astype(np.int64)
+        # initial centroids: distinct words of each parent, drawn at random
+        members = np.argsort(parent, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        picks = [members[starts[p] + rng.choice(sizes[p], children[p], replace=False)]
+                 for p in range(n_parents)]
+        C = np.ascontiguousarray(X[np.concatenate(picks)])
+        assign = None
+        for _ in range(_KMEANS_ITERATIONS):
+            new = _core.nearest_centroids(X, C, parent, group_ptr, n_threads)
+            if assign is not None and np.array_equal(new, assign):
+                break
+            assign = new
+            order = np.argsort(assign, kind="stable")
+            counts = np.bincount(assign, minlength=len(C))
+            filled = counts > 0  # an empty cluster keeps its centroid
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[filled]
+            C = C.copy()
+            C[filled] = _unit_rows(np.add.reduceat(X[order], starts, axis=0))
+        out[:, level] = assign
+        parent = assign.astype(np.int64)
+    return out

@@ -1,0 +1,319 @@
+"""sscrf.WordRepresentations: counts, PPMI, SVD, nested clusters, features, files.
+
+References are brute-force counts, a numpy PPMI and scipy/numpy's dense SVD.
+"""
+
+import collections
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sscrf
+from sscrf import _core
+from sscrf.cli import main
+from sscrf.demo import run_demo
+from sscrf.errors import SscrfError, SscrfTypeError
+from sscrf.representations import (WordRepresentations, _randomized_svd_vectors,
+                                   word_shape_class)
+
+CLASSES = {
+    "DET": ["the", "a", "this", "every"],
+    "NOUN": ["cat", "dog", "gene", "protein", "house", "kinase", "cell", "tree"],
+    "VERB": ["sees", "binds", "likes", "activates", "finds", "blocks"],
+    "ADJ": ["big", "small", "red", "active"],
+}
+
+
+def make_corpus(n, seed=0):
+    """Sentences of a small grammar: words of a class share their contexts."""
+    rng = np.random.default_rng(seed)
+    pick = lambda c: CLASSES[c][rng.integers(len(CLASSES[c]))]  # noqa: E731
+    out = []
+    for _ in range(n):
+        s = [pick("DET")]
+        if rng.random() < 0.5:
+            s.append(pick("ADJ"))
+        s += [pick("NOUN"), pick("VERB"), pick("DET"), pick("NOUN")]
+        out.append(s)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(1500)
+
+
+@pytest.fixture(scope="module")
+def fitted(corpus):
+    return WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+
+
+def brute_counts(sentences, window):
+    c = collections.Counter()
+    for s in sentences:
+        for t, w in enumerate(s):
+            for u in range(max(0, t - window), min(len(s), t + window + 1)):
+                if u != t and w >= 0 and s[u] >= 0:
+                    c[(w, int(u > t), s[u])] += 1
+    return c
+
+
+def test_counts_match_brute_force():
+    rng = np.random.default_rng(1)
+    sentences = [rng.integers(-1, 7, size=rng.integers(0, 9)).tolist() for _ in range(60)]
+    ids = np.array([w for s in sentences for w in s], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
+    for window in (1, 2, 3):
+        for threads in (1, 2, 3):
+            keys, counts = _core.cooccurrence_counts(ids, offsets, window, 7, threads)
+            assert (np.diff(keys) > 0).all()
+            got = {(int(k >> 32), int((k >> 31) & 1), int(k & 0x7FFFFFFF)): int(n)
+                   for k, n in zip(keys, counts)}
+            assert got == dict(brute_counts(sentences, window))
+    with pytest.raises(SscrfError, match="below n_words"):
+        _core.cooccurrence_counts(ids, offsets, 2, 3, 1)
+
+
+def test_merge_counts():
+    k, c = _core.merge_counts(np.array([1, 5, 9]), np.array([1, 2, 3]),
+                              np.array([2, 5]), np.array([10, 20]))
+    assert k.tolist() == [1, 2, 5, 9] and c.tolist() == [1, 10, 22, 3]
+
+
+def test_ppmi_matches_numpy(corpus):
+    rep = WordRepresentations(min_count=1)
+    words, counts, keys, pair_counts, _ = rep._count(iter(corpus), 1, sscrf.progress.Progress(False))
+    keep = rep._kept_words(counts)
+    got = rep._ppmi(keep, len(counts), keys, pair_counts).toarray()
+    # dense reference from a brute-force count
+    ids = {w: i for i, w in enumerate(words)}
+    row_of = {int(w): r for r, w in enumerate(keep)}
+    V = len(keep)
+    M = np.zeros((V, 2 * V))
+    for (w, side, c), n in brute_counts([[ids[x] for x in s] for s in corpus], 2).items():
+        M[row_of[w], side * V + row_of[c]] += n
+    pc = M.sum(0) ** 0.75
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmi = np.log(M / M.sum()) - np.log(M.sum(1, keepdims=True) / M.sum()) \
+            - np.log(pc / pc.sum())[None, :]
+        ref = np.where(M > 0, np.maximum(pmi, 0), 0)
+    np.testing.assert_allclose(got, ref, atol=1e-12)
+
+
+def test_randomized_svd_spans_the_top_singular_subspace():
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((60, 60)))
+    W, _ = np.linalg.qr(rng.standard_normal((90, 60)))
+    s = 2.0 ** -np.arange(60)
+    A = sp.csr_matrix((U * s) @ W.T)
+    got = _randomized_svd_vectors(A, 5, np.random.default_rng(3), 2)
+    Ur, sr, _ = np.linalg.svd(A.toarray())
+    # U Σ up to the sign of each column
+    ref = Ur[:, :5] * sr[:5]
+    np.testing.assert_allclose(np.abs(got), np.abs(ref), atol=1e-8)
+    # subspace agreement: the principal angles are 0
+    Qg = np.linalg.qr(got)[0]
+    np.testing.assert_allclose(np.linalg.svd(Qg.T @ Ur[:, :5])[1], 1.0, atol=1e-10)
+
+
+def test_dense_products_against_numpy():
+    rng = np.random.default_rng(2)
+    A = sp.random(40, 30, density=0.2, random_state=3, format="csr")
+    B = rng.standard_normal((30, 7))
+    got = _core.csr_times_dense(A.indptr.astype(np.int64), A.indices.astype(np.int32),
+                                A.data, B, 2)
+    np.testing.assert_allclose(got, A @ B, rtol=1e-12, atol=1e-12)
+    Y = rng.standard_normal((5000, 6))
+    np.testing.assert_allclose(_core.gram_matrix(Y, 2), Y.T @ Y, rtol=1e-10)
+    M = rng.standard_normal((6, 4))
+    np.testing.assert_allclose(_core.times_small(Y, M, 2), Y @ M, rtol=1e-10, atol=1e-12)
+    C = rng.standard_normal((5, 6))
+    group = np.array([0] * 2500 + [1] * 2500, dtype=np.int64)
+    near = _core.nearest_centroids(Y, C, group, np.array([0, 2, 5]), 2)
+    dots = Y @ C.T
+    ref = np.where(group == 0, dots[:, :2].argmax(1), 2 + dots[:, 2:].argmax(1))
+    assert near.tolist() == ref.tolist()
+
+
+def test_clusters_nest_and_group_the_classes(fitted):
+    ids = fitted.clusters_
+    for fine in range(ids.shape[1] - 1, 0, -1):
+        for c in np.unique(ids[:, fine]):
+            assert len(np.unique(ids[ids[:, fine] == c, fine - 1])) == 1
+    assert ids[:, 0].max() < 2 and ids[:, 2].max() < 8
+    # the nouns and the determiners are told apart at the coarsest level
+    row = fitted.row
+    assert ids[row("cat"), 1] == ids[row("dog"), 1] == ids[row("gene"), 1]
+    assert ids[row("cat"), 1] != ids[row("the"), 1]
+    np.testing.assert_allclose(np.linalg.norm(fitted.vectors_, axis=1), 1.0)
+
+
+def test_deterministic_at_any_thread_count(corpus, fitted):
+    for threads in (2, 4):
+        other = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=threads).fit(corpus)
+        assert np.array_equal(other.vectors_, fitted.vectors_)
+        assert np.array_equal(other.clusters_, fitted.clusters_)
+        assert other.vocabulary_ == fitted.vocabulary_
+
+
+def test_one_shot_generator_and_types(corpus, fitted):
+    rep = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1)
+    rep.fit(s for s in corpus)
+    assert np.array_equal(rep.vectors_, fitted.vectors_)
+    with pytest.raises(SscrfTypeError, match="sentence 1"):
+        WordRepresentations().fit([["a"], "b c"])
+    with pytest.raises(SscrfError, match="increase"):
+        WordRepresentations(clusters=(8, 4)).fit(corpus)
+    with pytest.raises(SscrfError, match="min_count"):
+        WordRepresentations(min_count=10**6).fit(corpus)
+    with pytest.raises(SscrfError, match="not fitted"):
+        WordRepresentations().features(["a"])
+
+
+def test_features_keys_and_fallback(fitted):
+    f = fitted.features(["The", "cat", "Zq9"], prototypes={"N": ["dog"], "D": ["a"]})
+    ks = (2, 4, 8)
+    cat = fitted.clusters_[fitted.row("cat")]
+    assert f[1]["rep.c8[0]"] == str(cat[2]) and f[0]["rep.c2[+1]"] == str(cat[0])
+    # "The" falls back to "the"; "Zq9" to its shape class, without vector features
+    assert f[0]["rep.c4[0]"] == str(fitted.clusters_[fitted.row("the"), 1])
+    assert f[2]["rep.c4[0]"] == word_shape_class("Zq9") == "~Xxd"
+    assert f[0]["rep.c2[-1]"] == "<s>" and f[2]["rep.c8[+1]"] == "</s>"
+    assert "rep.v0" in f[1] and "rep.v0" not in f[2]
+    v = np.array([f[1][f"rep.v{j}"] for j in range(fitted.vectors_.shape[1])])
+    np.testing.assert_allclose(np.linalg.norm(v), 3.0)
+    assert f[1].get("rep.proto[N]") == 1.0 and "rep.proto[D]" not in f[1]
+    assert fitted.columns(["cat", "Zq9"]) == [[str(c) for c in cat], ["~Xxd"] * len(ks)]
+    assert set(fitted.features(["cat"], context=0, vectors=False)[0]) == {
+        "rep.c2[0]", "rep.c4[0]", "rep.c8[0]"}
+    # into= updates the caller's dicts; the cached dict of a word is not shared
+    mine = [{"w": "cat"}, {"w": "cat"}]
+    got = fitted.features(["cat", "cat"], into=mine)
+    assert got is mine and got[0]["w"] == "cat" and got[0]["rep.c8[+1]"] == str(cat[2])
+    assert got[0] is not got[1]
+    alone = {k: v for k, v in f[1].items() if k.startswith("rep.v") or k.endswith("[0]")}
+    for k in ks:
+        alone[f"rep.c{k}[-1]"], alone[f"rep.c{k}[+1]"] = "<s>", "</s>"
+    assert fitted.features(["cat"])[0] == alone
+
+
+def test_save_load_round_trip_and_refusals(fitted, tmp_path):
+    path = tmp_path / "x.rep"
+    fitted.save(path)
+    back = WordRepresentations.load(path)
+    assert back.vocabulary_ == fitted.vocabulary_
+    assert np.array_equal(back.vectors_, fitted.vectors_)
+    assert back.features(["a", "cat"]) == fitted.features(["a", "cat"])
+    data = path.read_bytes()
+    bad = tmp_path / "bad.rep"
+    bad.write_bytes(data[:-100])
+    with pytest.raises(SscrfError, match="bad.rep"):
+        WordRepresentations.load(bad)
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 1
+    bad.write_bytes(bytes(flipped))
+    with pytest.raises(SscrfError, match="corrupted"):
+        WordRepresentations.load(bad)
+    bad.write_text("the cat sees a dog\n")
+    with pytest.raises(SscrfError, match="not an sscrf"):
+        WordRepresentations.load(bad)
+    model = sscrf.CRF(max_iterations=2).fit([[{"w": "a"}, {"w": "b"}]], [["X", "Y"]])
+    model.save(bad)
+    with pytest.raises(SscrfError, match="not a word-representations file"):
+        WordRepresentations.load(bad)
+
+
+def test_exported():
+    assert sscrf.WordRepresentations is WordRepresentations
+
+
+def _write_labeled(path, sentences):
+    noun = set(CLASSES["NOUN"])
+    with open(path, "w") as f:
+        for s in sentences:
+            f.write("".join(f"{w} {'B-N' if w in noun else 'O'}\n" for w in s) + "\n")
+
+
+def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
+    raw, rep, model = tmp_path / "raw.txt", tmp_path / "x.rep", tmp_path / "m.model"
+    raw.write_text("\n".join(" ".join(s) for s in make_corpus(800, 4)) + "\n")
+    _write_labeled(tmp_path / "train.txt", make_corpus(20, 5))
+    _write_labeled(tmp_path / "test.txt", make_corpus(20, 6))
+    assert main(["represent", str(raw), "-o", str(rep), "--dim", "6", "--clusters", "2,4",
+                 "-q", "--threads", "2"]) == 0
+    # the file is what the Python API learns from the same text
+    direct = WordRepresentations(dim=6, clusters=(2, 4), n_threads=1).fit(
+        line.split() for line in raw.read_text().splitlines())
+    assert np.array_equal(WordRepresentations.load(rep).vectors_, direct.vectors_)
+    for features in ("words", "columns"):
+        assert main(["train", str(tmp_path / "train.txt"), "--features", features,
+                     "--representations", str(rep), "-m", str(model), "-q",
+                     "--max-iterations", "30"]) == 0
+        loaded = sscrf.CRF.load(model)
+        assert loaded.representations_["columns"] == 2
+        assert any("rep" in t for t in loaded.templates)
+        capsys.readouterr()
+        assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 0
+        lines = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln]
+        assert len(lines[0]) == 3 and sum(a[1] == a[2] for a in lines) == len(lines)
+    # the next round of active learning: --init's model brings its representations
+    again = tmp_path / "m2.model"
+    assert main(["train", str(tmp_path / "test.txt"), "--init", str(model), "-m", str(again),
+                 "-q", "--max-iterations", "10"]) == 0
+    assert sscrf.CRF.load(again).representations_ == sscrf.CRF.load(model).representations_
+    # other representations at the recorded path: refused, and where the old ones went
+    moved = tmp_path / "old.rep"
+    rep.rename(moved)
+    assert main(["represent", str(raw), "-o", str(rep), "--dim", "5", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 2
+    assert "checksum differs" in capsys.readouterr().err
+    assert main(["tag", "-m", str(model), str(tmp_path / "test.txt"),
+                 "--representations", str(moved)]) == 0
+
+
+def test_symmetric_eigen_against_numpy():
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((30, 30))
+    A = B @ B.T
+    A = (A + A.T) / 2
+    values, V = _core.symmetric_eigen(A)
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(A)[::-1], rtol=1e-10)
+    np.testing.assert_allclose(V @ np.diag(values) @ V.T, A, atol=1e-9)
+    np.testing.assert_allclose(V.T @ V, np.eye(30), atol=1e-12)
+    with pytest.raises(SscrfError, match="symmetric"):
+        _core.symmetric_eigen(B)
+
+
+def test_demo_scores_representations_side_by_side():
+    from_demo = run_demo(n_train=60, n_test=30, n_unlabeled=300, out=None,
+                                    verbose=False, max_iterations=20, n_threads=1)
+    assert 0 < from_demo["f1_representations"] <= 1
+    assert "f1_representations" not in run_demo(
+        n_train=20, n_test=10, n_unlabeled=0, out=None, verbose=False, max_iterations=5)
+
+
+def test_cli_represent_reads_conll_and_refuses_what_does_not_fit(tmp_path, capsys):
+    sentences = make_corpus(300, 7)
+    conll = tmp_path / "raw.conll"
+    conll.write_text("".join("".join(f"{w} X\n" for w in s) + "\n" for s in sentences))
+    raw = tmp_path / "raw.txt"
+    raw.write_text("\n".join(" ".join(s) for s in sentences) + "\n")
+    a, b = tmp_path / "a.rep", tmp_path / "b.rep"
+    assert main(["represent", str(conll), "--conll", "-o", str(a), "--dim", "4",
+                 "--clusters", "2,4", "-q"]) == 0
+    assert main(["represent", str(raw), "-o", str(b), "--dim", "4", "--clusters", "2,4",
+                 "-q"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    capsys.readouterr()
+    assert main(["represent", str(raw), "-o", str(raw), "-q"]) == 2
+    assert main(["represent", str(raw), "-o", str(b), "--clusters", "4,2"]) == 2
+    _write_labeled(tmp_path / "train.txt", make_corpus(10, 8))
+    model = tmp_path / "m.model"
+    assert main(["train", str(tmp_path / "train.txt"), "-m", str(model), "-q",
+                 "--max-iterations", "5"]) == 0
+    capsys.readouterr()
+    assert main(["tag", "-m", str(model), str(tmp_path / "train.txt"),
+                 "--representations", str(a)]) == 2
+    assert "trained without --representations" in capsys.readouterr().err
