@@ -24,7 +24,8 @@ __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "loa
            "read_labeled", "readable", "sentences_to_tag"]
 
 # The word representations of each loaded model that reads them (load_model).
-_REPRESENTATIONS = weakref.WeakKeyDictionary()
+_REPRESENTATIONS: "weakref.WeakKeyDictionary[CRF, WordRepresentations]" = (
+    weakref.WeakKeyDictionary())
 
 
 def model_columns(model, path):
