@@ -5,6 +5,7 @@ reaches the ``sscrf`` logger at INFO, which has a NullHandler."""
 import io
 import logging
 import os
+import select
 
 import pytest
 
@@ -35,6 +36,17 @@ def test_off_a_terminal_each_report_is_its_own_line_and_steps_are_thinned():
     assert "\r" not in out.getvalue()
 
 
+def read_all(fd):
+    """Everything written to the terminal so far: a read may return part of it."""
+    chunks = []
+    while select.select([fd], [], [], 0.5)[0]:
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks).decode()
+
+
 def test_on_a_terminal_steps_are_redrawn_in_place():
     master, slave = os.openpty()
     try:
@@ -44,7 +56,7 @@ def test_on_a_terminal_steps_are_redrawn_in_place():
             for k in range(1, 4):
                 report.step(k, f"iter {k}")
             report.note("done")
-        shown = os.read(master, 65536).decode()
+        shown = read_all(master)
     finally:
         os.close(master)
         os.close(slave)
