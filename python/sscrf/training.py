@@ -32,6 +32,7 @@ from .corpus import compile_corpus, subset_features
 from .errors import ConvergenceWarning, FeatureScaleWarning, SscrfError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
+from .features.vocabulary import Vocabulary, limit_features
 from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, check_integer,
                      check_label_list, check_labeled, check_number, check_sample_weight,
                      check_threads, check_unlabeled, check_writable, encode_labels)
@@ -68,6 +69,8 @@ def check_params(params):
         check_number(params[name], name, minimum=0)
     for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
         check_integer(params[name], name, minimum=least)
+    if params.get("max_features") is not None:
+        check_integer(params["max_features"], "max_features", minimum=1)
     check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
     check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
     check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
@@ -331,11 +334,6 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
         feature_set = "dense" if params["all_possible_states"] else "observed"
     if feature_set == "auto":
         feature_set = "dense" if use_entropy or use_ge else "observed"
-    elif feature_set == "observed" and (use_entropy or use_ge):
-        raise SscrfError("feature_set='observed' does not go with the "
-                         f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
-                         "on unlabeled data train every attribute with every label; use "
-                         "'dense' or 'auto'")
     return _Plan(X, y, unlabeled, use_entropy, use_ge, constraints, weights, classes,
                  feature_set, n_threads)
 
@@ -349,6 +347,10 @@ def _compile(params, plan, started):
     extractor = FeatureExtractor(templates, params["min_freq"])
     corpora = [plan.X] + ([plan.unlabeled] if plan.uses_unlabeled else [])
     features = extractor.fit_transform(*corpora)
+    if params.get("max_features") is not None:
+        attributes, features = limit_features(extractor.attributes_, features,
+                                              params["max_features"])
+        extractor.set_vocabulary(Vocabulary(attributes, extractor.n_columns_))
     label_index = {label: i for i, label in enumerate(plan.classes)}
     token_labels = encode_labels(plan.y, label_index)
     S = len(plan.classes)

@@ -103,10 +103,15 @@ def add_train(commands):
                      help="threads (default: every core); results do not depend on it")
     sub.add_argument("--feature-set", choices=("auto", "observed", "dense"), default="auto",
                      help="'observed': the attribute-label pairs seen in training data "
-                          "(CRFsuite's default); 'dense': every pair; 'auto' (default): "
-                          "observed for supervised training")
+                          "(CRFsuite's default; with --unlabeled, the unlabeled terms train those "
+                          "pairs, a model that does not grow with FILE); 'dense': every pair; "
+                          "'auto' (default): observed for supervised training, dense with "
+                          "--unlabeled")
     sub.add_argument("--min-freq", type=positive_int, default=1, metavar="N",
                      help="drop attributes seen at fewer than N tokens (default: 1)")
+    sub.add_argument("--max-features", type=positive_int, default=None, metavar="N",
+                     help="keep at most N attributes, the most frequent (after --min-freq): "
+                          "bounds the model however often the data repeats itself")
     sub.add_argument("--labels", type=label_list, metavar="A,B,...",
                      help="the label set, in this order (default: every label in TRAIN); "
                           "another label in TRAIN is an error")
@@ -114,8 +119,8 @@ def add_train(commands):
                      help="unlabeled sentences (CoNLL, the token columns of TRAIN; extra "
                           "columns, e.g. labels, are ignored) for entropy regularisation or GE; "
                           "training then weighs every attribute of TRAIN and FILE with every "
-                          "label (the dense feature set), so the model grows with FILE's "
-                          "vocabulary: --min-freq bounds it")
+                          "label (the dense feature set, by default), so the model grows with FILE's "
+                          "vocabulary: --min-freq bounds it, or --feature-set observed)")
     sub.add_argument("--entropy-weight", type=non_negative_float, default=0.0, metavar="G",
                      help="weight γ of the entropy of the unlabeled sentences (default: 0; "
                           "needs --unlabeled); the term sums over them, so start near "

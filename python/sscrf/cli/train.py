@@ -57,10 +57,6 @@ def run(args):
         raise SscrfError(f"{args.train}: no sentences to train on")
     unlabeled = None
     if args.unlabeled is not None:
-        if args.feature_set == "observed":
-            raise SscrfError("--feature-set observed does not go with --unlabeled: the terms "
-                             "on unlabeled sentences train every attribute with every label; "
-                             "use dense or auto")
         if args.entropy_weight <= 0 and constraints is None:
             raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
                              "FILE with --ge-weight L")
@@ -110,7 +106,8 @@ def run(args):
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
-                min_freq=args.min_freq, entropy_weight=args.entropy_weight,
+                min_freq=args.min_freq, max_features=args.max_features,
+                entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, verbose=not args.quiet)
     caught = []
