@@ -13,6 +13,7 @@ import numpy as np
 from . import _core, lattice
 from .annotations import corpus_masks, sentence_masks
 from .corpus import compile_corpus, subset_features
+from .corpus_file import CompiledCorpus
 from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_labeled, check_sentences, encode_labels
 
@@ -59,7 +60,11 @@ class Decoder:
     # -- compiling ------------------------------------------------------------------
 
     def compile(self, X):
-        """The corpus of sentences ``X`` and its sentence offsets."""
+        """The corpus of sentences ``X`` (or a :class:`~sscrf.corpus_file.CompiledCorpus`
+        under this model's vocabulary) and its sentence offsets."""
+        if isinstance(X, CompiledCorpus):
+            features = X.features_for(self.extractor)
+            return compile_corpus(features), np.asarray(features.offsets)
         features = self.extractor.transform(check_sentences(X, "X"))
         return compile_corpus(features), features.offsets
 

@@ -33,6 +33,7 @@ COMMAND_MODULES = {
     "dump": "dump",
     "demo": "demo",
     "select": "selection",
+    "compile": "compile",
 }
 
 

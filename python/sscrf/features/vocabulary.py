@@ -25,6 +25,9 @@ from .. import _core
 from ..errors import SscrfError
 from .csr import renumber
 
+#: Ids per slice in :func:`token_counts`.
+_SLICE = 1 << 22
+
 __all__ = ["AttributeCounts", "Vocabulary", "frequency_order", "limit_features", "merge_counts",
            "token_counts"]
 
@@ -239,7 +242,10 @@ def token_counts(features, n_ids):
     """
     counts = np.zeros(n_ids, dtype=np.int64)
     for f in features:
-        counts += np.bincount(f.indices, minlength=n_ids)
+        # a slice at a time: bincount copies its input to intp, and a
+        # memory-mapped corpus's ids need not fit in memory at once
+        for start in range(0, len(f.indices), _SLICE):
+            counts += np.bincount(f.indices[start:start + _SLICE], minlength=n_ids)
     return counts
 
 
