@@ -219,3 +219,48 @@ def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
     code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", bad,
                        "--entropy-weight", "0.05")
     assert_error(code, err, str(bad), "truncated")
+
+
+def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):
+    # A read-only array (a memory-mapped file's) is viewed, not copied: the
+    # corpus holds a reference to it for as long as it lives, and scores
+    # what a copy scores; a writable array is copied, as before.
+    import gc
+    import sys
+
+    from sscrf import _core
+    from sscrf.corpus import compile_corpus
+
+    U, _ = generate_hmm_corpus(50, seed=41)
+    path = tmp_path / "u.corpus"
+    compile_corpus_file(U, path)
+    features = CompiledCorpus.open(path).features()
+    def references(array):  # (pytest's rewritten asserts would hold one more)
+        return sys.getrefcount(array)
+
+    before = references(features.indices)
+    held = compile_corpus(features, n_labels=3)
+    during = references(features.indices)
+    del held
+    gc.collect()
+    after = references(features.indices)
+    assert during > before and after == before
+    mapped = compile_corpus(features, n_labels=3)
+    writable = features._replace(indptr=np.array(features.indptr),
+                                 indices=np.array(features.indices),
+                                 offsets=np.array(features.offsets))
+    before = references(writable.indices)
+    copied = compile_corpus(writable, n_labels=3)
+    during = references(writable.indices)
+    assert during == before
+    rng = np.random.default_rng(0)
+    S = 3
+    layout = _core.Layout(np.arange(features.n_attributes + 1, dtype=np.int64) * S,
+                          np.tile(np.arange(S, dtype=np.int32), features.n_attributes), S)
+    theta = rng.normal(size=layout.n_parameters)
+    expected = _core.entropy_objective(copied, layout, theta, 2)
+    del features
+    gc.collect()  # the file's arrays are gone from Python; the corpus still holds them
+    got = _core.entropy_objective(mapped, layout, theta, 2)
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(got[1], expected[1])
