@@ -108,12 +108,23 @@ def test_interrupted_training_saves_the_model_and_exits_130(capsys, data, tmp_pa
         assert CRF.load(model_path).training_["stop_reason"] == "interrupted"
 
 
-def test_observed_features_with_unlabeled_data_fail_before_reading_it(capsys, data,
+def test_observed_features_with_unlabeled_data_train_the_labeled_pairs(capsys, data,
                                                                        tmp_path):
-    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model",
-                       "--unlabeled", tmp_path / "not_read.txt", "--entropy-weight", "0.1",
+    unlabeled = tmp_path / "u.txt"
+    write_conll(unlabeled, data["X_test"][:40])
+    common = ("--unlabeled", unlabeled, "--entropy-weight", "0.1", "--max-iterations", "3",
+              "--quiet", "--threads", "1")
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "o.model", *common,
                        "--feature-set", "observed")
-    assert_error(code, err, "--feature-set observed", "use dense or auto")
+    assert code == 0, err
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "d.model", *common)
+    assert code == 0, err
+    observed, dense = CRF.load(tmp_path / "o.model"), CRF.load(tmp_path / "d.model")
+    assert observed.feature_set_ == "observed" and dense.feature_set_ == "dense"
+    supervised = CRF(feature_set="observed", templates="default", max_iterations=0).fit(
+        data["X_train"], data["y_train"])
+    assert observed.n_parameters_ < dense.n_parameters_
+    assert len(observed.label_ids_) == len(supervised.label_ids_)
 
 
 def test_interrupted_before_the_first_iteration_writes_nothing(capsys, data, tmp_path,

@@ -416,6 +416,36 @@ def test_ge_combines_with_likelihood_and_entropy(hmm):
     assert m.classes_ == order
 
 
+def test_observed_feature_set_trains_the_labeled_pairs_with_ge_and_entropy(hmm):
+    # The unlabeled terms move the weights of the pairs the labeled data has,
+    # and only those: the model is the size of the supervised observed one.
+    X, y = hmm["X"][:10], hmm["y"][:10]
+    kwargs = dict(c2=0.1, max_iterations=8, n_threads=2, verbose=False)
+    base = sscrf.CRF(feature_set="observed", **kwargs).fit(X, y)
+    seen = {(f"{k}={v}", label) for s, labels in zip(X, y) for tok, label in zip(s, labels)
+            for k, v in tok.items()}
+    for extra in (dict(ge_weight=2.0), dict(entropy_weight=0.1)):
+        m = sscrf.CRF(feature_set="observed", **extra, **kwargs)
+        m.fit(X, y, X_unlabeled=hmm["X"][:150],
+              constraints=hmm["constraints"] if "ge_weight" in extra else None)
+        assert m.feature_set_ == "observed"
+        assert "supervised" in m.training_["stages"]
+        pairs = {(m.extractor_.attributes_[a], m.classes_[m.label_ids_[k]])
+                 for a in range(len(m.row_ptr_) - 1)
+                 for k in range(m.row_ptr_[a], m.row_ptr_[a + 1])}
+        assert pairs == seen and len(m.label_ids_) == len(seen)
+        if "ge_weight" in extra:
+            assert kl_by_hand(m, hmm["X"][:150], hmm["constraints"]) < kl_by_hand(
+                base, hmm["X"][:150], hmm["constraints"])
+        else:  # the entropy term makes the unlabeled tokens' marginals more certain
+            assert token_entropy(m, hmm["X"][:150]) < token_entropy(base, hmm["X"][:150])
+
+
+def token_entropy(model, X):
+    node = np.concatenate(model.predict_marginals_array(X))
+    return float(-(node * np.log(np.maximum(node, 1e-300))).sum())
+
+
 def test_fit_constraint_errors_and_warnings(hmm):
     XU = hmm["X"][:30]
     cons = hmm["constraints"]
@@ -426,9 +456,6 @@ def test_fit_constraint_errors_and_warnings(hmm):
         sscrf.CRF(ge_weight=1.0, **kw).fit(hmm["X"][:3], hmm["y"][:3], constraints=cons)
     with pytest.raises(SscrfError, match="no term uses it"):
         sscrf.CRF(**kw).fit(hmm["X"][:3], hmm["y"][:3], X_unlabeled=XU)
-    with pytest.raises(SscrfError, match="observed"):
-        sscrf.CRF(ge_weight=1.0, feature_set="observed", **kw).fit(
-            hmm["X"][:3], hmm["y"][:3], X_unlabeled=XU, constraints=cons)
     with pytest.raises(SscrfError, match="not one of the labels"):
         sscrf.CRF(ge_weight=1.0, labels=["B-NP", "O"], **kw).fit(
             [], [], X_unlabeled=XU, constraints=cons)

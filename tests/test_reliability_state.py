@@ -47,8 +47,8 @@ def reversed_labels(y):
 
 # Each failure: (hyperparameters to set, fit's keyword arguments, expected exception).
 FAILURES = {
-    "observed features with the entropy term": (
-        dict(feature_set="observed", entropy_weight=0.1), "unlabeled", SscrfError),
+    "the entropy term with an unknown method": (
+        dict(entropy_method="exact", entropy_weight=0.1), "unlabeled", SscrfError),
     "init=42": ({}, dict(init=42), SscrfTypeError),
     "init is an unfitted CRF": ({}, dict(init=CRF()), SscrfError),
     "callback raises": ({}, dict(callback=lambda k, loss, theta: 1 / 0), ZeroDivisionError),

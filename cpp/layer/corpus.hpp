@@ -3,11 +3,45 @@
 // fixed partition into chunks that makes evaluation deterministic.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 namespace sscrf {
+
+// A read-only array that owns its elements or views memory owned elsewhere
+// (a memory-mapped corpus file, kept alive by Corpus::keep_alive), so that
+// a corpus of 10^8 entries on disk is not copied into the process's
+// anonymous memory. Not copyable: data() may point into owned_.
+template <class T>
+class Column {
+ public:
+  Column() = default;
+  Column(const Column&) = delete;
+  Column& operator=(const Column&) = delete;
+  template <class It>
+  void assign(It first, It last) {
+    owned_.assign(first, last);
+    data_ = owned_.data();
+    size_ = owned_.size();
+  }
+  void view(const T* data, std::size_t n) {
+    std::vector<T>().swap(owned_);
+    data_ = data;
+    size_ = n;
+  }
+  const T* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  std::vector<T> owned_;
+  const T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 // A run of whole sequences of at most kChunkTokens tokens (or one longer
 // sequence). Chunks depend on the corpus only, never on the thread count.
@@ -66,13 +100,16 @@ struct Corpus {
   int64_t n_tokens = 0;
   int64_t n_sequences = 0;
   int32_t n_attributes = 0;
-  std::vector<int64_t> indptr;   // [n_tokens + 1]
-  std::vector<int32_t> indices;  // [nnz] attribute ids
+  Column<int64_t> indptr;   // [n_tokens + 1]
+  Column<int32_t> indices;  // [nnz] attribute ids
   // [nnz] attribute values, or empty when every value is constant_value
   // (binary features: 8 bytes per entry less to store and to stream)
-  std::vector<double> values;
+  Column<double> values;
   double constant_value = 1.0;
-  std::vector<int64_t> offsets;  // [n_sequences + 1] token offsets
+  Column<int64_t> offsets;  // [n_sequences + 1] token offsets
+  // Owner of the memory the columns above view, when they view (released
+  // with the corpus); null when they own their elements.
+  std::shared_ptr<const void> keep_alive;
   std::vector<int32_t> labels;   // [n_tokens] gold label ids, or empty
   std::vector<double> weights;   // [n_sequences] sequence weights, or empty (all 1)
   std::vector<uint8_t> mask;     // [n_tokens][mask_labels] allowed labels, or empty

@@ -12,6 +12,38 @@ namespace sscrf::python {
 // Per-sequence weights (finite, >= 0), or none (all 1).
 namespace {
 
+// A read-only array passed in unconverted (np.memmap of a corpus file opened
+// "r"): its memory cannot change under the corpus, so the corpus views it
+// instead of copying it. A writable array is copied, as callers may reuse it.
+template <class T>
+bool viewable(const py::object& original, const Array<T>& ensured) {
+  if (!py::isinstance<py::array>(original)) return false;
+  auto a = py::reinterpret_borrow<py::array>(original);
+  return !a.writeable() && a.data() == static_cast<const void*>(ensured.data());
+}
+
+template <class T>
+void fill(Column<T>& column, const py::object& original, const Array<T>& ensured, int64_t n,
+          py::list& held) {
+  if (viewable(original, ensured)) {
+    column.view(ensured.data(), static_cast<std::size_t>(n));
+    held.append(ensured);
+  } else {
+    column.assign(ensured.data(), ensured.data() + n);
+  }
+}
+
+// Keeps the viewed arrays alive as long as the corpus; the last reference
+// may go in a thread without the GIL, which the decref needs.
+std::shared_ptr<const void> hold(py::list held) {
+  if (held.empty()) return nullptr;
+  auto* p = new py::object(std::move(held));
+  return std::shared_ptr<const void>(p, [](const void* q) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<const py::object*>(q);
+  });
+}
+
 void assign_weights(Corpus& c, const py::object& weights_o) {
   if (weights_o.is_none()) {
     c.weights.clear();
@@ -90,12 +122,14 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   if (op[0] != 0 || op[c->n_sequences] != c->n_tokens) fail("offsets must start at 0 and end at n_tokens");
   for (int64_t s = 0; s < c->n_sequences; ++s)
     if (op[s + 1] < op[s]) fail("offsets must be non-decreasing");
-  c->indptr.assign(ip, ip + c->n_tokens + 1);
-  if (ids32) c->indices.assign(indices32.data(), indices32.data() + nnz);
-  else c->indices.assign(indices64.data(), indices64.data() + nnz);
+  py::list held;
+  fill(c->indptr, indptr_o, indptr, c->n_tokens + 1, held);
+  if (ids32) fill(c->indices, indices_o, indices32, nnz, held);
+  else c->indices.assign(indices64.data(), indices64.data() + nnz);  // narrowed, in range
   if (constant_values) c->constant_value = constant;
-  else c->values.assign(values.data(), values.data() + nnz);
-  c->offsets.assign(op, op + c->n_sequences + 1);
+  else fill(c->values, values_o, values, nnz, held);
+  fill(c->offsets, offsets_o, offsets, c->n_sequences + 1, held);
+  c->keep_alive = hold(std::move(held));
   if (!labels_o.is_none()) {
     auto labels = Array<int64_t>::ensure(labels_o);
     if (!labels) fail("labels must be an int array");

@@ -29,7 +29,7 @@ from .progress import logger as _logger  # noqa: E402,F401  (the "sscrf" logger 
 
 _SUBMODULES = ("lattice", "io", "metrics", "features", "objectives", "active", "constraints",
                "partial", "optimize", "annotations", "inputs", "layout", "corpus", "training",
-               "decoding", "model_file", "optim", "progress", "representations")
+               "decoding", "model_file", "optim", "progress", "representations", "corpus_file")
 
 __version__ = "0.1.0"
 
@@ -61,6 +61,10 @@ def __getattr__(name):
         from .representations import WordRepresentations
 
         return WordRepresentations
+    if name in ("CompiledCorpus", "compile_corpus_file"):
+        from . import corpus_file
+
+        return getattr(corpus_file, name)
     if name == "self_train":
         from .self_training import self_train
 
@@ -72,5 +76,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'sscrf' has no attribute {name!r}")
 
 
-__all__ = ["CRF", "SscrfError", "SscrfTypeError", "WordRepresentations", "build_info", "self_train",
-           *_SUBMODULES]
+__all__ = ["CRF", "CompiledCorpus", "SscrfError", "SscrfTypeError", "WordRepresentations",
+           "build_info", "compile_corpus_file", "self_train", *_SUBMODULES]

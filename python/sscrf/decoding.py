@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from . import _core, lattice
 from .annotations import corpus_masks, sentence_masks
 from .corpus import compile_corpus, subset_features
+from .corpus_file import CompiledCorpus
 from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_labeled, check_sentences, encode_labels
 from .layout import ParameterLayout
@@ -66,8 +67,12 @@ class Decoder:
 
     # -- compiling ------------------------------------------------------------------
 
-    def compile(self, X: Sequence[Any]) -> tuple[Any, NDArray[np.int64]]:
-        """The corpus of sentences ``X`` and its sentence offsets."""
+    def compile(self, X: Any) -> tuple[Any, NDArray[np.int64]]:
+        """The corpus of sentences ``X`` (or a :class:`~sscrf.corpus_file.CompiledCorpus`
+        under this model's vocabulary) and its sentence offsets."""
+        if isinstance(X, CompiledCorpus):
+            features = X.features_for(self.extractor)
+            return compile_corpus(features), np.asarray(features.offsets)
         features = self.extractor.transform(check_sentences(X, "X"))
         return compile_corpus(features), features.offsets
 

@@ -65,7 +65,10 @@ class CRF:
     feature_set : {"auto", "observed", "dense"}
         ``observed`` keeps the attribute-label pairs seen in labeled data
         (CRFsuite's default); ``dense`` keeps every pair; ``auto`` is
-        ``observed`` for supervised training.
+        ``observed`` for supervised training and ``dense`` with unlabeled
+        data. With entropy or GE, ``observed`` trains the labeled data's
+        pairs on the unlabeled sentences too: a model whose size does not
+        grow with the unlabeled vocabulary.
     labels : list of str or None
         The label set; None takes every label seen in ``fit``.
     templates : None, "default", template text or list of lines
@@ -86,6 +89,11 @@ class CRF:
         1 and each attribute seen with one label the two agree; an attribute
         seen with several labels is kept here by its total count where
         CRFsuite may drop its rarer pairs.
+    max_features : int or None
+        Keep at most this many attributes, the most frequent (after
+        ``min_freq``; an attribute tied at the cut is kept if it occurred
+        first): a bound on the model's size that does not depend on how often
+        a corpus repeats itself, as ``min_freq`` does.
     entropy_weight : float
         γ of the entropy-regularisation term ``γ·Σ_{x unlabeled} H(Y | x)``
         (Jiao et al. 2006); a γ > 0 needs ``X_unlabeled`` in ``fit``. Jiao
@@ -159,7 +167,7 @@ class CRF:
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
                  entropy_weight=0.0, entropy_method="fast", ge_weight=0.0, ge_penalty="kl",
                  verbose=False, algorithm="lbfgs", num_memories=6, linesearch="MoreThuente",
-                 all_possible_states=None, all_possible_transitions=None):
+                 all_possible_states=None, all_possible_transitions=None, max_features=None):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -181,6 +189,7 @@ class CRF:
         self.linesearch = linesearch
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
+        self.max_features = max_features
 
     # -- scikit-learn protocol ----------------------------------------------
 

@@ -29,12 +29,14 @@ from . import _core
 from . import constraints as _constraints
 from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
+from .corpus_file import CompiledCorpus, n_tokens_of, unlabeled_input, vocabulary_with
 from .errors import ConvergenceWarning, FeatureScaleWarning, SscrfError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
+from .features.vocabulary import Vocabulary, limit_features, token_counts
 from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, check_integer,
                      check_label_list, check_labeled, check_number, check_sample_weight,
-                     check_threads, check_unlabeled, check_writable, encode_labels)
+                     check_threads, check_writable, encode_labels)
 from .layout import ParameterLayout
 from .model_file import write_model
 from .objectives import OBJECTIVES, Objective
@@ -68,6 +70,8 @@ def check_params(params):
         check_number(params[name], name, minimum=0)
     for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
         check_integer(params[name], name, minimum=least)
+    if params.get("max_features") is not None:
+        check_integer(params["max_features"], "max_features", minimum=1)
     check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
     check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
     check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
@@ -83,7 +87,7 @@ def check_params(params):
 def _plan(params, X, y, X_unlabeled, constraints):
     """Checked data and which terms take part."""
     X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
-    unlabeled = None if X_unlabeled is None else check_unlabeled(X_unlabeled)
+    unlabeled = None if X_unlabeled is None else unlabeled_input(X_unlabeled)
     entropy_weight, ge_weight = params["entropy_weight"], params["ge_weight"]
     use_entropy = entropy_weight > 0 and bool(unlabeled)
     use_ge = constraints is not None
@@ -235,7 +239,7 @@ def ge_constraints(constraints, extractor, unlabeled, classes):
     vocabulary or never fires in the unlabeled data.
     """
     index = extractor.attribute_index()
-    fires = np.bincount(unlabeled.indices, minlength=unlabeled.n_attributes) > 0
+    fires = token_counts([unlabeled], unlabeled.n_attributes) > 0
     absent = [a for a in constraints if a not in index]
     silent = [a for a in constraints if a in index and not fires[index[a]]]
     for what, dropped in (("not in the vocabulary (never in the training data, or cut by "
@@ -331,11 +335,6 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
         feature_set = "dense" if params["all_possible_states"] else "observed"
     if feature_set == "auto":
         feature_set = "dense" if use_entropy or use_ge else "observed"
-    elif feature_set == "observed" and (use_entropy or use_ge):
-        raise SscrfError("feature_set='observed' does not go with the "
-                         f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
-                         "on unlabeled data train every attribute with every label; use "
-                         "'dense' or 'auto'")
     return _Plan(X, y, unlabeled, use_entropy, use_ge, constraints, weights, classes,
                  feature_set, n_threads)
 
@@ -344,11 +343,21 @@ def _compile(params, plan, started):
     """The vocabulary, the feature rows of the labeled (and unlabeled) sentences, the
     tokens' label ids and the parameter layout."""
     templates = params["templates"]
-    if isinstance(templates, str) and templates.strip() == "default":
+    if isinstance(templates, str) and templates.strip() == "default" and not isinstance(
+            plan.unlabeled, CompiledCorpus):
         templates = default_templates(n_columns(plan.X or plan.unlabeled))
-    extractor = FeatureExtractor(templates, params["min_freq"])
-    corpora = [plan.X] + ([plan.unlabeled] if plan.uses_unlabeled else [])
-    features = extractor.fit_transform(*corpora)
+    if isinstance(plan.unlabeled, CompiledCorpus):  # its vocabulary first, as compiled
+        extractor, features = vocabulary_with(plan.unlabeled, plan.X, params["templates"],
+                                              params["min_freq"])
+    else:
+        extractor = FeatureExtractor(templates, params["min_freq"])
+        corpora = [plan.X] + ([plan.unlabeled] if plan.uses_unlabeled else [])
+        features = extractor.fit_transform(*corpora)
+    if params.get("max_features") is not None and not isinstance(plan.unlabeled,
+                                                                  CompiledCorpus):
+        attributes, features = limit_features(extractor.attributes_, features,
+                                              params["max_features"])
+        extractor.set_vocabulary(Vocabulary(attributes, extractor.n_columns_))
     label_index = {label: i for i, label in enumerate(plan.classes)}
     token_labels = encode_labels(plan.y, label_index)
     S = len(plan.classes)
@@ -493,7 +502,7 @@ def _announce_second_stage(report, added_terms, params, use_entropy, X, unlabele
     added = ", ".join(dict.fromkeys(t.name for t in added_terms))
     pull = ""
     if use_entropy:  # the term's weight grows with the unlabeled data
-        ratio = params["entropy_weight"] * sum(map(len, unlabeled)) / sum(map(len, X))
+        ratio = params["entropy_weight"] * n_tokens_of(unlabeled) / sum(map(len, X))
         pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
     report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
 

@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "select": "selection",
     "plot": "plot",
     "represent": "represent",
+    "compile": "compile",
 }
 
 

@@ -53,7 +53,7 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in (add_train, add_tag, add_eval, add_dump, add_demo, add_select, add_represent,
-                add_plot):
+                add_plot, add_compile):
         add(commands)
     return parser
 
@@ -106,10 +106,15 @@ def add_train(commands):
                      help="threads (default: every core); results do not depend on it")
     sub.add_argument("--feature-set", choices=("auto", "observed", "dense"), default="auto",
                      help="'observed': the attribute-label pairs seen in training data "
-                          "(CRFsuite's default); 'dense': every pair; 'auto' (default): "
-                          "observed for supervised training")
+                          "(CRFsuite's default; with --unlabeled, the unlabeled terms train those "
+                          "pairs, a model that does not grow with FILE); 'dense': every pair; "
+                          "'auto' (default): observed for supervised training, dense with "
+                          "--unlabeled")
     sub.add_argument("--min-freq", type=positive_int, default=1, metavar="N",
                      help="drop attributes seen at fewer than N tokens (default: 1)")
+    sub.add_argument("--max-features", type=positive_int, default=None, metavar="N",
+                     help="keep at most N attributes, the most frequent (after --min-freq): "
+                          "bounds the model however often the data repeats itself")
     sub.add_argument("--labels", type=label_list, metavar="A,B,...",
                      help="the label set, in this order (default: every label in TRAIN); "
                           "another label in TRAIN is an error")
@@ -117,8 +122,8 @@ def add_train(commands):
                      help="unlabeled sentences (CoNLL, the token columns of TRAIN; extra "
                           "columns, e.g. labels, are ignored) for entropy regularisation or GE; "
                           "training then weighs every attribute of TRAIN and FILE with every "
-                          "label (the dense feature set), so the model grows with FILE's "
-                          "vocabulary: --min-freq bounds it")
+                          "label (the dense feature set, by default), so the model grows with FILE's "
+                          "vocabulary: --min-freq bounds it, or --feature-set observed)")
     sub.add_argument("--entropy-weight", type=non_negative_float, default=0.0, metavar="G",
                      help="weight γ of the entropy of the unlabeled sentences (default: 0; "
                           "needs --unlabeled); the term sums over them, so start near "
@@ -395,3 +400,36 @@ def add_represent(commands):
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: every core); results do not depend on it")
     sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+
+def add_compile(commands):
+    """The parser of ``sscrf compile``."""
+    sub = _command(
+        commands, "compile", "compile a CoNLL file into a memory-mapped corpus file",
+        "Compile FILE's sentences into a corpus file (OUT, by convention FILE.corpus)\n"
+        "that training and tagging read memory-mapped: from Python,\n"
+        "sscrf.CompiledCorpus.open(OUT) as fit's X_unlabeled or predict's X. FILE is\n"
+        "read twice as a stream (the vocabulary is counted, cut and frozen, then the\n"
+        "sentences are interned under it), so it need not fit in memory. The format\n"
+        "is documented in sscrf.corpus_file.")
+    sub.add_argument("file", metavar="FILE", help="CoNLL file (token columns; with --labeled, "
+                                                  "the label last)")
+    sub.add_argument("-o", "--output", metavar="OUT", required=True,
+                     help="the corpus file to write")
+    sub.add_argument("--vocabulary", metavar="MODEL_OR_CORPUS",
+                     help="compile under this model's vocabulary and templates (to tag with it "
+                          "or train it further), or that of another corpus file (the next "
+                          "shard of one corpus); without it the vocabulary is FILE's own")
+    sub.add_argument("--template", metavar="FILE",
+                     help="CRF++-style template file (default: built-in templates for FILE's "
+                          "token columns)")
+    sub.add_argument("--min-freq", type=positive_int, default=1, metavar="N",
+                     help="drop attributes seen at fewer than N tokens (default: 1)")
+    sub.add_argument("--max-features", type=positive_int, default=None, metavar="N",
+                     help="keep at most N attributes, the most frequent (after --min-freq)")
+    sub.add_argument("--labeled", action="store_true",
+                     help="FILE's last column is the label: stored with the sentences")
+    sub.add_argument("--buffer-tokens", type=positive_int, default=1 << 18, metavar="N",
+                     help="tokens read into memory at a time (default: 262144)")
+    sub.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return sub

@@ -6,6 +6,7 @@ import time
 import warnings
 
 from ..constraints import read_constraints
+from ..corpus_file import CompiledCorpus, is_compiled_corpus
 from ..errors import SscrfError
 from ..features import default_templates, parse_templates, read_templates
 from ..features.words import WORD_COLUMNS, add_word_columns, preset_columns, word_templates
@@ -57,21 +58,25 @@ def run(args):
                   "own", file=sys.stderr)
     if not corpus.tokens and constraints is None:
         raise SscrfError(f"{args.train}: no sentences to train on")
-    unlabeled = None
+    unlabeled = compiled = None
     if args.unlabeled is not None:
-        if args.feature_set == "observed":
-            raise SscrfError("--feature-set observed does not go with --unlabeled: the terms "
-                             "on unlabeled sentences train every attribute with every label; "
-                             "use dense or auto")
         if args.entropy_weight <= 0 and constraints is None:
             raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
                              "FILE with --ge-weight L")
-        unlabeled = read_conll(args.unlabeled, has_labels=False).tokens
+        if is_compiled_corpus(args.unlabeled):  # it brings its templates and vocabulary
+            if args.template is not None or args.features == "words" or args.init is not None:
+                raise SscrfError(f"{args.unlabeled}: a compiled corpus brings its templates and "
+                                 "vocabulary; --template, --features words and --init go with "
+                                 "a CoNLL --unlabeled file")
+            compiled = CompiledCorpus.open(args.unlabeled)
+        else:
+            unlabeled = read_conll(args.unlabeled, has_labels=False).tokens
     columns_from = args.train if corpus.tokens else args.unlabeled
-    if not (corpus.tokens or unlabeled):
+    if not (corpus.tokens or unlabeled or compiled):
         raise SscrfError(f"{args.train}: no sentences to train on, and {args.unlabeled} has "
                          "none either")
-    n_columns = min(len(token) for sentence in corpus.tokens or unlabeled for token in sentence)
+    n_columns = min((len(token) for sentence in corpus.tokens or unlabeled or []
+                     for token in sentence), default=1)
     words = (args.features == "words" and args.template is None) or (
         not isinstance(templates, str) and preset_columns(templates) is not None)
     if words:  # the preset's derived columns after the file's token columns
@@ -98,7 +103,7 @@ def run(args):
         if short is not None:
             raise SscrfError(f"{args.unlabeled}: sentence {short[0]} has {short[1]} column(s), "
                              f"{args.train} has {n_columns} token column(s)")
-    elif args.entropy_weight > 0:
+    elif args.entropy_weight > 0 and compiled is None:
         raise SscrfError("--entropy-weight needs --unlabeled FILE")
     if (args.labels is None and constraints is None
             and not any(label is not None for seq in corpus.labels for label in seq)):
@@ -122,14 +127,16 @@ def run(args):
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
-                min_freq=args.min_freq, entropy_weight=args.entropy_weight,
+                min_freq=args.min_freq, max_features=args.max_features,
+                entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, verbose=not args.quiet)
     caught = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # shown below as the program's warnings
-            model.fit(corpus.tokens, corpus.labels, X_unlabeled=unlabeled,
+            model.fit(corpus.tokens, corpus.labels,
+                      X_unlabeled=unlabeled if compiled is None else compiled,
                       constraints=constraints, init=init)
     except KeyboardInterrupt:  # the model holds the best parameters so far, if any
         if not hasattr(model, "coef_"):
@@ -144,6 +151,7 @@ def run(args):
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
     ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
+    unlabeled = unlabeled if compiled is None else compiled
     unlabeled_note = "" if unlabeled is None else f", {len(unlabeled)} unlabeled sentences"
     iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
     warm = training.get("stages", {}).get("supervised")

@@ -23,8 +23,13 @@ import numpy as np
 
 from .. import _core
 from ..errors import SscrfError
+from .csr import renumber
 
-__all__ = ["AttributeCounts", "Vocabulary", "frequency_order", "merge_counts", "token_counts"]
+#: Ids per slice in :func:`token_counts`.
+_SLICE = 1 << 22
+
+__all__ = ["AttributeCounts", "Vocabulary", "frequency_order", "limit_features", "merge_counts",
+           "token_counts"]
 
 
 class AttributeCounts:
@@ -95,13 +100,17 @@ class AttributeCounts:
         """
         return merge_counts([self, other])
 
-    def frequency_order(self, min_freq=1):
-        """Positions of the attributes kept by ``min_freq``, in final id order.
+    def frequency_order(self, min_freq=1, max_features=None):
+        """Positions of the attributes kept by ``min_freq`` and ``max_features``, in final
+        id order.
 
         Parameters
         ----------
         min_freq : int
             Attributes occurring in fewer tokens are dropped.
+        max_features : int or None
+            Keep at most this many attributes, the most frequent (ties to the
+            first occurrence).
 
         Returns
         -------
@@ -110,20 +119,23 @@ class AttributeCounts:
             that gets id ``i``: most frequent first, ties in order of first
             occurrence.
         """
-        return frequency_order(self.counts, min_freq)
+        return frequency_order(self.counts, min_freq, max_features)
 
-    def freeze(self, min_freq=1):
-        """The vocabulary these counts give under a ``min_freq`` cutoff.
+    def freeze(self, min_freq=1, max_features=None):
+        """The vocabulary these counts give under a ``min_freq`` cutoff and a
+        ``max_features`` bound.
 
         Parameters
         ----------
         min_freq : int
+        max_features : int or None
+            See :func:`frequency_order`.
 
         Returns
         -------
         Vocabulary
         """
-        order = self.frequency_order(min_freq)
+        order = self.frequency_order(min_freq, max_features)
         return Vocabulary([self.strings[i] for i in order.tolist()], self.n_columns)
 
 
@@ -162,14 +174,17 @@ def merge_counts(counts):
     return AttributeCounts(strings, total, min(widths) if widths else None)
 
 
-def frequency_order(counts, min_freq=1):
-    """Ids kept by ``min_freq``, most frequent first, ties in id order.
+def frequency_order(counts, min_freq=1, max_features=None):
+    """Ids kept by ``min_freq`` and ``max_features``, most frequent first, ties in id order.
 
     Parameters
     ----------
     counts : ndarray of int64, shape (n_ids,)
         Tokens each id occurs in; ids in order of first occurrence.
     min_freq : int
+    max_features : int or None
+        Keep only the first ``max_features`` ids of that order: the most
+        frequent, an attribute tied at the cut kept if it occurred first.
 
     Returns
     -------
@@ -179,7 +194,37 @@ def frequency_order(counts, min_freq=1):
     kept = np.flatnonzero(counts >= min_freq)
     # Scoring reads an attribute's weights at each of its occurrences;
     # numbered by frequency, the weights read most often share cache lines.
-    return kept[np.argsort(-counts[kept], kind="stable")]
+    order = kept[np.argsort(-counts[kept], kind="stable")]
+    return order if max_features is None else order[:max_features]
+
+
+def limit_features(attributes, features, max_features):
+    """Keep the first ``max_features`` attributes of a vocabulary numbered by frequency.
+
+    :meth:`FeatureExtractor.fit <sscrf.features.FeatureExtractor.fit>` numbers
+    attributes most frequent first (ties to the first occurrence), so the
+    first ``max_features`` ids are the ones :func:`frequency_order` keeps
+    under that bound; the matrices are renumbered, nothing is extracted again.
+
+    Parameters
+    ----------
+    attributes : list of str
+        Id → attribute string, in frequency order.
+    features : list of Features
+        Matrices under those ids.
+    max_features : int or None
+        None keeps everything.
+
+    Returns
+    -------
+    (list of str, list of Features)
+    """
+    if max_features is None or max_features >= len(attributes):
+        return attributes, features
+    new_id = np.full(len(attributes), -1, dtype=np.int64)
+    new_id[:max_features] = np.arange(max_features)
+    return (attributes[:max_features],
+            [renumber(f, new_id, max_features) for f in features])
 
 
 def token_counts(features, n_ids):
@@ -197,7 +242,10 @@ def token_counts(features, n_ids):
     """
     counts = np.zeros(n_ids, dtype=np.int64)
     for f in features:
-        counts += np.bincount(f.indices, minlength=n_ids)
+        # a slice at a time: bincount copies its input to intp, and a
+        # memory-mapped corpus's ids need not fit in memory at once
+        for start in range(0, len(f.indices), _SLICE):
+            counts += np.bincount(f.indices[start:start + _SLICE], minlength=n_ids)
     return counts
 
 

@@ -1,0 +1,35 @@
+"""``sscrf compile``: a CoNLL file to a memory-mapped corpus file."""
+
+from ..corpus_file import CompiledCorpus, compile_corpus_file, is_compiled_corpus
+from ..errors import SscrfError
+from ..features import read_templates
+from ..inputs import check_not_an_input, check_writable
+from .reading import load_model
+
+__all__ = ["run"]
+
+
+def run(args):
+    """``sscrf compile``: the exit status."""
+    if args.output == "-":
+        raise SscrfError("-o -: a corpus file is memory-mapped, not streamed; give a file name")
+    check_writable(args.output)
+    check_not_an_input(args.output, (args.file, args.template, args.vocabulary))
+    vocabulary = None
+    if args.vocabulary is not None:
+        if args.template is not None or args.min_freq != 1 or args.max_features is not None:
+            raise SscrfError("--vocabulary fixes the attributes; --template, --min-freq and "
+                             "--max-features go with a vocabulary of FILE's own")
+        vocabulary = (CompiledCorpus.open(args.vocabulary, validate=False)
+                      if is_compiled_corpus(args.vocabulary) else load_model(args.vocabulary))
+    templates = "default" if args.template is None else read_templates(args.template)
+    info = compile_corpus_file(args.file, args.output, templates=templates,
+                               vocabulary=vocabulary, min_freq=args.min_freq,
+                               max_features=args.max_features, has_labels=args.labeled,
+                               buffer_tokens=args.buffer_tokens, verbose=not args.quiet)
+    per_entry = info["array_bytes"] / max(info["nnz"], 1)
+    print(f"{args.output}: {info['n_sentences']:,} sentences, {info['n_tokens']:,} tokens, "
+          f"{info['nnz']:,} entries, {info['n_attributes']:,} attributes, "
+          f"{info['bytes']:,} bytes ({per_entry:.2f} per entry besides the vocabulary), "
+          f"{info['seconds']:.1f} s")
+    return 0

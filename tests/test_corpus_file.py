@@ -1,0 +1,266 @@
+"""Compiled corpora on disk (sscrf.corpus_file and ``sscrf compile``).
+
+References: a file compiled with a vocabulary counted in the first pass is
+compared with today's in-memory extraction (``FeatureExtractor.fit_transform``
+on the whole corpus, one pass), arrays element for element; a model trained
+with a compiled ``X_unlabeled`` under the vocabulary today's ``fit`` builds
+is compared with the model ``fit`` trains from lists, bit for bit. Bad files
+are made by hand from a good one (cut, flipped, sizes rewritten with a valid
+header checksum).
+"""
+
+import hashlib
+import struct
+
+import numpy as np
+import pytest
+
+import sscrf
+from sscrf import CRF, SscrfError
+from sscrf.corpus_file import (MAGIC, CompiledCorpus, compile_corpus_file,
+                               vocabulary_checksum)
+from sscrf.demo import generate_hmm_corpus
+from sscrf.features import FeatureExtractor, default_templates
+from sscrf.io import write_conll
+from cli_common import assert_error, run
+
+
+@pytest.fixture(scope="module")
+def corpora():
+    X, y = generate_hmm_corpus(40, seed=21)
+    U, _ = generate_hmm_corpus(160, seed=22)
+    T, _ = generate_hmm_corpus(30, seed=23)
+    return X, y, U, T
+
+
+def assert_same_features(f, g):
+    np.testing.assert_array_equal(f.indptr, g.indptr)
+    np.testing.assert_array_equal(f.indices, g.indices)
+    np.testing.assert_array_equal(f.offsets, g.offsets)
+    np.testing.assert_array_equal(np.asarray(f.values), np.asarray(g.values))
+    assert f.n_attributes == g.n_attributes
+
+
+@pytest.mark.parametrize("buffer_tokens", [1, 37, 1 << 20])
+def test_compiled_file_is_todays_extraction(corpora, tmp_path, buffer_tokens):
+    _, _, U, _ = corpora
+    path = tmp_path / "u.corpus"
+    info = compile_corpus_file(U, path, buffer_tokens=buffer_tokens)
+    fx = FeatureExtractor(default_templates(2))
+    expected, = fx.fit_transform(U)
+    c = CompiledCorpus.open(path)
+    assert c.attributes == fx.attributes_
+    assert (c.n_tokens, c.n_sentences, c.nnz) == (expected.n_tokens, expected.n_sentences,
+                                                   expected.nnz)
+    assert_same_features(c.features(), expected)
+    assert isinstance(c.features().indices, np.memmap)  # mapped, not read
+    assert info["bytes"] == path.stat().st_size
+    # binary features: the arrays take 4 bytes per entry, 8 per token and sentence
+    arrays = 4 * c.nnz + 8 * (c.n_tokens + 1) + 8 * (c.n_sentences + 1)
+    assert arrays <= info["array_bytes"] < arrays + 3 * 64
+    # the bytes do not depend on the buffer
+    other = tmp_path / "other.corpus"
+    compile_corpus_file(U, other, buffer_tokens=1000)
+    assert path.read_bytes() == other.read_bytes()
+
+
+def test_labels_values_and_a_conll_source(tmp_path):
+    X, y = generate_hmm_corpus(30, seed=3)
+    conll = tmp_path / "l.txt"
+    write_conll(conll, X, y)
+    c = CompiledCorpus.build(conll, tmp_path / "l.corpus", has_labels=True, buffer_tokens=50)
+    flat = [label for seq in y for label in seq]
+    assert [c.label_names[i] for i in c.labels.tolist()] == flat
+    assert_same_features(c.features(),
+                         FeatureExtractor(default_templates(2)).fit_transform(X)[0])
+    # feature dicts with real values: a values section
+    D = [[{"w": w, "len": float(len(w))} for w, _ in s] for s in X]
+    d = CompiledCorpus.build(D, tmp_path / "d.corpus", templates=None)
+    assert d.templates is None
+    assert_same_features(d.features(), FeatureExtractor(None).fit_transform(D)[0])
+
+
+def test_vocabulary_bounds_when_compiling(corpora, tmp_path):
+    _, _, U, _ = corpora
+    counts = FeatureExtractor(default_templates(2)).count(U)
+    for min_freq, max_features in ((2, None), (1, 30), (3, 10)):
+        c = CompiledCorpus.build(U, tmp_path / "b.corpus", min_freq=min_freq,
+                                 max_features=max_features)
+        ranked = sorted((i for i in range(len(counts)) if counts.counts[i] >= min_freq),
+                        key=lambda i: (-counts.counts[i], i))[:max_features]
+        assert c.attributes == [counts.strings[i] for i in ranked]
+        assert c.features().indices.max() < len(ranked)
+
+
+@pytest.mark.parametrize("extra", [dict(entropy_weight=0.05),
+                                   dict(entropy_weight=0.05, feature_set="observed"),
+                                   dict(ge_weight=1.0)])
+def test_training_on_a_compiled_corpus_gives_todays_model(corpora, tmp_path, extra):
+    X, y, U, _ = corpora
+    kwargs = dict(templates="default", max_iterations=6, n_threads=2, verbose=False, **extra)
+    constraints = None
+    if "ge_weight" in extra:
+        labels = sorted({label for seq in y for label in seq})
+        constraints = {"U02:" + U[0][0][0]: {label: 1 / len(labels) for label in labels}}
+    # compiled under the vocabulary today's fit builds, the ids are the same
+    fx = FeatureExtractor(default_templates(2)).fit(X, U)
+    c = CompiledCorpus.build(U, tmp_path / "u.corpus", vocabulary=fx)
+    from_lists = CRF(**kwargs).fit(X, y, X_unlabeled=U, constraints=constraints)
+    from_file = CRF(**kwargs).fit(X, y, X_unlabeled=c, constraints=constraints)
+    assert from_file.extractor_.attributes_ == from_lists.extractor_.attributes_
+    np.testing.assert_array_equal(from_file.label_ids_, from_lists.label_ids_)
+    assert from_file.coef_.tobytes() == from_lists.coef_.tobytes()
+
+
+def test_training_adds_the_labeled_attributes_after_the_corpus_vocabulary(corpora,
+                                                                          tmp_path):
+    X, y, U, T = corpora
+    c = CompiledCorpus.build(U, tmp_path / "u.corpus", max_features=50)
+    m = CRF(templates="default", entropy_weight=0.05, max_iterations=3, n_threads=1,
+            verbose=False).fit(X, y, X_unlabeled=c)
+    assert m.extractor_.attributes_[:50] == c.attributes
+    own = set(FeatureExtractor(default_templates(2)).fit(X).attributes_)
+    assert set(m.extractor_.attributes_[50:]) == own - set(c.attributes)
+    # tagging from a file compiled under the model's vocabulary is tagging the lists
+    t = CompiledCorpus.build(T, tmp_path / "t.corpus", vocabulary=m)
+    assert m.predict(t) == m.predict(T)
+    np.testing.assert_array_equal(np.concatenate(m.predict_marginals_array(t)),
+                                  np.concatenate(m.predict_marginals_array(T)))
+    # and under any other vocabulary it is refused
+    with pytest.raises(SscrfError, match="another vocabulary"):
+        CRF(templates="default", max_iterations=2, verbose=False).fit(X, y).predict(t)
+    with pytest.raises(SscrfError, match="other templates"):
+        CRF(templates=["U00:%x[0,0]"], entropy_weight=0.05, max_iterations=2,
+            verbose=False).fit(X, y, X_unlabeled=c)
+    with pytest.raises(sscrf.SscrfTypeError, match="not a list of sentences"):
+        m.predict(t, allowed=[None] * len(t))
+
+
+def good_file(tmp_path):
+    U, _ = generate_hmm_corpus(20, seed=9)
+    path = tmp_path / "good.corpus"
+    compile_corpus_file(U, path)
+    return path, path.read_bytes()
+
+
+def rewritten_header(data, **fields):
+    """``data`` with header fields replaced and the header checksum made valid again."""
+    names = ["magic", "version", "flags", "n_tokens", "n_sentences", "nnz", "n_attributes",
+             "meta_bytes", "checksum"]
+    layout = struct.Struct("<8sIIqqqqq16s")
+    values = dict(zip(names, layout.unpack_from(data)))
+    values.update(fields)
+    head = layout.pack(*(values[n] for n in names))
+    head += hashlib.blake2b(head, digest_size=8).digest()
+    return head + data[len(head):]
+
+
+def test_bad_files_are_refused_with_their_name_and_reason(tmp_path):
+    path, data = good_file(tmp_path)
+    c = CompiledCorpus.open(path)
+    indices_at = len(data) - 4 * c.nnz
+    cases = {
+        "foreign": (b"-DOCSTART- -X- O\n" * 20, "not a compiled sscrf corpus"),
+        "empty": (b"", "not a compiled sscrf corpus"),
+        "header cut": (data[:100], "truncated"),
+        "one byte short": (data[:-1], "truncated"),
+        "a byte more": (data + b"\0", "corrupt"),
+        "header flipped": (data[:20] + bytes([data[20] ^ 1]) + data[21:], "corrupt header"),
+        "newer version": (rewritten_header(data, version=2), "version 2"),
+        "huge sizes": (rewritten_header(data, n_tokens=1 << 60, nnz=1 << 61), "truncated"),
+        "negative size": (rewritten_header(data, nnz=-5), "out of range"),
+        "meta flipped": (data[:140] + bytes([data[140] ^ 0x20]) + data[141:], "corrupt"),
+        "id out of range": (data[:indices_at] + struct.pack("<i", 1 << 30)
+                            + data[indices_at + 4:], "out of range"),
+    }
+    for name, (content, reason) in cases.items():
+        bad = tmp_path / f"{name.replace(' ', '_')}.corpus"
+        bad.write_bytes(content)
+        with pytest.raises(SscrfError, match=reason) as e:
+            CompiledCorpus.open(bad)
+        assert str(bad) in str(e.value), name
+    assert data[:8] == MAGIC and c.checksum == vocabulary_checksum(c.attributes)
+
+
+def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
+    X, y = generate_hmm_corpus(60, seed=31)
+    U, _ = generate_hmm_corpus(120, seed=32)
+    train, unl = tmp_path / "train.txt", tmp_path / "u.txt"
+    write_conll(train, X, y)
+    write_conll(unl, U)
+    out = tmp_path / "u.corpus"
+    code, stdout, err = run(capsys, "compile", unl, "-o", out, "--max-features", "80")
+    assert code == 0, err
+    assert "120 sentences" in stdout and "80 attributes" in stdout
+    assert "counting" in err and "tokens/s" in err  # progress on by default
+    assert CompiledCorpus.open(out).attributes == FeatureExtractor(
+        default_templates(2)).count(U).freeze(1, 80).attributes
+    model = tmp_path / "m.model"
+    code, stdout, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,
+                            "--entropy-weight", "0.05", "--feature-set", "observed",
+                            "--max-iterations", "3", "--quiet")
+    assert code == 0, err
+    assert "120 unlabeled sentences" in stdout
+    assert CRF.load(model).extractor_.attributes_[:80] == CompiledCorpus.open(out).attributes
+    tagged = tmp_path / "t.corpus"
+    code, _, err = run(capsys, "compile", unl, "-o", tagged, "--vocabulary", model, "--quiet")
+    assert code == 0, err
+    m = CRF.load(model)
+    assert m.predict(CompiledCorpus.open(tagged)) == m.predict(U)
+    code, _, err = run(capsys, "compile", unl, "-o", unl)
+    assert_error(code, err, "destroy the input")
+    template = tmp_path / "t.tpl"
+    template.write_text("U00:%x[0,0]\n")
+    code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,
+                       "--entropy-weight", "0.05", "--template", template)
+    assert_error(code, err, "brings its templates")
+    bad = tmp_path / "bad.corpus"
+    bad.write_bytes(out.read_bytes()[:-3])
+    code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", bad,
+                       "--entropy-weight", "0.05")
+    assert_error(code, err, str(bad), "truncated")
+
+
+def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):
+    # A read-only array (a memory-mapped file's) is viewed, not copied: the
+    # corpus holds a reference to it for as long as it lives, and scores
+    # what a copy scores; a writable array is copied, as before.
+    import gc
+    import sys
+
+    from sscrf import _core
+    from sscrf.corpus import compile_corpus
+
+    U, _ = generate_hmm_corpus(50, seed=41)
+    path = tmp_path / "u.corpus"
+    compile_corpus_file(U, path)
+    features = CompiledCorpus.open(path).features()
+    def references(array):  # (pytest's rewritten asserts would hold one more)
+        return sys.getrefcount(array)
+
+    before = references(features.indices)
+    held = compile_corpus(features, n_labels=3)
+    during = references(features.indices)
+    del held
+    gc.collect()
+    after = references(features.indices)
+    assert during > before and after == before
+    mapped = compile_corpus(features, n_labels=3)
+    writable = features._replace(indptr=np.array(features.indptr),
+                                 indices=np.array(features.indices),
+                                 offsets=np.array(features.offsets))
+    before = references(writable.indices)
+    copied = compile_corpus(writable, n_labels=3)
+    during = references(writable.indices)
+    assert during == before
+    rng = np.random.default_rng(0)
+    S = 3
+    layout = _core.Layout(np.arange(features.n_attributes + 1, dtype=np.int64) * S,
+                          np.tile(np.arange(S, dtype=np.int32), features.n_attributes), S)
+    theta = rng.normal(size=layout.n_parameters)
+    expected = _core.entropy_objective(copied, layout, theta, 2)
+    del features
+    gc.collect()  # the file's arrays are gone from Python; the corpus still holds them
+    got = _core.entropy_objective(mapped, layout, theta, 2)
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(got[1], expected[1])
