@@ -26,7 +26,7 @@ def ranked_by_hand(*corpora):
         for sentence in corpus:
             for token in sentence:
                 for name, value in token.items():
-                    a = f"{name}={value}"
+                    a = f"{name}:{value}"  # python-crfsuite naming
                     first.setdefault(a, len(first))
                     counts[a] = counts.get(a, 0) + 1
     return sorted(counts, key=lambda a: (-counts[a], first[a])), counts

@@ -422,7 +422,7 @@ def test_observed_feature_set_trains_the_labeled_pairs_with_ge_and_entropy(hmm):
     X, y = hmm["X"][:10], hmm["y"][:10]
     kwargs = dict(c2=0.1, max_iterations=8, n_threads=2, verbose=False)
     base = sscrf.CRF(feature_set="observed", **kwargs).fit(X, y)
-    seen = {(f"{k}={v}", label) for s, labels in zip(X, y) for tok, label in zip(s, labels)
+    seen = {(f"{k}:{v}", label) for s, labels in zip(X, y) for tok, label in zip(s, labels)
             for k, v in tok.items()}
     for extra in (dict(ge_weight=2.0), dict(entropy_weight=0.1)):
         m = sscrf.CRF(feature_set="observed", **extra, **kwargs)
