@@ -114,4 +114,12 @@ py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py:
                            const py::object& score_weights, const py::object& out,
                            const py::object& emissions);
 
+// compiled feature extraction (shims_features.cpp)
+py::tuple encode_strings_shim(const py::list& strings);
+py::object encode_columns_shim(const py::list& sentences, const py::list& columns);
+py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates,
+                                const py::list& columns, const py::object& sentence_offsets,
+                                bool grow, int n_threads, py::list new_strings,
+                                int64_t slice_entries);
+
 }  // namespace sscrf::python
