@@ -82,8 +82,17 @@ void AttributeIndex::renumber(const int64_t* new_id) {
   }
 }
 
-void AttributeIndex::grow() {
-  std::vector<uint64_t> slots(std::max<size_t>(16, 2 * slots_.size()), 0);
+void AttributeIndex::reserve(size_t keys, size_t bytes) {
+  arena_.reserve(arena_.size() + bytes + 8 * keys);
+  size_t n_slots = std::max<size_t>(16, slots_.size());
+  while (2 * (static_cast<size_t>(size_) + keys + 1) > n_slots) n_slots *= 2;
+  if (n_slots > slots_.size()) rehash(n_slots);
+}
+
+void AttributeIndex::grow() { rehash(std::max<size_t>(16, 2 * slots_.size())); }
+
+void AttributeIndex::rehash(size_t n_slots) {
+  std::vector<uint64_t> slots(n_slots, 0);
   const size_t mask = slots.size() - 1;
   // entries lie one after the other in the arena
   for (uint64_t offset = 0; offset < arena_.size();) {

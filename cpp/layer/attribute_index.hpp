@@ -44,6 +44,9 @@ class AttributeIndex {
     if (slot != 0)
       __builtin_prefetch(arena_.data() + ((slot & ((uint64_t(1) << kTagShift) - 1)) - 1));
   }
+  // Room for `keys` more keys of `bytes` bytes in all, so that inserting
+  // them neither rehashes nor moves the arena.
+  void reserve(size_t keys, size_t bytes);
   // Gives the key of id i the id new_id[i]; new_id must be a permutation of
   // 0, ..., size()-1 (the binding checks).
   void renumber(const int64_t* new_id);
@@ -55,6 +58,7 @@ class AttributeIndex {
   // Slot index where `key` is, or the empty slot where it would go.
   size_t probe(std::string_view key, uint64_t h) const;
   void grow();
+  void rehash(size_t n_slots);
   std::vector<char> arena_;
   std::vector<uint64_t> slots_;  // [power of two]
   int32_t size_ = 0;

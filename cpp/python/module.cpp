@@ -132,8 +132,17 @@ PYBIND11_MODULE(_core, m) {
            "(indptr, indices, values or None) of feature-dict tokens; see attribute_index.hpp.")
       .def("renumber", &renumber_attributes, py::arg("new_id"),
            "Gives attribute i the id new_id[i] (a permutation).")
+      .def("templates_to_csr", &templates_to_csr_shim, py::arg("templates"), py::arg("columns"),
+           py::arg("sentence_offsets"), py::arg("grow"), py::arg("n_threads"), py::arg("new_strings"),
+           py::arg("slice_entries") = 0,
+           "(indptr, indices int32, values or None) of template attributes; see template_expansion.hpp.")
       .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
            "int64 ids of a list of str (-1: absent); with grow, absent ones are added.");
+  m.def("encode_strings", &encode_strings_shim, py::arg("strings"),
+        "(uint8 data, int64 offsets [n + 1]) of a list of str: the byte keys, one after the other.");
+  m.def("encode_columns", &encode_columns_shim, py::arg("sentences"), py::arg("columns"),
+        "([(uint8 data, int64 offsets)] per column, int64 sentence offsets, fewest columns of a "
+        "token) of exact lists or tuples of such tokens of exact strs wide enough, else None.");
   m.def("renumber_csr", &renumber_csr_shim, py::arg("indptr"), py::arg("indices"),
         py::arg("values"), py::arg("new_id"),
         "(indptr, indices int32, values or None) with ids mapped through new_id (-1: dropped) "

@@ -129,5 +129,12 @@ py::array_t<int64_t> nearest_centroids_shim(const py::object& X, const py::objec
                                             const py::object& group,
                                             const py::object& group_ptr, int n_threads);
 py::tuple symmetric_eigen_shim(const py::object& A);
+// compiled feature extraction (shims_features.cpp)
+py::tuple encode_strings_shim(const py::list& strings);
+py::object encode_columns_shim(const py::list& sentences, const py::list& columns);
+py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates,
+                                const py::list& columns, const py::object& sentence_offsets,
+                                bool grow, int n_threads, py::list new_strings,
+                                int64_t slice_entries);
 
 }  // namespace sscrf::python

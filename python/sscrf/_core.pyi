@@ -3,7 +3,7 @@
 Bad values raise sscrf.errors.SscrfError (a ValueError).
 """
 
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,7 +37,15 @@ class AttributeIndex:
                            new_strings: List[str],
                            separator: str = ...) -> Tuple[Array, Array, Optional[Array]]: ...
     def intern(self, strings: List[str], grow: bool, new_strings: List[str]) -> Array: ...
+    def templates_to_csr(self, templates: List[List[Union[str, Tuple[int, int]]]],
+                         columns: List[Tuple[Union[bytes, Array], Array]], sentence_offsets: Array,
+                         grow: bool, n_threads: int, new_strings: List[str],
+                         slice_entries: int = ...) -> Tuple[Array, Array, Optional[Array]]: ...
     def renumber(self, new_id: Array) -> None: ...
+
+def encode_strings(strings: List[str]) -> Tuple[Array, Array]: ...
+def encode_columns(sentences: List[Any], columns: List[int]
+                   ) -> Optional[Tuple[List[Tuple[Array, Array]], Array, Optional[int]]]: ...
 
 def renumber_csr(indptr: Array, indices: Array, values: Optional[Array],
                  new_id: Array) -> Tuple[Array, Array, Optional[Array]]: ...

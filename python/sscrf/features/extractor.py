@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer, is_integer
+from ..inputs import check_integer, check_threads, is_integer
 from .csr import Features, csr_from_matrix, is_ones, ones, renumber
 from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
@@ -58,6 +58,9 @@ class FeatureExtractor:
         What joins a dict key and its string value: ``":"`` (python-crfsuite's
         naming, the default) or ``"="`` (the naming of models written before
         it, which keep it). Template attributes do not use it.
+    n_threads : int or None
+        Threads of template extraction (None: every core); the result does
+        not depend on it.
 
     Attributes
     ----------
@@ -82,9 +85,14 @@ class FeatureExtractor:
     :meth:`set_vocabulary` (see :mod:`sscrf.features.vocabulary`).
     """
 
-    def __init__(self, templates=None, min_freq=1, value_separator=SEPARATOR):
+    # Template extraction in the core; False runs the numpy reference
+    # (Templates.apply), which the tests compare it with.
+    _compiled_templates = True
+
+    def __init__(self, templates=None, min_freq=1, value_separator=SEPARATOR, n_threads=None):
         self.templates = None if templates is None else parse_templates(templates)
         self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
+        self.n_threads = None if n_threads is None else check_threads(n_threads)
         if not isinstance(value_separator, str):
             raise SscrfTypeError(f"value_separator must be a str such as ':' or '=', not "
                                  f"{type(value_separator).__name__}")
@@ -392,6 +400,14 @@ class FeatureExtractor:
         shortest : int or None
             Template mode: the fewest columns of any token (None without tokens).
         """
+        if self.templates is not None and self._compiled_templates and type(X) is list:
+            # The columns as UTF-8 buffers read from the sentences in one
+            # compiled pass, no flat token list; a corpus it does not take
+            # (a token that is not an exact list or tuple of strs wide
+            # enough) goes the checked way below, which names the problem.
+            encoded = _core.encode_columns(X, self.templates.columns)
+            if encoded is not None:
+                return self._expand(*encoded, index, grow, new_strings)
         tokens, lengths = flatten_corpus(X, prefix)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -427,6 +443,10 @@ class FeatureExtractor:
             return Features(indptr, indices, values, offsets, len(index)), None
 
         columns, shortest = self._columns(tokens, lengths, prefix)
+        if self._compiled_templates:
+            encoded = [_core.encode_strings(columns[c]) for c in self.templates.columns]
+            del columns, tokens
+            return self._expand(encoded, offsets, shortest, index, grow, new_strings)
         # Slices of whole sentences of about TEMPLATE_SLICE_TOKENS tokens:
         # the factorisation's per-token temporaries (int64 per cell and per
         # template) then exist for one slice at a time. Interning slice after
@@ -484,6 +504,12 @@ class FeatureExtractor:
         indices = (keys - rows * n_ids).astype(np.int32)
         values = ones(len(indices)) if (repeats == 1).all() else repeats.astype(np.float64)
         return Features(indptr, indices, values, offsets, len(index))
+    def _expand(self, encoded, offsets, shortest, index, grow, new_strings):
+        """Template mode in the core: (Features, shortest) of encoded columns."""
+        indptr, indices, values = self.templates.expand(
+            encoded, offsets, index, grow, new_strings, getattr(self, "n_threads", None))
+        values = ones(len(indices)) if values is None else values
+        return Features(indptr, indices, values, offsets, len(index)), shortest
 
     def _template_slice(self, columns, lengths, index, grow, new_strings):
         """CSR of a run of whole sentences (template mode); see :meth:`_features`.

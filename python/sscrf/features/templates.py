@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import SscrfError, SscrfTypeError
-from ..inputs import check_integer
+from ..inputs import check_integer, check_threads
 from ..resources import read_bounded
 
 __all__ = ["DEFAULT_TEMPLATES", "MAX_DISTINCT_CELLS", "MAX_TEMPLATES", "MAX_TEMPLATE_CELLS",
@@ -119,6 +119,53 @@ class Templates:
     def text(self):
         """The template lines joined into one string (a template file's content)."""
         return "\n".join(self.lines) + "\n"
+
+    @property
+    def _core_pieces(self):
+        """The pieces as the core reads them: a cell names its column's
+        position in :attr:`columns`."""
+        slot = {c: k for k, c in enumerate(self.columns)}
+        return [[p if type(p) is str else (p[0], slot[p[1]]) for p in pieces]
+                for pieces in self.unigrams]
+
+    def expand(self, columns, offsets, index, grow=False, new_strings=None, n_threads=None):
+        """Every template's attribute at every token, interned, as a CSR matrix (compiled).
+
+        The same attributes as :meth:`apply`, built in C++ in parallel over
+        blocks of tokens; the ids and their order do not depend on the
+        thread count.
+
+        Parameters
+        ----------
+        columns : list of (ndarray of uint8, ndarray of int64)
+            One ``(data, value_offsets)`` pair per entry of :attr:`columns`:
+            value i of the column is ``data[value_offsets[i]:value_offsets[i + 1]]``,
+            UTF-8 (``str.encode("utf-8", "surrogatepass")``), as
+            ``sscrf._core.encode_strings`` and ``encode_columns`` give it.
+        offsets : ndarray of int64, shape (n_sentences + 1,)
+            Sentence s is tokens ``offsets[s]:offsets[s + 1]``.
+        index : sscrf._core.AttributeIndex
+            Attribute string -> id.
+        grow : bool
+            Add the attributes missing from ``index``, in order of first
+            occurrence (token by token, then template order), appending their
+            strings to ``new_strings``; without, they are dropped.
+        new_strings : list of str or None
+        n_threads : int or None
+            None: every core.
+
+        Returns
+        -------
+        indptr : ndarray of int64, shape (N + 1,)
+        indices : ndarray of int32, shape (nnz,)
+            Ascending within a token.
+        values : ndarray of float64 or None
+            None when every value is 1.0; else the number of templates giving
+            each attribute at the token.
+        """
+        return index.templates_to_csr(self._core_pieces, columns, offsets, grow,
+                                      check_threads(n_threads),
+                                      [] if new_strings is None else new_strings)
 
     def apply(self, columns, lengths):
         """Each template's attribute at every token of a corpus, factorised.

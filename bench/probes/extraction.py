@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""Template extraction throughput (numpy reference vs the core) and end-to-end training.
+
+``extraction`` (in this process)
+    CoNLL-2000 ``train.txt`` read once with ``sscrf.io.read_conll``, then,
+    with the default templates (``default_templates(2)``: CRF++'s 19
+    CoNLL-2000 templates), ``FeatureExtractor.fit_transform`` and
+    ``transform`` by
+
+    - ``python``: the numpy path (``Templates.apply``, factorised keys and
+      one string per distinct attribute; what the extractor ran before
+      extraction moved into the core);
+    - ``core-1`` / ``core-2``: the core (``Templates.expand``) at 1 and 2
+      threads.
+
+    Every method gives the same attributes, ids and CSR (asserted). Rounds
+    rotate the order; every sample runs after ``gc.collect()``. Reports the
+    median wall time and tokens per second, the median CPU time of the
+    one-thread methods (less sensitive to a shared machine), and ratios of
+    medians against ``python``.
+
+``train`` (child processes)
+    ``sscrf train`` on ``train.txt`` (default templates, 100 iterations,
+    ``--threads``) against python-crfsuite on the same file in one process:
+    read the rows, build the attribute lists of CRFsuite's chunking example
+    (``bench/lib/features_conll2000.py``), ``Trainer.append``, train 100
+    L-BFGS iterations with c2 = 1 and every label transition, write the
+    model. Wall time from process start to exit; rounds alternate.
+
+Usage::
+
+    python bench/probes/extraction.py [--part extraction,train] [--data DIR]
+        [--repeats 5] [--train-repeats 2] [--threads 2] [--json OUT]
+"""
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)  # bench.lib
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from bench.lib import host  # noqa: E402
+from bench.lib.host import machine_line  # noqa: E402
+from bench.lib.timing import run_child  # noqa: E402
+
+DEFAULT_DATA = os.path.join(host.DATA_ROOT, "conll2000")
+
+CRFSUITE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import pycrfsuite
+from bench.lib.features_conll2000 import crfsuite_tokens
+path, model, iterations = sys.argv[2], sys.argv[3], int(sys.argv[4])
+trainer = pycrfsuite.Trainer(verbose=False)
+rows, labels = [], []
+with open(path, encoding="utf-8") as f:
+    for line in list(f) + [""]:
+        cells = line.split()
+        if cells:
+            rows.append(tuple(cells[:-1]))
+            labels.append(cells[-1])
+        elif rows:
+            trainer.append(crfsuite_tokens(rows), labels)
+            rows, labels = [], []
+trainer.set_params({"c1": 0.0, "c2": 1.0, "max_iterations": iterations,
+                    "feature.possible_transitions": True})
+trainer.train(model)
+"""
+
+
+def extraction(args):
+    import numpy as np
+
+    from sscrf.features import FeatureExtractor, default_templates
+    from sscrf.io import read_conll
+
+    X = read_conll(os.path.join(args.data, "train.txt")).tokens
+    n_tokens = sum(map(len, X))
+    templates = default_templates(2)
+    threads = args.threads
+
+    def make(method):
+        if method == "python":
+            fx = FeatureExtractor(templates)
+            fx._compiled_templates = False
+        else:
+            fx = FeatureExtractor(templates, n_threads=int(method.split("-")[1]))
+        return fx
+
+    methods = ["python", "core-1", f"core-{threads}"]
+    wall = {(m, op): [] for m in methods for op in ("fit_transform", "transform")}
+    cpu = {k: [] for k in wall}
+    outputs = {}
+    for r in range(args.repeats):
+        for m in methods[r % len(methods):] + methods[:r % len(methods)]:
+            fx = make(m)
+            gc.collect()
+            w, c = time.perf_counter(), time.process_time()
+            (f,) = fx.fit_transform(X)
+            wall[m, "fit_transform"].append(time.perf_counter() - w)
+            cpu[m, "fit_transform"].append(time.process_time() - c)
+            gc.collect()
+            w, c = time.perf_counter(), time.process_time()
+            g = fx.transform(X)
+            wall[m, "transform"].append(time.perf_counter() - w)
+            cpu[m, "transform"].append(time.process_time() - c)
+            if m not in outputs:
+                outputs[m] = (fx.attributes_, f, g)
+            del fx, f, g
+    ref = outputs["python"]
+    for m in methods[1:]:
+        got = outputs[m]
+        assert got[0] == ref[0], f"{m}: attributes differ"
+        for a, b in zip(got[1:], ref[1:]):
+            for name in ("indptr", "indices", "offsets"):
+                assert np.array_equal(getattr(a, name), getattr(b, name)), (m, name)
+            assert np.array_equal(np.asarray(a.values), np.asarray(b.values)), m
+    med = {k: statistics.median(v) for k, v in wall.items()}
+    cmed = {k: statistics.median(v) for k, v in cpu.items()}
+    print(f"\n## Template extraction, CoNLL-2000 train ({n_tokens:,} tokens, "
+          f"{len(templates)} default templates, {len(ref[0]):,} attributes)\n")
+    print(f"{args.repeats} rounds, rotating order, medians; same attributes, ids and CSR "
+          "asserted.\n")
+    print("| operation | method | wall s | tokens/s | vs python (wall) | CPU s | "
+          "vs python (CPU) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for op in ("fit_transform", "transform"):
+        for m in methods:
+            k = (m, op)
+            cpu_cell = f"{cmed[k]:.3f}" if m != f"core-{threads}" or threads == 1 else "-"
+            cpu_ratio = (f"{cmed['python', op] / cmed[k]:.2f}x"
+                         if m != f"core-{threads}" or threads == 1 else "-")
+            print(f"| {op} | {m} | {med[k]:.3f} | {n_tokens / med[k]:,.0f} | "
+                  f"{med['python', op] / med[k]:.2f}x | {cpu_cell} | {cpu_ratio} |")
+    for op in ("fit_transform", "transform"):
+        print(f"\n{op}: core {threads} threads vs 1 thread: "
+              f"{med['core-1', op] / med[f'core-{threads}', op]:.2f}x (wall)")
+    return {"n_tokens": n_tokens, "wall": {f"{m}/{op}": v for (m, op), v in wall.items()},
+            "cpu": {f"{m}/{op}": v for (m, op), v in cpu.items()}}
+
+
+def train(args):
+    path = os.path.join(args.data, "train.txt")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    times = {"sscrf": [], "crfsuite": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        commands = {
+            "sscrf": [sys.executable, "-m", "sscrf", "train", "-q", "-m",
+                      os.path.join(tmp, "m.sscrf"), "--max-iterations", str(args.iterations),
+                      "--threads", str(args.threads), path],
+            "crfsuite": [sys.executable, "-c", CRFSUITE, ROOT, path,
+                         os.path.join(tmp, "m.crfsuite"), str(args.iterations)],
+        }
+        for r in range(args.train_repeats):
+            for name in (["sscrf", "crfsuite"] if r % 2 == 0 else ["crfsuite", "sscrf"]):
+                result = run_child(commands[name], env=env)
+                if result.returncode != 0:
+                    raise SystemExit(f"{name} failed:\n{result.stderr}")
+                times[name].append(result.wall_s)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"\n## End to end: read, extract, train {args.iterations} iterations, write "
+          f"(CoNLL-2000 train)\n")
+    print(f"{args.train_repeats} rounds, alternating; wall time of each child process.\n")
+    print("| tool | median s | all |")
+    print("| --- | ---: | --- |")
+    for k in ("sscrf", "crfsuite"):
+        print(f"| {k}{' --threads ' + str(args.threads) if k == 'sscrf' else ''} | "
+              f"{med[k]:.2f} | {', '.join(f'{t:.2f}' for t in times[k])} |")
+    print(f"\nsscrf / crfsuite: {med['sscrf'] / med['crfsuite']:.3f}x")
+    return times
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--part", default="extraction,train")
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--train-repeats", type=int, default=2)
+    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json")
+    args = p.parse_args()
+    print(machine_line())
+    print(f"load average at start: {os.getloadavg()[0]:.1f}")
+    out = {}
+    parts = args.part.split(",")
+    if "extraction" in parts:
+        out["extraction"] = extraction(args)
+    if "train" in parts:
+        out["train"] = train(args)
+    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

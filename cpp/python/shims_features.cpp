@@ -1,0 +1,230 @@
+// Shims of compiled feature extraction: str lists to UTF-8 columns, and
+// CRF++ templates over such columns to CSR.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "features/template_expansion.hpp"
+#include "python/arrays.hpp"
+#include "python/shims.hpp"
+
+namespace sscrf::python {
+
+namespace {
+
+// A vector handed to numpy without a copy (the array owns it).
+template <class T>
+py::array_t<T> take_vector(std::vector<T>&& v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  py::capsule free(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), free);
+}
+
+// An int64 1-D array used as is (no cast: a float array is refused, not rounded).
+Array<int64_t> int64_array(const py::handle& o, const std::string& name) {
+  if (!py::isinstance<py::array>(o) ||
+      !py::reinterpret_borrow<py::array>(o).dtype().is(py::dtype::of<int64_t>()))
+    fail(name + " must be an int64 numpy array");
+  auto a = Array<int64_t>::ensure(o);
+  if (!a || a.ndim() != 1) fail(name + " must be a 1-D int64 array");
+  return a;
+}
+
+// offsets [n + 1] starting at 0, non-decreasing, ending at `total`.
+void require_offsets(const int64_t* o, int64_t n, int64_t total, const std::string& name,
+                     const std::string& what) {
+  if (o[0] != 0) fail(name + "[0] must be 0, not " + std::to_string(o[0]));
+  for (int64_t i = 0; i < n; ++i)
+    if (o[i + 1] < o[i])
+      fail(name + " must be non-decreasing: entry " + std::to_string(i + 1) + " (" +
+           std::to_string(o[i + 1]) + ") < entry " + std::to_string(i) + " (" +
+           std::to_string(o[i]) + ")");
+  if (o[n] != total)
+    fail(name + " must end at " + what + " (" + std::to_string(total) + "), not " +
+         std::to_string(o[n]));
+}
+
+struct SSCRF_HIDDEN CheckedColumn {
+  py::object keep;  // the bytes or array that data points into
+  Array<int64_t> offsets;
+  ColumnBytes bytes;
+  int64_t n_values;
+};
+
+CheckedColumn checked_column(const py::handle& item, size_t slot) {
+  const std::string name = "columns[" + std::to_string(slot) + "]";
+  if (!py::isinstance<py::tuple>(item) || py::len(item) != 2)
+    fail(name + " must be a (data, offsets) pair");
+  auto pair = py::reinterpret_borrow<py::tuple>(item);
+  CheckedColumn c;
+  int64_t size;
+  if (PyBytes_CheckExact(pair[0].ptr())) {
+    c.keep = pair[0];
+    c.bytes.data = PyBytes_AS_STRING(pair[0].ptr());
+    size = PyBytes_GET_SIZE(pair[0].ptr());
+  } else if (py::isinstance<py::array>(pair[0]) &&
+             py::reinterpret_borrow<py::array>(pair[0]).dtype().is(py::dtype::of<uint8_t>())) {
+    auto a = Array<uint8_t>::ensure(pair[0]);
+    if (!a || a.ndim() != 1) fail(name + ": data must be a 1-D uint8 array or bytes");
+    c.keep = a;
+    c.bytes.data = reinterpret_cast<const char*>(a.data());
+    size = a.size();
+  } else {
+    fail(name + ": data must be bytes or a uint8 array (UTF-8 text)");
+  }
+  c.offsets = int64_array(pair[1], name + " offsets");
+  if (c.offsets.size() < 1) fail(name + " offsets must have n_tokens + 1 entries");
+  c.n_values = c.offsets.size() - 1;
+  const int64_t* o = c.offsets.data();
+  require_offsets(o, c.n_values, size, name + " offsets", "the data's length");
+  c.bytes.offsets = o;
+  for (int64_t i = 0; i < c.n_values; ++i)
+    if (!is_utf8_with_surrogates(c.bytes.data + o[i], o[i + 1] - o[i]))
+      fail(name + ": value " + std::to_string(i) + " is not UTF-8");
+  return c;
+}
+
+}  // namespace
+
+py::tuple encode_strings_shim(const py::list& strings) {
+  const Py_ssize_t n = PyList_GET_SIZE(strings.ptr());
+  std::string data;
+  std::vector<int64_t> offsets(static_cast<size_t>(n) + 1, 0);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* s = PyList_GET_ITEM(strings.ptr(), i);
+    if (!PyUnicode_Check(s))
+      throw py::type_error("encode_strings: item " + std::to_string(i) + " is " +
+                           Py_TYPE(s)->tp_name + ", not str");
+    append_str_key(data, s);
+    offsets[i + 1] = static_cast<int64_t>(data.size());
+  }
+  py::array_t<uint8_t> bytes(static_cast<py::ssize_t>(data.size()));
+  std::copy(data.begin(), data.end(), reinterpret_cast<char*>(bytes.mutable_data()));
+  return py::make_tuple(bytes, take_vector(std::move(offsets)));
+}
+
+py::object encode_columns_shim(const py::list& sentences, const py::list& columns_o) {
+  std::vector<Py_ssize_t> columns;
+  for (py::handle c : columns_o) {
+    const auto k = c.cast<int64_t>();
+    if (k < 0) fail("encode_columns: column " + std::to_string(k) + " is negative");
+    columns.push_back(static_cast<Py_ssize_t>(k));
+  }
+  const Py_ssize_t needed =
+      columns.empty() ? 0 : *std::max_element(columns.begin(), columns.end()) + 1;
+  std::vector<std::string> data(columns.size());
+  std::vector<std::vector<int64_t>> offsets(columns.size(), std::vector<int64_t>(1, 0));
+  std::vector<int64_t> sentence_offsets(1, 0);
+  Py_ssize_t shortest = PY_SSIZE_T_MAX;
+  int64_t n_tokens = 0;
+  for (Py_ssize_t s = 0; s < PyList_GET_SIZE(sentences.ptr()); ++s) {
+    PyObject* sentence = PyList_GET_ITEM(sentences.ptr(), s);
+    if (!PyList_CheckExact(sentence) && !PyTuple_CheckExact(sentence)) return py::none();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(sentence);
+    PyObject** tokens = PySequence_Fast_ITEMS(sentence);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* token = tokens[i];
+      if (!PyList_CheckExact(token) && !PyTuple_CheckExact(token)) return py::none();
+      const Py_ssize_t width = PySequence_Fast_GET_SIZE(token);
+      if (width < needed) return py::none();
+      shortest = std::min(shortest, width);
+      PyObject** items = PySequence_Fast_ITEMS(token);
+      for (size_t k = 0; k < columns.size(); ++k) {
+        PyObject* v = items[columns[k]];
+        if (!PyUnicode_CheckExact(v)) return py::none();
+        append_str_key(data[k], v);
+        offsets[k].push_back(static_cast<int64_t>(data[k].size()));
+      }
+    }
+    n_tokens += n;
+    sentence_offsets.push_back(n_tokens);
+  }
+  py::list out;
+  for (size_t k = 0; k < columns.size(); ++k) {
+    py::array_t<uint8_t> bytes(static_cast<py::ssize_t>(data[k].size()));
+    std::copy(data[k].begin(), data[k].end(), reinterpret_cast<char*>(bytes.mutable_data()));
+    std::string().swap(data[k]);
+    out.append(py::make_tuple(bytes, take_vector(std::move(offsets[k]))));
+  }
+  return py::make_tuple(out, take_vector(std::move(sentence_offsets)),
+                        n_tokens ? py::object(py::int_(shortest)) : py::object(py::none()));
+}
+
+py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates_o,
+                                const py::list& columns_o, const py::object& sentence_offsets_o,
+                                bool grow, int n_threads, py::list new_strings,
+                                int64_t slice_entries) {
+  checked_threads(n_threads);
+  if (slice_entries < 0) fail("slice_entries must be >= 0");
+  std::vector<CheckedColumn> columns;
+  for (size_t slot = 0; slot < columns_o.size(); ++slot)
+    columns.push_back(checked_column(columns_o[slot], slot));
+  for (size_t slot = 1; slot < columns.size(); ++slot)
+    if (columns[slot].n_values != columns[0].n_values)
+      fail("columns[" + std::to_string(slot) + "] has " + std::to_string(columns[slot].n_values) +
+           " values but columns[0] has " + std::to_string(columns[0].n_values));
+  auto sentence_offsets = int64_array(sentence_offsets_o, "sentence_offsets");
+  if (sentence_offsets.size() < 1) fail("sentence_offsets must have n_sentences + 1 entries");
+  const int64_t n_sentences = sentence_offsets.size() - 1;
+  const int64_t n_tokens = sentence_offsets.data()[n_sentences];
+  if (!columns.empty() && n_tokens != columns[0].n_values)
+    fail("sentence_offsets end at " + std::to_string(n_tokens) + " tokens but the columns have " +
+         std::to_string(columns[0].n_values));
+  require_offsets(sentence_offsets.data(), n_sentences, n_tokens, "sentence_offsets",
+                  "the token count");
+
+  std::vector<std::vector<TemplatePiece>> templates;
+  for (size_t j = 0; j < templates_o.size(); ++j) {
+    const std::string where = "templates[" + std::to_string(j) + "]";
+    py::handle t = templates_o[j];
+    if (!py::isinstance<py::list>(t)) fail(where + " must be a list of pieces");
+    auto& pieces = templates.emplace_back();
+    for (py::handle p : py::reinterpret_borrow<py::list>(t)) {
+      TemplatePiece piece;
+      if (PyUnicode_Check(p.ptr())) {
+        append_str_key(piece.literal, p.ptr());
+      } else if (py::isinstance<py::tuple>(p) && py::len(p) == 2) {
+        auto cell = py::reinterpret_borrow<py::tuple>(p);
+        const auto row = cell[0].cast<int64_t>(), slot = cell[1].cast<int64_t>();
+        // the bound of templates.py's MAX_TEMPLATE_OFFSET
+        if (row < -1000 || row > 1000)
+          fail(where + ": row offset " + std::to_string(row) + " outside [-1000, 1000]");
+        if (slot < 0 || slot >= static_cast<int64_t>(columns.size()))
+          fail(where + ": column slot " + std::to_string(slot) + " outside [0, " +
+               std::to_string(columns.size()) + ")");
+        piece.row = static_cast<int32_t>(row);
+        piece.slot = static_cast<int32_t>(slot);
+      } else {
+        fail(where + ": a piece must be a str or a (row, slot) pair of ints");
+      }
+      pieces.push_back(std::move(piece));
+    }
+    // the bound of templates.py's MAX_TEMPLATE_CELLS (the core's key buffer)
+    if (std::count_if(pieces.begin(), pieces.end(), [](const TemplatePiece& p) { return p.slot >= 0; }) > 32)
+      fail(where + ": more than 32 cells");
+  }
+  std::vector<ColumnBytes> bytes;
+  for (const auto& c : columns) bytes.push_back(c.bytes);
+
+  TemplateCsr out;
+  {
+    py::gil_scoped_release release;
+    expand_templates(templates, bytes, sentence_offsets.data(), n_sentences, index, grow,
+                     n_threads, slice_entries, out);
+  }
+  int64_t begin = 0;
+  for (const int64_t end : out.new_ends) {
+    PyObject* s = PyUnicode_DecodeUTF8(out.new_keys.data() + begin, end - begin, "surrogatepass");
+    if (!s) throw py::error_already_set();
+    new_strings.append(py::reinterpret_steal<py::object>(s));
+    begin = end;
+  }
+  py::object values = out.values.empty() && !out.indices.empty()
+                          ? py::object(py::none())
+                          : py::object(take_vector(std::move(out.values)));
+  if (out.indices.empty()) values = py::none();
+  return py::make_tuple(take_vector(std::move(out.indptr)), take_vector(std::move(out.indices)),
+                        values);
+}
+
+}  // namespace sscrf::python

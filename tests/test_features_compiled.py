@@ -1,0 +1,200 @@
+"""Template extraction in the core against the numpy reference (Templates.apply).
+
+The reference is the factorised numpy path the extractor ran before the core
+did (``FeatureExtractor._compiled_templates = False``); it is itself checked
+against strings built token by token in test_features_templates.py.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sscrf import _core
+from sscrf.errors import SscrfError
+from sscrf.features import FeatureExtractor, default_templates, parse_templates
+
+from features_common import check_csr_layout
+
+
+def extractors(lines, min_freq=1, n_threads=1):
+    """(compiled, reference) extractors with the same templates."""
+    compiled = FeatureExtractor(lines, min_freq=min_freq, n_threads=n_threads)
+    reference = FeatureExtractor(lines, min_freq=min_freq)
+    reference._compiled_templates = False
+    return compiled, reference
+
+
+def assert_same(f, g):
+    """Two Features equal entry for entry (values compared as float64 arrays)."""
+    check_csr_layout(f)
+    for name in ("indptr", "indices", "offsets"):
+        a, b = getattr(f, name), getattr(g, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert np.array_equal(np.asarray(f.values), np.asarray(g.values))
+    assert f.n_attributes == g.n_attributes
+
+
+# Values that collide with the pads, with the templates' separators (so that
+# different tuples of values make one string), empty, non-ASCII and a lone
+# surrogate (Python strs may hold one; its key is its surrogatepass bytes).
+values = st.sampled_from(["a", "b", "a/b", "b/a", "_B-1", "_B+1", "", "é", "日本", "\udc80", "/"])
+sentence = st.lists(st.lists(values, min_size=3, max_size=3), max_size=6)
+cell = st.tuples(st.integers(-3, 3), st.integers(0, 2))
+piece = st.one_of(cell, st.sampled_from(["/", "x", "", "é"]))
+template_line = st.lists(piece, max_size=4).map(
+    lambda ps: "".join(p if isinstance(p, str) else f"%x[{p[0]},{p[1]}]" for p in ps))
+template_lines = st.lists(template_line, min_size=1, max_size=5).map(
+    lambda lines: [f"U{k}:{line}" for k, line in enumerate(lines)])
+
+
+@settings(max_examples=80, deadline=None)
+@given(lines=template_lines, corpus=st.lists(sentence, max_size=5),
+       other=st.lists(sentence, max_size=4), min_freq=st.integers(1, 2),
+       n_threads=st.sampled_from([1, 2]))
+def test_random_templates_and_corpora_match_the_reference(lines, corpus, other, min_freq,
+                                                          n_threads):
+    compiled, reference = extractors(lines, min_freq, n_threads)
+    for f, g in zip(compiled.fit_transform(corpus, other), reference.fit_transform(corpus, other)):
+        assert_same(f, g)
+    assert compiled.attributes_ == reference.attributes_
+    assert compiled.n_columns_ == reference.n_columns_
+    # transform under a frozen vocabulary: unknown attributes dropped
+    assert_same(compiled.transform(other + corpus), reference.transform(other + corpus))
+    assert compiled.count(corpus, other) == reference.count(corpus, other)
+
+
+def test_repeated_templates_count_and_reading_order():
+    # two templates giving one string make one entry of value 2; new
+    # attributes are numbered by token, then template
+    lines = ["U0:%x[0,0]", "U1:%x[1,0]", "U0:%x[0,0]"]
+    corpus = [[["b"], ["a"]], [["c"]]]
+    compiled, reference = extractors(lines)
+    counts = compiled.count(corpus)
+    assert counts.strings == ["U0:b", "U1:a", "U0:a", "U1:_B+1", "U0:c"]
+    assert counts == reference.count(corpus)
+    f = compiled.fit_transform(corpus)[0]
+    assert_same(f, reference.fit_transform(corpus)[0])
+    assert sorted(np.asarray(f.values).tolist()) == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("slice_entries", [1, 7, 64])
+def test_slices_and_threads_do_not_change_the_result(slice_entries):
+    rng = np.random.default_rng(0)
+    words = [f"w{k}" for k in range(40)] + ["_B-2", "é"]
+    corpus = [[[words[i], words[j]] for i, j in rng.integers(0, len(words), (n, 2))]
+              for n in rng.integers(0, 9, 60)]
+    templates = default_templates(2)
+    compiled, reference = extractors(templates)
+    want = reference.fit_transform(corpus)[0]
+    columns, offsets, _ = _core.encode_columns(corpus, templates.columns)
+    assert offsets.tolist() == np.cumsum([0] + [len(s) for s in corpus]).tolist()
+    results = []
+    for n_threads in (1, 2):
+        index, strings = _core.AttributeIndex(), []
+        results.append((index.templates_to_csr(templates._core_pieces, columns, offsets, True,
+                                               n_threads, strings, slice_entries), strings))
+    (a, strings), (b, strings2) = results
+    assert strings == strings2
+    for x, y in zip(a, b):
+        assert (x is None and y is None) or np.array_equal(x, y)
+    compiled.fit_transform(corpus)
+    default_index, default_strings = _core.AttributeIndex(), []
+    default = default_index.templates_to_csr(templates._core_pieces, columns, offsets, True, 1,
+                                             default_strings)
+    assert strings == default_strings
+    assert np.array_equal(a[0], default[0]) and np.array_equal(a[1], default[1])
+    assert compiled.attributes_ == reference.attributes_
+    assert_same(compiled.fit_transform(corpus)[0], want)
+
+
+def test_empty_corpus_and_empty_sentences():
+    compiled, reference = extractors(default_templates(2))
+    for corpus in ([], [[], []], [[], [["a", "B"]], []]):
+        for f, g in zip(compiled.fit_transform(corpus), reference.fit_transform(corpus)):
+            assert_same(f, g)
+        assert compiled.attributes_ == reference.attributes_
+
+
+def test_tokens_the_compiled_reader_does_not_take_go_through_the_checks():
+    class Row(list):
+        pass
+    corpus = [[Row(["a", "B"]), ("b", "C")]]
+    compiled, reference = extractors(default_templates(2))
+    assert_same(compiled.fit_transform(corpus)[0], reference.fit_transform(corpus)[0])
+    with pytest.raises(SscrfError, match="sentence 0, token 1: column 1 is int"):
+        compiled.fit([[["a", "B"], ["b", 3]]])
+    with pytest.raises(SscrfError, match="token has 1 column"):
+        compiled.fit([[["a", "B"], ["b"]]])
+
+
+# ---------------------------------------------------------------------------
+# Bad input to the core: refused before anything is interned
+# ---------------------------------------------------------------------------
+
+PIECES = parse_templates(["U0:%x[0,0]/%x[-1,1]"])._core_pieces
+
+
+def column(values):
+    return _core.encode_strings(values)
+
+
+def call(columns, offsets, pieces=PIECES, n_threads=1):
+    index = _core.AttributeIndex(["kept"])
+    strings = []
+    try:
+        return index.templates_to_csr(pieces, columns, offsets, True, n_threads, strings)
+    finally:
+        assert len(index) == 1 and strings == []
+
+
+GOOD = [column(["a", "b"]), column(["A", "B"])]
+
+
+@pytest.mark.parametrize("columns, offsets, message", [
+    (GOOD, np.array([0, 3], np.int64), "end at 3 tokens but the columns have 2"),
+    (GOOD, np.array([0, 2, 1, 2], np.int64), "non-decreasing"),
+    (GOOD, np.array([1, 2], np.int64), r"\[0\] must be 0"),
+    (GOOD, np.array([0, 2], np.float64), "int64"),
+    ([GOOD[0], column(["A"])], np.array([0, 2], np.int64), "has 1 values"),
+    ([GOOD[0], (b"AB", np.array([0, 2, 1], np.int64))], np.array([0, 2], np.int64),
+     "non-decreasing"),
+    ([GOOD[0], (b"AB", np.array([0, 1, 3], np.int64))], np.array([0, 2], np.int64),
+     "must end at the data's length"),
+    ([GOOD[0], (b"A\xff", np.array([0, 1, 2], np.int64))], np.array([0, 2], np.int64),
+     "value 1 is not UTF-8"),
+    ([GOOD[0], (b"A\xc3", np.array([0, 1, 2], np.int64))], np.array([0, 2], np.int64),
+     "value 1 is not UTF-8"),
+    ([GOOD[0], ("AB", np.array([0, 1, 2], np.int64))], np.array([0, 2], np.int64),
+     "bytes or a uint8 array"),
+])
+def test_bad_columns_and_offsets_are_refused(columns, offsets, message):
+    with pytest.raises(SscrfError, match=message):
+        call(columns, offsets)
+
+
+@pytest.mark.parametrize("pieces, message", [
+    ([["U", (0, 2)]], r"column slot 2 outside \[0, 2\)"),
+    ([["U", (0, -1)]], "column slot -1"),
+    ([["U", (1001, 0)]], "row offset 1001"),
+    ([["U", 3]], "a piece must be"),
+    ([[(0, 0)] * 33], "more than 32 cells"),
+])
+def test_bad_templates_are_refused(pieces, message):
+    with pytest.raises(SscrfError, match=message):
+        call(GOOD, np.array([0, 2], np.int64), pieces)
+
+
+def test_bad_thread_count_is_refused():
+    with pytest.raises(SscrfError, match="n_threads"):
+        call(GOOD, np.array([0, 2], np.int64), n_threads=0)
+
+
+def test_encode_strings_is_surrogatepass_utf8():
+    strings = ["a", "", "é", "\udc80", "日本"]
+    data, offsets = _core.encode_strings(strings)
+    assert bytes(data) == "".join(strings).encode("utf-8", "surrogatepass")
+    assert offsets.tolist() == np.cumsum([0] + [len(s.encode("utf-8", "surrogatepass"))
+                                                for s in strings]).tolist()
+    with pytest.raises(TypeError, match="item 1 is int"):
+        _core.encode_strings(["a", 1])
