@@ -80,16 +80,33 @@ def check_params(params):
 # -- plan -------------------------------------------------------------------------------
 
 
+#: Warned (once: the text is constant, so Python's filter shows it once) when
+#: unlabeled data or constraints come with a zero weight.
+ZERO_WEIGHT_WARNING = ("a zero entropy_weight / ge_weight leaves X_unlabeled (and constraints) "
+                       "out of the objective: a supervised fit on the features the "
+                       "semi-supervised one would use (feature_set='auto' is 'dense')")
+
+
 def _plan(params, X, y, X_unlabeled, constraints):
-    """Checked data and which terms take part."""
+    """Checked data, which terms take part, and whether the fit is the zero-weight
+    point of a semi-supervised one (``semi``: the unlabeled data join the
+    vocabulary and ``auto`` is ``dense``, as with the term on)."""
     X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
     unlabeled = None if X_unlabeled is None else check_unlabeled(X_unlabeled)
     entropy_weight, ge_weight = params["entropy_weight"], params["ge_weight"]
     use_entropy = entropy_weight > 0 and bool(unlabeled)
-    use_ge = constraints is not None
-    if not X and not unlabeled:
+    # A zero weight is the baseline of a grid over that weight (0 belongs in
+    # every semi-supervised grid): the data it would weigh are left out, not refused.
+    zero_ge = constraints is not None and ge_weight == 0
+    use_ge = constraints is not None and not zero_ge
+    semi = bool(unlabeled) or zero_ge
+    if not X and not (unlabeled and (use_entropy or use_ge)):
+        if unlabeled or zero_ge:
+            raise SscrfError("no labeled data, and entropy_weight=0 and ge_weight=0 leave "
+                             "X_unlabeled out of the objective: nothing to train on; set "
+                             "entropy_weight > 0, or ge_weight > 0 with constraints")
         raise SscrfError("the training data is empty")
-    # A weight with nothing to act on would train a supervised model unasked
+    # A positive weight with nothing to act on would train a supervised model unasked
     # (an empty X_unlabeled is data that happens to be empty: supervised).
     if entropy_weight > 0 and X_unlabeled is None:
         raise SscrfError(f"entropy_weight={entropy_weight!r} needs unlabeled data: give "
@@ -98,17 +115,16 @@ def _plan(params, X, y, X_unlabeled, constraints):
         raise SscrfError(f"ge_weight={ge_weight!r} needs constraints (labeled features) "
                          "and X_unlabeled: give constraints=, or set ge_weight=0")
     if use_ge:
-        if ge_weight <= 0:
-            raise SscrfError("constraints are given but ge_weight is 0; set ge_weight > 0")
         if not unlabeled:
             raise SscrfError("constraints need unlabeled data: give X_unlabeled")
         constraints = _constraints.check_constraints(constraints, params["labels"])
         if not constraints:
             raise SscrfError("constraints is empty")
-    if unlabeled and not (use_entropy or use_ge):
-        raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0, "
-                         "or ge_weight > 0 and give constraints")
-    return X, y, unlabeled, use_entropy, use_ge, constraints
+    else:
+        constraints = None
+    if semi and not (use_entropy or use_ge):
+        warnings.warn(ZERO_WEIGHT_WARNING, UserWarning, stacklevel=4)
+    return X, y, unlabeled, use_entropy, use_ge, constraints, semi
 
 
 def label_set(labels, y):
@@ -272,6 +288,7 @@ class _Plan(NamedTuple):
     classes: list
     feature_set: str
     n_threads: int
+    semi: bool = False
 
     @property
     def uses_unlabeled(self):
@@ -319,8 +336,8 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
               checkpoint_every):
     """Every check before any work."""
     n_threads = check_params(params)
-    X, y, unlabeled, use_entropy, use_ge, constraints = _plan(params, X, y, X_unlabeled,
-                                                              constraints)
+    X, y, unlabeled, use_entropy, use_ge, constraints, semi = _plan(params, X, y, X_unlabeled,
+                                                                    constraints)
     weights = check_sample_weight(sample_weight, len(X))
     if checkpoint is not None:
         check_integer(checkpoint_every, "checkpoint_every", minimum=1)
@@ -330,14 +347,14 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
     if feature_set == "auto" and params["all_possible_states"] is not None:
         feature_set = "dense" if params["all_possible_states"] else "observed"
     if feature_set == "auto":
-        feature_set = "dense" if use_entropy or use_ge else "observed"
+        feature_set = "dense" if semi else "observed"
     elif feature_set == "observed" and (use_entropy or use_ge):
         raise SscrfError("feature_set='observed' does not go with the "
                          f"{'ge' if use_ge and not use_entropy else 'entropy'} term: terms "
                          "on unlabeled data train every attribute with every label; use "
                          "'dense' or 'auto'")
     return _Plan(X, y, unlabeled, use_entropy, use_ge, constraints, weights, classes,
-                 feature_set, n_threads)
+                 feature_set, n_threads, semi)
 
 
 def _compile(params, plan, started):
@@ -347,7 +364,9 @@ def _compile(params, plan, started):
     if isinstance(templates, str) and templates.strip() == "default":
         templates = default_templates(n_columns(plan.X or plan.unlabeled))
     extractor = FeatureExtractor(templates, params["min_freq"])
-    corpora = [plan.X] + ([plan.unlabeled] if plan.uses_unlabeled else [])
+    # the unlabeled sentences join the vocabulary at a zero weight too, so that
+    # the zero-weight model is the one the semi-supervised fits start from
+    corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])
     features = extractor.fit_transform(*corpora)
     label_index = {label: i for i, label in enumerate(plan.classes)}
     token_labels = encode_labels(plan.y, label_index)
