@@ -61,6 +61,10 @@ def __getattr__(name):
         from .self_training import self_train
 
         return self_train
+    if name == "select_hyperparameters":
+        from .selection import select_hyperparameters
+
+        return select_hyperparameters
     if name in _SUBMODULES:
         import importlib
 
@@ -68,4 +72,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'sscrf' has no attribute {name!r}")
 
 
-__all__ = ["CRF", "SscrfError", "SscrfTypeError", "build_info", "self_train", *_SUBMODULES]
+__all__ = ["CRF", "SscrfError", "SscrfTypeError", "build_info", "select_hyperparameters",
+           "self_train", *_SUBMODULES]
