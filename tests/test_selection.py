@@ -107,7 +107,7 @@ def test_zero_entropy_weight_is_the_dense_baseline(data):
 def test_zero_ge_weight_drops_the_constraints(data):
     X, y, _, _, XU = data
     constraints = {"w=w0": {"B-X": 0.9, "I-X": 0.05, "O": 0.05}}
-    with pytest.warns(UserWarning, match="zero entropy_weight / ge_weight"):
+    with pytest.warns(UserWarning, match="zero entropy_weight, ge_weight"):
         m = sscrf.CRF(ge_weight=0.0, max_iterations=10, n_threads=1).fit(
             X, y, X_unlabeled=XU, constraints=constraints)
     assert m.feature_set_ == "dense" and not hasattr(m, "constraints_")

@@ -87,8 +87,8 @@ def check_params(params):
 
 
 #: Constant, so that Python's filter shows it once.
-ZERO_WEIGHT_WARNING = ("a zero entropy_weight / ge_weight leaves X_unlabeled (and constraints) "
-                       "out of the objective: a supervised fit, 'auto' features are 'dense'")
+ZERO_WEIGHT_WARNING = ("zero entropy_weight, ge_weight and proportion_weight leave X_unlabeled "
+                       "(and constraints) out: a supervised fit, 'auto' features are 'dense'")
 
 
 def _plan(params, X, y, X_unlabeled, constraints):
@@ -127,7 +127,7 @@ def _plan(params, X, y, X_unlabeled, constraints):
     else:
         constraints = None
     if semi and not terms_on:
-        warnings.warn(ZERO_WEIGHT_WARNING, UserWarning, stacklevel=4)
+        warnings.warn(ZERO_WEIGHT_WARNING, UserWarning, stacklevel=5)
     return X, y, unlabeled, use_entropy, use_ge, constraints, semi, use_proportions
 
 
