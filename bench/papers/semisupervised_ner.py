@@ -377,7 +377,7 @@ def tables(args, results, kind, what):
             runs = sorted((r for r in rows_here if r["method"] == method),
                           key=lambda r: r["slice"])
             if not runs or runs[0]["counts"] is None:
-                rows.append([method, "n/a"] + [""] * 6
+                rows.append([method, "n/a"] + [""] * 7
                             + ["not available: sscrf.WordRepresentations is missing"])
                 continue
             summ = [summary(r["counts"]) for r in runs]
@@ -391,14 +391,15 @@ def tables(args, results, kind, what):
                          "" if kind != "chunk" else f"{mean('precision'):.1f}",
                          "" if kind != "chunk" else f"{mean('recall'):.1f}",
                          "" if kind != "chunk" else f"{mean('n_pred'):.0f}",
-                         f"{np.median(deltas):+.2f}", f"[{lo:+.2f}, {hi:+.2f}]",
+                         f"{np.median(deltas):+.2f}", f"{np.mean(deltas):+.2f}",
+                         f"[{lo:+.2f}, {hi:+.2f}]",
                          " ".join(f"{d:+.2f}" for d in deltas), settings])
         size_text = "all the rest of train" if size == "max" else f"{size}x the labeled tokens"
         out.append(f"\n{what}, {args.labeled} labeled sentences x {args.slices} slices, "
                    f"unlabeled {size_text}; {metric} on test (%), mean over slices; "
                    "Δ paired against the c2-tuned dense model of the same slice\n")
         out.append(markdown_table(["method", metric, "P", "R", "predicted", "median Δ",
-                                   "95% CI of mean Δ", "Δ per slice", "chosen on dev"], rows))
+                                   "mean Δ", "95% CI of mean Δ", "Δ per slice", "chosen on dev"], rows))
     return "\n".join(out)
 
 
