@@ -1,5 +1,7 @@
 """fit(..., X_dev=, y_dev=): the iterate of the best dev score, the curve, the scores."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,20 @@ def test_dev_labels_must_fit_the_sentences(data):
     X, y, X_dev, y_dev = data
     with pytest.raises(sscrf.SscrfError):
         sscrf.CRF(max_iterations=2).fit(X, y, X_dev=X_dev, y_dev=y_dev[:-1])
+
+
+def test_same_choice_at_one_and_two_threads(data):
+    X, y, X_dev, y_dev = data
+    XU = chunk_data(6, 30)[0]
+    runs = []
+    for n_threads in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the zero weight's
+            sel = sscrf.select_hyperparameters(
+                sscrf.CRF(max_iterations=15, n_threads=n_threads, dev_period=2),
+                {"c2": [1.0, 0.1], "proportion_weight": [20.0]}, X, y, X_dev, y_dev,
+                X_unlabeled=XU)
+        runs.append(sel)
+    assert runs[0].best_params == runs[1].best_params
+    np.testing.assert_array_equal(runs[0].model.coef_, runs[1].model.coef_)
+    assert [r["dev_score"] for r in runs[0].table] == [r["dev_score"] for r in runs[1].table]
