@@ -115,6 +115,10 @@ def test_saved_model_keeps_a_named_score_not_a_callable(data, tmp_path):
     assert loaded.training_["dev"]["best_score"] == 0.5
     m.set_params(dev_scoring="accuracy").save(tmp_path / "n.crf")
     assert sscrf.CRF.load(tmp_path / "n.crf").dev_scoring == "accuracy"
+    # checkpoints are written the same way
+    sscrf.CRF(n_threads=1, max_iterations=6, dev_scoring=lambda t, p: 0.5).fit(
+        X, y, X_dev=X_dev, y_dev=y_dev, checkpoint=tmp_path / "c.crf", checkpoint_every=3)
+    assert sscrf.CRF.load(tmp_path / "c.crf").dev_scoring is None
 
 
 def test_two_stages_score_on_across_the_stages(data):

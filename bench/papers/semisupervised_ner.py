@@ -399,7 +399,8 @@ def tables(args, results, kind, what):
                    f"unlabeled {size_text}; {metric} on test (%), mean over slices; "
                    "Δ paired against the c2-tuned dense model of the same slice\n")
         out.append(markdown_table(["method", metric, "P", "R", "predicted", "median Δ",
-                                   "mean Δ", "95% CI of mean Δ", "Δ per slice", "chosen on dev"], rows))
+                                   "mean Δ", "95% CI of mean Δ", "Δ per slice",
+                                   "chosen on dev"], rows))
     return "\n".join(out)
 
 

@@ -165,10 +165,11 @@ class DevTracker:
 def checkpointing(callback, path, every, params, state, layout):
     """``callback`` that first writes the model so far to ``path`` every ``every`` iterations."""
 
+    saved = dict(params, dev_scoring=saved_scoring(params["dev_scoring"]))
+
     def save_then_call(iteration, loss, theta):
         if iteration % every == 0:
-            write_model(path, params=dict(params, dev_scoring=saved_scoring(
-                params["dev_scoring"])), classes=state["classes_"],
+            write_model(path, params=saved, classes=state["classes_"],
                         extractor=state["extractor_"], feature_set=state["feature_set_"],
                         training={"iterations": iteration, "loss": loss,
                                   "stop_reason": "checkpoint"},

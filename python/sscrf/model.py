@@ -612,8 +612,8 @@ class CRF:
                 raise SscrfError("labels= names labels the model (classes_) does not have")
         except SscrfError as e:
             raise type(e)(f"{os.fsdecode(os.fspath(path))}: not saved: {e}") from None
-        write_model(path, params=dict(self.get_params(),
-                                      dev_scoring=saved_scoring(self.dev_scoring)), classes=self.classes_,
+        params = dict(self.get_params(), dev_scoring=saved_scoring(self.dev_scoring))
+        write_model(path, params=params, classes=self.classes_,
                     extractor=self.extractor_, feature_set=self.feature_set_,
                     training=getattr(self, "training_", {}), layout=self.layout_,
                     coef=self.coef_)
