@@ -261,9 +261,13 @@ class CRF:
             ``−log P(Y_L | x)`` (Tsuboi et al. 2008), which starts from the
             optimum on the complete sentences when there are some.
         X_unlabeled : list of sentences or None
-            Data for the ``entropy`` term (``entropy_weight > 0``) and the
-            ``ge`` term (``constraints``). Its attributes join the
-            vocabulary, and with it the model uses the ``dense`` feature set.
+            Data for the ``entropy`` term (``entropy_weight > 0``), the
+            ``ge`` term (``constraints``) and the label-proportion term
+            (``proportion_weight > 0``). Its attributes join the vocabulary,
+            and with it ``feature_set="auto"`` is ``dense``. When every one
+            of these weights is 0 (the baseline of a grid over them), it and
+            ``constraints`` take no part in the objective: a supervised fit
+            on the same features, with a ``UserWarning``.
         init : CRF, path or None
             Warm start: weights of attributes and labels this model shares
             with ``init`` start from ``init``'s values, the rest from 0.
