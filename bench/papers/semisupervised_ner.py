@@ -39,7 +39,8 @@ Usage::
         [--slices 5] [--sizes 1,5,max] [--methods ...] [--quick] [--json OUT]
 
 ``--quick``: 3 slices, sizes 1, c2 ∈ {1, 0.1, 0.03, 0.003}, small weight
-grids, 60 iterations, dev and test subsampled to 1,000 and 2,000 sentences.
+grids, 60 iterations, dev and test subsampled to 1,000 and 2,000 sentences
+(each where the option is not given explicitly).
 """
 
 import argparse
@@ -434,13 +435,16 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    if args.quick:
-        args.slices, args.sizes = 3, "1"
-        args.c2, args.gammas = "1,0.1,0.03,0.003", "0.01,0.1"
-        args.proportion_weights, args.ge_weights = "0.1", "0.1"
-        args.max_iterations, args.self_training_rounds = 60, 2
-        args.dev_sentences = args.dev_sentences or 1000
-        args.test_sentences = args.test_sentences or 2000
+    if args.quick:  # the quick grid, where the option was not given
+        given = {a.split("=")[0].lstrip("-").replace("-", "_") for a in (argv or sys.argv[1:])
+                 if a.startswith("--")}
+        for name, value in (("slices", 3), ("sizes", "1"), ("c2", "1,0.1,0.03,0.003"),
+                            ("gammas", "0.01,0.1"), ("proportion_weights", "0.1"),
+                            ("ge_weights", "0.1"), ("max_iterations", 60),
+                            ("self_training_rounds", 2), ("dev_sentences", 1000),
+                            ("test_sentences", 2000)):
+            if name not in given:
+                setattr(args, name, value)
     args.sizes = [s if s == "max" else float(s) for s in args.sizes.split(",")]
     args.sizes = [int(s) if s != "max" and s == int(s) else s for s in args.sizes]
     args.methods = args.methods.split(",")
