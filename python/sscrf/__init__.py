@@ -69,6 +69,10 @@ def __getattr__(name):
         from .self_training import self_train
 
         return self_train
+    if name == "select_hyperparameters":
+        from .selection import select_hyperparameters
+
+        return select_hyperparameters
     if name in _SUBMODULES:
         import importlib
 
@@ -77,4 +81,5 @@ def __getattr__(name):
 
 
 __all__ = ["CRF", "CompiledCorpus", "SscrfError", "SscrfTypeError", "WordRepresentations",
-           "build_info", "compile_corpus_file", "self_train", *_SUBMODULES]
+           "build_info", "compile_corpus_file", "select_hyperparameters", "self_train",
+           *_SUBMODULES]

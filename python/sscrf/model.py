@@ -19,6 +19,7 @@ import numpy as np
 from . import training
 from .decoding import Decoder
 from .errors import SscrfError, SscrfTypeError
+from .fit_callbacks import saved_scoring
 from .inputs import check_label_list, check_labeled, check_threads
 from .layout import ParameterLayout
 from .model_file import read_model, write_model
@@ -146,6 +147,25 @@ class CRF:
         transitions seen in labeled data, sscrf still trains all S² (an
         unseen transition's weight is pushed negative by the data instead of
         being absent).
+    dev_scoring : None, "chunk_f1", "accuracy" or callable
+        The score of ``fit(..., X_dev=, y_dev=)`` (higher is better): None is
+        entity F1 (``sscrf.metrics.chunk_scores``, IOB2) when some dev label
+        starts with ``B-`` or ``I-`` and token accuracy otherwise; a callable
+        is called as ``dev_scoring(y_true, y_pred) -> float``. A saved model
+        keeps a named score and None for a callable.
+    dev_period : int
+        With ``X_dev``, score the iterate every ``dev_period`` L-BFGS
+        iterations (and the final one).
+    proportion_weight : float
+        λ of the label-proportion term ``λ·KL(p̃ ‖ p̂)`` (expectation
+        regularisation, Mann & McCallum 2007), ``p̂`` being the model's label
+        distribution averaged over every token of ``X_unlabeled`` (a λ > 0
+        needs it). With ``entropy_weight`` it keeps entropy minimisation from
+        labeling every uncertain token with the majority label. See
+        :mod:`sscrf.proportions`; ``ge_penalty`` chooses KL or L2.
+    label_proportions : "labeled" or dict
+        ``p̃``: the label frequencies of the completely labeled sentences,
+        or ``{label: share}`` summing to 1.
 
     Attributes
     ----------
@@ -160,14 +180,19 @@ class CRF:
         semi-supervised objective) these are the second stage's, and
         ``training_["stages"]["supervised"]`` holds the first stage's.
         Saved models keep all but the seconds and the history (a loaded
-        model's file bytes depend on the data and settings only).
+        model's file bytes depend on the data and settings only). After a
+        fit with ``X_dev``, ``training_["dev"]`` holds ``curve`` (a list of
+        ``[iteration, dev score]``), ``best_iteration``, ``best_score``,
+        ``scoring`` and ``period``; ``coef_`` is then the best iterate's.
     """
 
     def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
                  n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
                  entropy_weight=0.0, entropy_method="fast", ge_weight=0.0, ge_penalty="kl",
                  verbose=False, algorithm="lbfgs", num_memories=6, linesearch="MoreThuente",
-                 all_possible_states=None, all_possible_transitions=None, max_features=None):
+                 all_possible_states=None, all_possible_transitions=None, max_features=None,
+                 dev_scoring=None, dev_period=5, proportion_weight=0.0,
+                 label_proportions="labeled"):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -190,6 +215,10 @@ class CRF:
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
         self.max_features = max_features
+        self.dev_scoring = dev_scoring
+        self.dev_period = dev_period
+        self.proportion_weight = proportion_weight
+        self.label_proportions = label_proportions
 
     # -- scikit-learn protocol ----------------------------------------------
 
@@ -234,7 +263,7 @@ class CRF:
     # -- training -----------------------------------------------------------
 
     def fit(self, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
-            checkpoint=None, checkpoint_every=10, constraints=None):
+            checkpoint=None, checkpoint_every=10, constraints=None, *, X_dev=None, y_dev=None):
         """Train on labeled sentences, and on unlabeled ones through the semi-supervised terms.
 
         Parameters
@@ -254,9 +283,13 @@ class CRF:
             ``−log P(Y_L | x)`` (Tsuboi et al. 2008), which starts from the
             optimum on the complete sentences when there are some.
         X_unlabeled : list of sentences or None
-            Data for the ``entropy`` term (``entropy_weight > 0``) and the
-            ``ge`` term (``constraints``). Its attributes join the
-            vocabulary, and with it the model uses the ``dense`` feature set.
+            Data for the ``entropy`` term (``entropy_weight > 0``), the
+            ``ge`` term (``constraints``) and the label-proportion term
+            (``proportion_weight > 0``). Its attributes join the vocabulary,
+            and with it ``feature_set="auto"`` is ``dense``. When every one
+            of these weights is 0 (the baseline of a grid over them), it and
+            ``constraints`` take no part in the objective: a supervised fit
+            on the same features, with a ``UserWarning``.
         init : CRF, path or None
             Warm start: weights of attributes and labels this model shares
             with ``init`` start from ``init``'s values, the rest from 0.
@@ -288,6 +321,14 @@ class CRF:
             ``X_unlabeled``, or ``min_freq`` cut it) or never fires in
             ``X_unlabeled`` is dropped with a ``UserWarning``; the
             constraints kept are ``constraints_``.
+        X_dev, y_dev : list of sentences, list of label sequences, or None
+            Held-out, completely labeled sentences (keyword only, both or
+            neither): every ``dev_period`` iterations, and at the end, the
+            iterate is scored on them (``dev_scoring``; one Viterbi pass of
+            the dev set, compiled once) and the model keeps the iterate of
+            the best score, not the last one (ties go to the later
+            iterate); the curve is ``training_["dev"]``. In a fit of two
+            stages the supervised warm start's iterates take part too.
 
         Returns
         -------
@@ -322,7 +363,7 @@ class CRF:
             state = training.fit(self.get_params(), X, y, X_unlabeled=X_unlabeled, init=init,
                                  callback=callback, sample_weight=sample_weight,
                                  checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                                 constraints=constraints)
+                                 constraints=constraints, X_dev=X_dev, y_dev=y_dev)
             self._commit(state)
         record = state["training_"]
         if record["stop_reason"] == STOP_INTERRUPTED:
@@ -598,7 +639,8 @@ class CRF:
                 raise SscrfError("labels= names labels the model (classes_) does not have")
         except SscrfError as e:
             raise type(e)(f"{os.fsdecode(os.fspath(path))}: not saved: {e}") from None
-        write_model(path, params=self.get_params(), classes=self.classes_,
+        params = dict(self.get_params(), dev_scoring=saved_scoring(self.dev_scoring))
+        write_model(path, params=params, classes=self.classes_,
                     extractor=self.extractor_, feature_set=self.feature_set_,
                     training=getattr(self, "training_", {}), layout=self.layout_,
                     coef=self.coef_, representations=getattr(self, "representations_", None))

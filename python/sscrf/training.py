@@ -30,6 +30,8 @@ from . import constraints as _constraints
 from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
 from .corpus_file import CompiledCorpus, n_tokens_of, unlabeled_input, vocabulary_with
+from .fit_callbacks import (DevTracker, check_dev_pair, check_dev_scoring, checkpointing,
+                            shifted_callback)
 from .errors import ConvergenceWarning, FeatureScaleWarning, SscrfError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
@@ -38,10 +40,10 @@ from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, chec
                      check_label_list, check_labeled, check_number, check_sample_weight,
                      check_threads, check_writable, encode_labels)
 from .layout import ParameterLayout
-from .model_file import write_model
 from .objectives import OBJECTIVES, Objective
 from .optim import STOP_CALLBACK, STOP_INTERRUPTED, NonFiniteObjective, lbfgs
 from .progress import Progress
+from .proportions import check_label_proportions, proportion_term, target_proportions
 from .resources import check_memory, size_text
 
 __all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
@@ -66,9 +68,13 @@ _STOPPED = (STOP_INTERRUPTED, STOP_CALLBACK)  # stop reasons that end a fit
 def check_params(params):
     """Validate the estimator's hyperparameters (a ``get_params()`` dict); returns the
     thread count they give."""
-    for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight"):
+    for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight",
+                 "proportion_weight"):
         check_number(params[name], name, minimum=0)
-    for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1)):
+    check_dev_scoring(params["dev_scoring"])
+    check_label_proportions(params["label_proportions"])
+    for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1),
+                        ("dev_period", 1)):
         check_integer(params[name], name, minimum=least)
     if params.get("max_features") is not None:
         check_integer(params["max_features"], "max_features", minimum=1)
@@ -84,35 +90,49 @@ def check_params(params):
 # -- plan -------------------------------------------------------------------------------
 
 
+#: Constant, so that Python's filter shows it once.
+ZERO_WEIGHT_WARNING = ("zero entropy_weight, ge_weight and proportion_weight leave X_unlabeled "
+                       "(and constraints) out: a supervised fit, 'auto' features are 'dense'")
+
+
 def _plan(params, X, y, X_unlabeled, constraints):
-    """Checked data and which terms take part."""
+    """Checked data, the terms that take part, and ``semi``: the unlabeled data join the
+    vocabulary and ``auto`` is ``dense``, as with the term on, at a zero weight too."""
     X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
     unlabeled = None if X_unlabeled is None else unlabeled_input(X_unlabeled)
     entropy_weight, ge_weight = params["entropy_weight"], params["ge_weight"]
     use_entropy = entropy_weight > 0 and bool(unlabeled)
-    use_ge = constraints is not None
-    if not X and not unlabeled:
-        raise SscrfError("the training data is empty")
-    # A weight with nothing to act on would train a supervised model unasked
+    use_proportions = params["proportion_weight"] > 0 and bool(unlabeled)
+    # A zero weight is the baseline of a grid over that weight (0 belongs in
+    # every semi-supervised grid): the data it would weigh are left out, not refused.
+    zero_ge = constraints is not None and ge_weight == 0
+    use_ge = constraints is not None and not zero_ge
+    semi = bool(unlabeled) or zero_ge
+    terms_on = use_entropy or use_ge or use_proportions
+    if not X and not (unlabeled and terms_on):
+        raise SscrfError("the training data is empty" + (
+            "" if not semi else ": no labeled data, and at entropy_weight=0, ge_weight=0 "
+            "X_unlabeled takes no part; set entropy_weight > 0, or ge_weight > 0"))
+    # A positive weight with nothing to act on would train a supervised model unasked
     # (an empty X_unlabeled is data that happens to be empty: supervised).
-    if entropy_weight > 0 and X_unlabeled is None:
-        raise SscrfError(f"entropy_weight={entropy_weight!r} needs unlabeled data: give "
-                         "X_unlabeled, or set entropy_weight=0 for a supervised fit")
+    for name in ("entropy_weight", "proportion_weight"):
+        if params[name] > 0 and X_unlabeled is None:
+            raise SscrfError(f"{name}={params[name]!r} needs unlabeled data: give "
+                             f"X_unlabeled, or set {name}=0 for a supervised fit")
     if ge_weight > 0 and not use_ge:
         raise SscrfError(f"ge_weight={ge_weight!r} needs constraints (labeled features) "
                          "and X_unlabeled: give constraints=, or set ge_weight=0")
     if use_ge:
-        if ge_weight <= 0:
-            raise SscrfError("constraints are given but ge_weight is 0; set ge_weight > 0")
         if not unlabeled:
             raise SscrfError("constraints need unlabeled data: give X_unlabeled")
         constraints = _constraints.check_constraints(constraints, params["labels"])
         if not constraints:
             raise SscrfError("constraints is empty")
-    if unlabeled and not (use_entropy or use_ge):
-        raise SscrfError("X_unlabeled is given but no term uses it; set entropy_weight > 0, "
-                         "or ge_weight > 0 and give constraints")
-    return X, y, unlabeled, use_entropy, use_ge, constraints
+    else:
+        constraints = None
+    if semi and not terms_on:
+        warnings.warn(ZERO_WEIGHT_WARNING, UserWarning, stacklevel=5)
+    return X, y, unlabeled, use_entropy, use_ge, constraints, semi, use_proportions
 
 
 def label_set(labels, y):
@@ -276,18 +296,22 @@ class _Plan(NamedTuple):
     classes: list
     feature_set: str
     n_threads: int
+    semi: bool = False
+    use_proportions: bool = False
 
     @property
     def uses_unlabeled(self):
-        return self.use_entropy or self.use_ge
+        return self.use_entropy or self.use_ge or self.use_proportions
 
 
 def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
-        checkpoint=None, checkpoint_every=10, constraints=None):
+        checkpoint=None, checkpoint_every=10, constraints=None, X_dev=None, y_dev=None):
     """Train a CRF; returns its fitted attributes as a dict (see :meth:`sscrf.CRF.fit`).
 
-    ``params`` is the estimator's ``get_params()``; ``init`` a fitted CRF or None.
+    ``params`` is the estimator's ``get_params()``; ``init`` a fitted CRF or None;
+    with ``X_dev`` and ``y_dev`` the iterate of the best dev score is kept.
     """
+    check_dev_pair(X_dev, y_dev)
     started = time.perf_counter()
     plan = _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
                      checkpoint_every)
@@ -306,7 +330,11 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
     if init is not None:
         _warm_start(layout, plan.classes, extractor, init, theta0)
     if checkpoint is not None:
-        callback = _checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
+        callback = checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
+    tracker = None if X_dev is None else DevTracker.for_fit(
+        params, extractor, plan.classes, X_dev, y_dev, layout.core, plan.n_threads)
+    if tracker is not None:
+        callback = tracker.wrap(callback)
     result, stages = _optimise(params, plan, supervised, terms, theta0, callback,
                                warm_start=init is None, x_scale=x_scale)
     if result.stop_reason == STOP_INTERRUPTED and result.n_iterations + sum(
@@ -316,6 +344,9 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
     state["training_"] = _training_record(result)
     if stages:
         state["training_"]["stages"] = stages
+    if tracker is not None:  # the iterations count on across the stages, as the callback's
+        done = result.n_iterations + sum(stage["iterations"] for stage in stages.values())
+        state["coef_"], state["training_"]["dev"] = tracker.finish(done, result.theta)
     return state
 
 
@@ -323,8 +354,8 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
               checkpoint_every):
     """Every check before any work."""
     n_threads = check_params(params)
-    X, y, unlabeled, use_entropy, use_ge, constraints = _plan(params, X, y, X_unlabeled,
-                                                              constraints)
+    X, y, unlabeled, use_entropy, use_ge, constraints, semi, use_proportions = _plan(
+        params, X, y, X_unlabeled, constraints)
     weights = check_sample_weight(sample_weight, len(X))
     if checkpoint is not None:
         check_integer(checkpoint_every, "checkpoint_every", minimum=1)
@@ -334,9 +365,9 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
     if feature_set == "auto" and params["all_possible_states"] is not None:
         feature_set = "dense" if params["all_possible_states"] else "observed"
     if feature_set == "auto":
-        feature_set = "dense" if use_entropy or use_ge else "observed"
+        feature_set = "dense" if semi else "observed"
     return _Plan(X, y, unlabeled, use_entropy, use_ge, constraints, weights, classes,
-                 feature_set, n_threads)
+                 feature_set, n_threads, semi, use_proportions)
 
 
 def _compile(params, plan, started):
@@ -350,8 +381,10 @@ def _compile(params, plan, started):
         extractor, features = vocabulary_with(plan.unlabeled, plan.X, params["templates"],
                                               params["min_freq"])
     else:
-        extractor = FeatureExtractor(templates, params["min_freq"])
-        corpora = [plan.X] + ([plan.unlabeled] if plan.uses_unlabeled else [])
+        extractor = FeatureExtractor(templates, params["min_freq"], n_threads=plan.n_threads)
+        # the unlabeled sentences join the vocabulary at a zero weight too, so that
+        # the zero-weight model is the one the semi-supervised fits start from
+        corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])
         features = extractor.fit_transform(*corpora)
     if params.get("max_features") is not None and not isinstance(plan.unlabeled,
                                                                   CompiledCorpus):
@@ -425,6 +458,10 @@ def _terms(params, plan, extractor, features, token_labels, layout):
                                       weight=params["ge_weight"],
                                       constraint_of_attribute=constraint_of_attribute,
                                       targets=targets, penalty=params["ge_penalty"]))
+    if plan.use_proportions:  # expectation regularisation: GE on an always-on feature
+        terms.append(proportion_term(features[1], core, n_threads, params["proportion_weight"],
+                                     target_proportions(params["label_proportions"], plan.y,
+                                                        plan.classes), params["ge_penalty"]))
     return supervised, terms, kept
 
 
@@ -448,7 +485,7 @@ def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_s
         _announce_second_stage(Progress(verbose), terms[len(supervised):], params,
                                plan.use_entropy, plan.X, plan.unlabeled)
         if callback is not None:  # iterations count on across the stages
-            options["callback"] = _shifted_callback(callback, warm.n_iterations)
+            options["callback"] = shifted_callback(callback, warm.n_iterations)
     result = minimize(Objective(terms, params["c2"], n_threads, reuse_gradient=True), theta0,
                       **options)
     return result, stages
@@ -505,26 +542,6 @@ def _announce_second_stage(report, added_terms, params, use_entropy, X, unlabele
         ratio = params["entropy_weight"] * n_tokens_of(unlabeled) / sum(map(len, X))
         pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
     report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
-
-
-def _checkpointing(callback, path, every, params, state, layout):
-    """``callback`` that first writes the model so far to ``path`` every ``every`` iterations."""
-
-    def save_then_call(iteration, loss, theta):
-        if iteration % every == 0:
-            write_model(path, params=params, classes=state["classes_"],
-                        extractor=state["extractor_"], feature_set=state["feature_set_"],
-                        training={"iterations": iteration, "loss": loss,
-                                  "stop_reason": "checkpoint"},
-                        layout=layout, coef=np.array(theta, dtype=np.float64))
-        return callback(iteration, loss, theta) if callback is not None else False
-
-    return save_then_call
-
-
-def _shifted_callback(callback, offset):
-    """``callback`` with iteration numbers that go on from ``offset``."""
-    return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)
 
 
 def _training_record(result):

@@ -1,0 +1,184 @@
+"""What a fit runs after each iteration: checkpoints, and scores on held-out sentences.
+
+:func:`checkpointing` writes the model so far every few iterations;
+:func:`shifted_callback` numbers the iterations of a second stage on from
+the first. For ``CRF.fit(..., X_dev=, y_dev=)``,
+the dev sentences are compiled once under the fit's frozen vocabulary; each
+evaluation is one Viterbi pass of the compiled corpus kernel and a score of
+the labelings (:data:`DEV_SCORINGS`, or the user's callable). A
+:class:`DevTracker` wraps the optimiser's callback, scores every ``period``
+iterations (and the final iterate) and keeps a copy of the best iterate,
+which the fit returns instead of the last one.
+"""
+
+import numpy as np
+
+from . import _core
+from .corpus import compile_corpus
+from .errors import SscrfError, SscrfTypeError
+from .inputs import check_integer, check_labeled
+from .metrics import chunk_scores, token_accuracy
+from .model_file import write_model
+
+__all__ = ["DEV_SCORINGS", "DevSet", "DevTracker", "check_dev_pair", "check_dev_scoring",
+           "default_scoring",
+           "checkpointing", "saved_scoring", "scoring_function", "shifted_callback"]
+
+
+def _chunk_f1(y_true, y_pred):
+    return chunk_scores(y_true, y_pred)["f1"]
+
+
+#: The named dev scores: entity (chunk) F1 of IOB2 labels, and token accuracy.
+DEV_SCORINGS = {"chunk_f1": _chunk_f1, "accuracy": token_accuracy}
+
+
+def check_dev_scoring(scoring):
+    """Check ``dev_scoring``: None, a name of :data:`DEV_SCORINGS` or a callable."""
+    if scoring is None or callable(scoring):
+        return scoring
+    if isinstance(scoring, str):
+        if scoring not in DEV_SCORINGS:
+            raise SscrfError(f"dev_scoring={scoring!r} is not one of {sorted(DEV_SCORINGS)}; "
+                             "or give a callable(y_true, y_pred) -> float, higher is better")
+        return scoring
+    raise SscrfTypeError("dev_scoring must be None, 'chunk_f1', 'accuracy' or a callable "
+                         f"(y_true, y_pred) -> float, not {type(scoring).__name__}")
+
+
+def check_dev_pair(X_dev, y_dev):
+    """Refuse one of ``X_dev`` and ``y_dev`` without the other."""
+    if (X_dev is None) != (y_dev is None):
+        raise SscrfError("give X_dev and y_dev together (held-out sentences and their labels)")
+
+
+def default_scoring(y_dev):
+    """``"chunk_f1"`` when some dev label starts with ``B-`` or ``I-``, else ``"accuracy"``."""
+    chunked = any(isinstance(label, str) and label[:2] in ("B-", "I-")
+                  for seq in y_dev for label in seq)
+    return "chunk_f1" if chunked else "accuracy"
+
+
+def scoring_function(scoring, y_dev):
+    """``(name, callable)`` of ``dev_scoring`` for these dev labels."""
+    if scoring is None:
+        scoring = default_scoring(y_dev)
+    if callable(scoring):
+        return getattr(scoring, "__name__", "callable"), scoring
+    return scoring, DEV_SCORINGS[scoring]
+
+
+def saved_scoring(scoring):
+    """``dev_scoring`` as a model file keeps it: a callable (code) becomes None."""
+    return None if callable(scoring) else scoring
+
+
+class DevSet:
+    """Dev sentences compiled under a fit's vocabulary, scored at any θ.
+
+    Parameters
+    ----------
+    extractor : sscrf.features.FeatureExtractor
+        The fit's frozen vocabulary.
+    classes : list of str
+    X_dev, y_dev : list of sentences, list of label sequences
+        Completely labeled.
+    scoring : None, str or callable
+        ``dev_scoring`` (:func:`scoring_function`).
+    n_threads : int
+    """
+
+    def __init__(self, extractor, classes, X_dev, y_dev, scoring, n_threads):
+        X_dev, y_dev = check_labeled(X_dev, y_dev, allow_empty_sentences=True)
+        if sum(map(len, y_dev)) == 0:
+            raise SscrfError("X_dev has no token: give held-out sentences, or X_dev=None")
+        self.y = [list(seq) for seq in y_dev]
+        self.name, self.function = scoring_function(scoring, self.y)
+        features = extractor.transform(X_dev)
+        self.corpus, self.offsets = compile_corpus(features), np.asarray(features.offsets)
+        self.names = np.asarray(list(classes), dtype=object)
+        self.n_threads = n_threads
+
+    def predict(self, layout, theta):
+        """Viterbi labelings of the dev sentences under θ (``layout``: a ``_core.Layout``)."""
+        labels, _ = _core.viterbi_corpus(self.corpus, layout, theta, self.n_threads)
+        names = self.names[labels]
+        return [list(names[a:b]) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
+
+    def score(self, layout, theta):
+        """The dev score of θ (higher is better)."""
+        value = float(self.function(self.y, self.predict(layout, theta)))
+        if not np.isfinite(value):
+            raise SscrfError(f"dev_scoring returned {value!r}; it must return a finite number")
+        return value
+
+
+class DevTracker:
+    """Scores the iterates of a fit on a :class:`DevSet` and keeps the best.
+
+    ``wrap(callback)`` gives the optimiser's callback: at every iteration
+    that is a multiple of ``period`` it scores the iterate, then calls
+    ``callback``. :meth:`finish` scores the final θ too and returns the
+    best θ (the latest one on ties) and the record of the curve.
+    """
+
+    def __init__(self, devset, layout, period):
+        self.devset, self.layout = devset, layout
+        self.period = check_integer(period, "dev_period", minimum=1)
+        self.curve = []
+        self.best = None  # (score, iteration, θ copy)
+
+    @classmethod
+    def for_fit(cls, params, extractor, classes, X_dev, y_dev, layout, n_threads):
+        """The tracker of a fit: ``params`` gives ``dev_scoring`` and ``dev_period``."""
+        devset = DevSet(extractor, classes, X_dev, y_dev, params["dev_scoring"], n_threads)
+        return cls(devset, layout, params["dev_period"])
+
+    def observe(self, iteration, theta):
+        """Score ``theta`` as the iterate of ``iteration``; returns the score."""
+        score = self.devset.score(self.layout, np.ascontiguousarray(theta, dtype=np.float64))
+        self.curve.append([int(iteration), score])
+        if self.best is None or score >= self.best[0]:
+            self.best = (score, int(iteration), np.array(theta, dtype=np.float64))
+        return score
+
+    def wrap(self, callback):
+        """The optimiser's callback, scoring every ``period`` iterations first."""
+
+        def scored(iteration, loss, theta):
+            if iteration % self.period == 0:
+                self.observe(iteration, theta)
+            return callback(iteration, loss, theta) if callback is not None else False
+
+        return scored
+
+    def finish(self, iteration, theta):
+        """``(best θ, record)`` after scoring the final ``theta`` (iteration ``iteration``)."""
+        if not self.curve or self.curve[-1][0] != iteration:
+            self.observe(iteration, theta)
+        score, best_iteration, best_theta = self.best
+        record = {"scoring": self.devset.name, "period": self.period, "curve": self.curve,
+                  "best_iteration": best_iteration, "best_score": score}
+        return best_theta, record
+
+
+def checkpointing(callback, path, every, params, state, layout):
+    """``callback`` that first writes the model so far to ``path`` every ``every`` iterations."""
+
+    saved = dict(params, dev_scoring=saved_scoring(params["dev_scoring"]))
+
+    def save_then_call(iteration, loss, theta):
+        if iteration % every == 0:
+            write_model(path, params=saved, classes=state["classes_"],
+                        extractor=state["extractor_"], feature_set=state["feature_set_"],
+                        training={"iterations": iteration, "loss": loss,
+                                  "stop_reason": "checkpoint"},
+                        layout=layout, coef=np.array(theta, dtype=np.float64))
+        return callback(iteration, loss, theta) if callback is not None else False
+
+    return save_then_call
+
+
+def shifted_callback(callback, offset):
+    """``callback`` with iteration numbers that go on from ``offset``."""
+    return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)

@@ -1,0 +1,170 @@
+"""fit(..., X_dev=, y_dev=): the iterate of the best dev score, the curve, the scores."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import sscrf
+from sscrf.metrics import chunk_scores, token_accuracy
+
+
+def chunk_data(seed, n, noise=0.25):
+    """Sentences of words w0..w29: w0-w4 begin an entity, w5-w9 continue one, the rest
+    are outside; a token's label is flipped to a random one with probability ``noise``."""
+    rng = np.random.default_rng(seed)
+    labels = ["B-X", "I-X", "O"]
+    X, y = [], []
+    for _ in range(n):
+        words = rng.integers(0, 30, size=rng.integers(3, 9))
+        seq = []
+        for w in words:
+            gold = "B-X" if w < 5 else ("I-X" if w < 10 else "O")
+            seq.append(labels[rng.integers(3)] if rng.random() < noise else gold)
+        X.append([{"w": f"w{w}", "s": f"s{w % 7}"} for w in words])
+        y.append(seq)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = chunk_data(0, 60)
+    X_dev, y_dev = chunk_data(1, 40, noise=0.0)
+    return X, y, X_dev, y_dev
+
+
+def fit_recording(data, **params):
+    """A fit with X_dev and the iterates its callback saw, by iteration."""
+    X, y, X_dev, y_dev = data
+    seen = {}
+
+    def record(k, loss, theta):
+        seen[k] = np.array(theta)
+
+    model = sscrf.CRF(n_threads=1, **params).fit(X, y, X_dev=X_dev, y_dev=y_dev,
+                                                  callback=record)
+    return model, seen
+
+
+def test_keeps_the_iterate_of_the_best_dev_score(data):
+    X, y, X_dev, y_dev = data
+    model, seen = fit_recording(data, c2=0.0, max_iterations=40, dev_period=3)
+    dev = model.training_["dev"]
+    curve = dev["curve"]
+    last = max(seen)
+    assert [k for k, _ in curve] == [k for k in sorted(seen) if k % 3 == 0] + (
+        [] if last % 3 == 0 else [last])
+    assert dev["scoring"] == "chunk_f1" and dev["period"] == 3
+    scores = [s for _, s in curve]
+    assert dev["best_score"] == max(scores)
+    best = max(k for k, s in curve if s == max(scores))  # ties: the later iterate
+    assert dev["best_iteration"] == best
+    if best in seen and best != last:
+        np.testing.assert_array_equal(model.coef_, seen[best])
+    # each point of the curve is what predict's own path scores for that iterate
+    probe = sscrf.CRF(n_threads=1, c2=0.0, max_iterations=40).fit(X, y)
+    for k, score in curve:
+        if k in seen:
+            probe.coef_ = seen[k]
+            assert score == pytest.approx(chunk_scores(y_dev, probe.predict(X_dev))["f1"],
+                                          abs=1e-12)
+    assert dev["best_score"] == pytest.approx(
+        chunk_scores(y_dev, model.predict(X_dev))["f1"], abs=1e-12)
+
+
+def test_an_early_iterate_wins_when_later_ones_overfit():
+    # noisy labels without a prior: the first iterates generalise better than the last
+    X, y = chunk_data(3, 25, noise=0.45)
+    X_dev, y_dev = chunk_data(4, 60, noise=0.0)
+    model = sscrf.CRF(n_threads=1, c2=0.0, max_iterations=60, dev_period=1).fit(
+        X, y, X_dev=X_dev, y_dev=y_dev)
+    plain = sscrf.CRF(n_threads=1, c2=0.0, max_iterations=60).fit(X, y)
+    kept = chunk_scores(y_dev, model.predict(X_dev))["f1"]
+    assert kept == model.training_["dev"]["best_score"]
+    assert kept > chunk_scores(y_dev, plain.predict(X_dev))["f1"]
+    assert model.training_["dev"]["best_iteration"] < model.training_["dev"]["curve"][-1][0]
+
+
+def test_scorings_callable_and_accuracy(data):
+    X, y, X_dev, y_dev = data
+    calls = []
+
+    def tokens_right(t, p):
+        calls.append(1)
+        return token_accuracy(t, p)
+
+    model = sscrf.CRF(n_threads=1, max_iterations=10, dev_scoring=tokens_right).fit(
+        X, y, X_dev=X_dev, y_dev=y_dev)
+    assert model.training_["dev"]["scoring"] == "tokens_right" and calls
+    assert model.training_["dev"]["best_score"] == pytest.approx(
+        token_accuracy(y_dev, model.predict(X_dev)))
+    # labels without B-/I- prefixes: token accuracy by default
+    plain = [[label.replace("-", "") for label in seq] for seq in y]
+    plain_dev = [[label.replace("-", "") for label in seq] for seq in y_dev]
+    m = sscrf.CRF(n_threads=1, max_iterations=10).fit(X, plain, X_dev=X_dev, y_dev=plain_dev)
+    assert m.training_["dev"]["scoring"] == "accuracy"
+
+
+def test_saved_model_keeps_a_named_score_not_a_callable(data, tmp_path):
+    X, y, X_dev, y_dev = data
+    m = sscrf.CRF(n_threads=1, max_iterations=5, dev_scoring=lambda t, p: 0.5).fit(
+        X, y, X_dev=X_dev, y_dev=y_dev)
+    m.save(tmp_path / "m.crf")
+    loaded = sscrf.CRF.load(tmp_path / "m.crf")
+    assert loaded.dev_scoring is None
+    assert loaded.training_["dev"]["best_score"] == 0.5
+    m.set_params(dev_scoring="accuracy").save(tmp_path / "n.crf")
+    assert sscrf.CRF.load(tmp_path / "n.crf").dev_scoring == "accuracy"
+    # checkpoints are written the same way
+    sscrf.CRF(n_threads=1, max_iterations=6, dev_scoring=lambda t, p: 0.5).fit(
+        X, y, X_dev=X_dev, y_dev=y_dev, checkpoint=tmp_path / "c.crf", checkpoint_every=3)
+    assert sscrf.CRF.load(tmp_path / "c.crf").dev_scoring is None
+
+
+def test_two_stages_score_on_across_the_stages(data):
+    X, y, X_dev, y_dev = data
+    XU = [s for s, _ in zip(*chunk_data(5, 30))]
+    m = sscrf.CRF(n_threads=1, max_iterations=12, entropy_weight=0.05, dev_period=4).fit(
+        X, y, X_unlabeled=XU, X_dev=X_dev, y_dev=y_dev)
+    first = m.training_["stages"]["supervised"]["iterations"]
+    total = first + m.training_["iterations"]
+    iterations = [k for k, _ in m.training_["dev"]["curve"]]
+    assert iterations[-1] == total and any(k > first for k in iterations)
+
+
+@pytest.mark.parametrize("kwargs, fit_kwargs, match", [
+    ({}, {"X_dev": "dev"}, "together"),
+    ({}, {"y_dev": "dev"}, "together"),
+    ({"dev_scoring": "f2"}, {}, "dev_scoring"),
+    ({"dev_scoring": 3}, {}, "dev_scoring"),
+    ({"dev_period": 0}, {}, "dev_period"),
+])
+def test_bad_dev_settings(data, kwargs, fit_kwargs, match):
+    X, y, X_dev, y_dev = data
+    given = {"X_dev": X_dev, "y_dev": y_dev}
+    fit_kwargs = {k: given[k] for k in fit_kwargs} or given
+    with pytest.raises(sscrf.SscrfError, match=match):
+        sscrf.CRF(max_iterations=2, **kwargs).fit(X, y, **fit_kwargs)
+
+
+def test_dev_labels_must_fit_the_sentences(data):
+    X, y, X_dev, y_dev = data
+    with pytest.raises(sscrf.SscrfError):
+        sscrf.CRF(max_iterations=2).fit(X, y, X_dev=X_dev, y_dev=y_dev[:-1])
+
+
+def test_same_choice_at_one_and_two_threads(data):
+    X, y, X_dev, y_dev = data
+    XU = chunk_data(6, 30)[0]
+    runs = []
+    for n_threads in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the zero weight's
+            sel = sscrf.select_hyperparameters(
+                sscrf.CRF(max_iterations=15, n_threads=n_threads, dev_period=2),
+                {"c2": [1.0, 0.1], "proportion_weight": [20.0]}, X, y, X_dev, y_dev,
+                X_unlabeled=XU)
+        runs.append(sel)
+    assert runs[0].best_params == runs[1].best_params
+    np.testing.assert_array_equal(runs[0].model.coef_, runs[1].model.coef_)
+    assert [r["dev_score"] for r in runs[0].table] == [r["dev_score"] for r in runs[1].table]
