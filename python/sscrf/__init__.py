@@ -29,7 +29,8 @@ from .progress import logger as _logger  # noqa: E402,F401  (the "sscrf" logger 
 
 _SUBMODULES = ("lattice", "io", "metrics", "features", "objectives", "active", "constraints",
                "partial", "optimize", "annotations", "inputs", "layout", "corpus", "training",
-               "decoding", "model_file", "optim", "progress", "representations", "corpus_file")
+               "decoding", "model_file", "optim", "progress", "representations", "corpus_file",
+               "minimizer")
 
 __version__ = "0.1.0"
 
