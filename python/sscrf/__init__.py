@@ -30,7 +30,7 @@ from .progress import logger as _logger  # noqa: E402,F401  (the "sscrf" logger 
 _SUBMODULES = ("lattice", "io", "metrics", "features", "objectives", "active", "constraints",
                "partial", "optimize", "annotations", "inputs", "layout", "corpus", "training",
                "decoding", "model_file", "optim", "progress", "representations", "corpus_file",
-               "minimizer")
+               "minimizer", "inspection")
 
 __version__ = "0.1.0"
 
