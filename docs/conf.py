@@ -6,11 +6,8 @@ holds the compiled core). No extension reaches the network: there is no
 intersphinx, so links to numpy or Python objects stay plain text.
 """
 
-import importlib
 import os
 import sys
-
-from docutils.parsers.rst import Directive, directives
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCE = os.path.join(_HERE, "..", "python")
@@ -56,33 +53,3 @@ numpydoc_validation_checks = set()
 html_theme = "alabaster"
 html_static_path = []
 html_theme_options = {"description": "Linear-chain CRFs from cheap supervision"}
-
-
-class OptionalAutodoc(Directive):
-    """``.. optional-autodoc:: sscrf.Name`` documents ``sscrf.Name`` when this
-    build of sscrf has it, and says it is not in this version otherwise, so
-    the pages of features that land in other branches build either way."""
-
-    required_arguments = 1
-    option_spec = {"kind": directives.unchanged}
-
-    def run(self):
-        dotted = self.arguments[0]
-        module_name, _, name = dotted.rpartition(".")
-        try:
-            present = hasattr(importlib.import_module(module_name), name)
-        except ImportError:
-            present = False
-        kind = self.options.get("kind", "autoclass")
-        source, line = self.state_machine.get_source_and_line(self.lineno)
-        if present:
-            text = [f".. {kind}:: {dotted}", ""]
-        else:
-            text = [f"``{dotted}`` is not part of this version of sscrf.", ""]
-        self.state_machine.insert_input(text, source)
-        return []
-
-
-def setup(app):
-    app.add_directive("optional-autodoc", OptionalAutodoc)
-    return {"parallel_read_safe": True}
