@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import chain
 from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 import numpy as np
 
@@ -16,6 +17,13 @@ from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
 from .templates import parse_templates
 from .vocabulary import AttributeCounts, Vocabulary, frequency_order, token_counts
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from numpy.typing import NDArray
+
+    from .templates import Templates
 
 __all__ = ["AttributeIds", "FeatureExtractor", "TEMPLATE_SLICE_TOKENS"]
 
@@ -89,7 +97,9 @@ class FeatureExtractor:
     # (Templates.apply), which the tests compare it with.
     _compiled_templates = True
 
-    def __init__(self, templates=None, min_freq=1, value_separator=SEPARATOR, n_threads=None):
+    def __init__(self, templates: Union[None, Templates, str, Sequence[str]] = None,
+                 min_freq: int = 1, value_separator: str = SEPARATOR,
+                 n_threads: Optional[int] = None) -> None:
         self.templates = None if templates is None else parse_templates(templates)
         self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
         self.n_threads = None if n_threads is None else check_threads(n_threads)
@@ -100,20 +110,20 @@ class FeatureExtractor:
             raise SscrfError(f"value_separator must be a non-empty str without NUL such as "
                              f"':' or '=', not {value_separator!r}")
         self.value_separator = value_separator
-        self.attributes_ = None
-        self.n_columns_ = None
-        self._lookup = None  # attribute -> id (_core.AttributeIndex), built when first needed
+        self.attributes_: Optional[list[str]] = None
+        self.n_columns_: Optional[int] = None
+        self._lookup: Optional[_core.AttributeIndex] = None  # attribute -> id (_core.AttributeIndex), built when first needed
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_lookup"] = None  # compiled; rebuilt from attributes_ when needed
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         # pickles from before the naming field joined string values with "="
         self.__dict__.update({"value_separator": OLD_SEPARATOR, **state})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         mode = (f"dicts ({self.value_separator!r} naming)" if self.templates is None
                 else f"{len(self.templates)} templates")
         size = "unfitted" if self.attributes_ is None else f"{len(self.attributes_)} attributes"
@@ -121,7 +131,7 @@ class FeatureExtractor:
 
     # -- public API -----------------------------------------------------------
 
-    def fit(self, *corpora):
+    def fit(self, *corpora: Sequence[Any]) -> FeatureExtractor:
         """Build the vocabulary from all sentences of all given corpora.
 
         Parameters
@@ -137,7 +147,7 @@ class FeatureExtractor:
         self._fit(corpora)
         return self
 
-    def fit_transform(self, *corpora):
+    def fit_transform(self, *corpora: Sequence[Any]) -> list[Features]:
         """Fit on all corpora and return each one's matrix.
 
         Returns
@@ -147,7 +157,7 @@ class FeatureExtractor:
         """
         return self._fit(corpora)
 
-    def transform(self, X):
+    def transform(self, X: Sequence[Any]) -> Features:
         """Interned attribute matrix of a corpus.
 
         Attributes outside the vocabulary (unseen at fit, or cut by
@@ -169,7 +179,7 @@ class FeatureExtractor:
         features, _ = self._features(X, self._lookup, "")
         return features
 
-    def count(self, *corpora):
+    def count(self, *corpora: Sequence[Any]) -> AttributeCounts:
         """Count attributes over all sentences of the given corpora (no fit).
 
         The first step of building a vocabulary; counts of several shards are
@@ -188,7 +198,7 @@ class FeatureExtractor:
         index, strings, provisional, n_columns = self._provisional(corpora, "count")
         return AttributeCounts(strings, token_counts(provisional, len(index)), n_columns)
 
-    def set_vocabulary(self, vocabulary):
+    def set_vocabulary(self, vocabulary: Vocabulary) -> FeatureExtractor:
         """Take a frozen vocabulary as this extractor's, as ``fit`` would set it.
 
         Parameters
@@ -207,7 +217,7 @@ class FeatureExtractor:
         self.n_columns_ = vocabulary.n_columns
         return self
 
-    def vocabulary(self):
+    def vocabulary(self) -> Vocabulary:
         """The fitted vocabulary.
 
         Returns
@@ -218,7 +228,7 @@ class FeatureExtractor:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
         return Vocabulary(self.attributes_, self.n_columns_)
 
-    def attribute_index(self):
+    def attribute_index(self) -> dict[str, int]:
         """Attribute string → id (a fresh dict).
 
         In dict mode with a naming other than ``"="``, a string absent from
@@ -237,7 +247,7 @@ class FeatureExtractor:
             return AttributeIds(pairs, separator=self.value_separator)
         return dict(pairs)
 
-    def attribute_strings(self, sentence):
+    def attribute_strings(self, sentence: Sequence[Any]) -> list[list[tuple[str, float]]]:
         """Per-token attributes of one sentence before interning (no fit needed).
 
         The same extraction as :meth:`transform`, for debugging and for
@@ -268,7 +278,7 @@ class FeatureExtractor:
             start += count
         return out
 
-    def to_state(self):
+    def to_state(self) -> dict[str, Any]:
         """JSON-serialisable state for model files.
 
         Returns
@@ -287,7 +297,7 @@ class FeatureExtractor:
         }
 
     @classmethod
-    def from_state(cls, state):
+    def from_state(cls, state: Mapping[str, Any]) -> FeatureExtractor:
         """Rebuild an extractor from :meth:`to_state`'s output, validating it.
 
         A state without ``value_separator`` (written before the field) has
@@ -331,7 +341,8 @@ class FeatureExtractor:
 
     # -- extraction -----------------------------------------------------------
 
-    def _provisional(self, corpora, what):
+    def _provisional(self, corpora: Sequence[Sequence[Any]], what: str
+                     ) -> tuple[Any, list[str], list[Features], Optional[int]]:
         """Each corpus' Features under ids handed out in first-occurrence order.
 
         Returns
@@ -345,7 +356,7 @@ class FeatureExtractor:
         """
         if not corpora:
             raise SscrfError(f"{what} needs at least one corpus (a list of sentences)")
-        index, strings = _core.AttributeIndex(), []
+        index, strings = _core.AttributeIndex(), cast("list[str]", [])
         provisional = []
         n_columns = None
         for k, corpus in enumerate(corpora):
@@ -357,7 +368,7 @@ class FeatureExtractor:
                 n_columns = shortest if n_columns is None else min(n_columns, shortest)
         return index, strings, provisional, n_columns
 
-    def _fit(self, corpora):
+    def _fit(self, corpora: Sequence[Sequence[Any]]) -> list[Features]:
         """Build the vocabulary; return each corpus' Features under it.
 
         The steps of :meth:`count` and :meth:`AttributeCounts.freeze`, fused
@@ -385,7 +396,8 @@ class FeatureExtractor:
         self.n_columns_ = n_columns
         return [renumber(f, new_id, len(attributes)) for f in provisional]
 
-    def _features(self, X, index, prefix, grow=False, new_strings=None):
+    def _features(self, X: Sequence[Any], index: Any, prefix: str, grow: bool = False,
+                  new_strings: Optional[list[str]] = None) -> tuple[Features, Optional[int]]:
         """CSR matrix of a corpus under ``index`` (attribute -> id).
 
         ``index`` is an ``_core.AttributeIndex``. With ``grow`` (fitting), new
@@ -421,7 +433,7 @@ class FeatureExtractor:
             # kinds are read in C, any other token through dict_pairs.
             separator = self.value_separator
 
-            def slow(i):
+            def slow(i: int) -> tuple[list[str], list[float]]:
                 names, values, _ = dict_pairs([tokens[i]], lengths, prefix, i, separator)
                 return names, values
 
@@ -444,9 +456,10 @@ class FeatureExtractor:
 
         columns, shortest = self._columns(tokens, lengths, prefix)
         if self._compiled_templates:
-            encoded = [_core.encode_strings(columns[c]) for c in self.templates.columns]
+            buffers = [_core.encode_strings(columns[c])
+                       for c in cast("Templates", self.templates).columns]
             del columns, tokens
-            return self._expand(encoded, offsets, shortest, index, grow, new_strings)
+            return self._expand(buffers, offsets, shortest, index, grow, new_strings)
         # Slices of whole sentences of about TEMPLATE_SLICE_TOKENS tokens:
         # the factorisation's per-token temporaries (int64 per cell and per
         # template) then exist for one slice at a time. Interning slice after
@@ -477,7 +490,9 @@ class FeatureExtractor:
         return Features(indptr, indices, values, offsets, len(index)), shortest
 
     @staticmethod
-    def _string_list_features(tokens, offsets, index, grow, new_strings):
+    def _string_list_features(tokens: Sequence[Any], offsets: NDArray[np.int64], index: Any,
+                              grow: bool, new_strings: Optional[list[str]]
+                              ) -> Optional[Features]:
         """CSR of tokens that are all lists of attribute strings (python-crfsuite's
         form), interned in one call; None if an item is not a str (the general
         path then names it).
@@ -504,14 +519,17 @@ class FeatureExtractor:
         indices = (keys - rows * n_ids).astype(np.int32)
         values = ones(len(indices)) if (repeats == 1).all() else repeats.astype(np.float64)
         return Features(indptr, indices, values, offsets, len(index))
-    def _expand(self, encoded, offsets, shortest, index, grow, new_strings):
+    def _expand(self, encoded: Any, offsets: NDArray[np.int64], shortest: Optional[int],
+                index: Any, grow: bool, new_strings: Optional[list[str]]
+                ) -> tuple[Features, Optional[int]]:
         """Template mode in the core: (Features, shortest) of encoded columns."""
-        indptr, indices, values = self.templates.expand(
+        indptr, indices, values = cast("Templates", self.templates).expand(
             encoded, offsets, index, grow, new_strings, getattr(self, "n_threads", None))
         values = ones(len(indices)) if values is None else values
         return Features(indptr, indices, values, offsets, len(index)), shortest
 
-    def _template_slice(self, columns, lengths, index, grow, new_strings):
+    def _template_slice(self, columns: dict[int, list[str]], lengths: NDArray[np.int64],
+                        index: Any, grow: bool, new_strings: Optional[list[str]]) -> Features:
         """CSR of a run of whole sentences (template mode); see :meth:`_features`.
 
         Templates are applied one at a time and their strings looked up, so
@@ -524,9 +542,11 @@ class FeatureExtractor:
         np.cumsum(lengths, out=offsets[1:])
         # matrix[t, j]: the id of template j's attribute at token t; −2 − k for
         # the k-th new attribute until it is interned.
-        matrix = np.empty((int(lengths.sum()), len(self.templates)), dtype=np.int32)
-        unseen, unseen_first, unseen_count = [], [], []
-        for j, (inverse, first, strings) in enumerate(self.templates.apply_each(columns, lengths)):
+        templates = cast("Templates", self.templates)
+        matrix = np.empty((int(lengths.sum()), len(templates)), dtype=np.int32)
+        unseen: list[str] = []
+        unseen_first, unseen_count = [], []
+        for j, (inverse, first, strings) in enumerate(templates.apply_each(columns, lengths)):
             ids = index.intern(strings, False, [])
             if grow:
                 new = np.flatnonzero(ids < 0)
@@ -546,7 +566,8 @@ class FeatureExtractor:
             matrix[pending] = new_ids[-2 - matrix[pending]]
         return csr_from_matrix(matrix, offsets, len(index))
 
-    def _columns(self, tokens, lengths, prefix):
+    def _columns(self, tokens: Sequence[Any], lengths: NDArray[np.int64], prefix: str
+                 ) -> tuple[dict[int, list[str]], Optional[int]]:
         """The columns the templates read, checked: lists of str, one per token.
 
         Returns
@@ -555,7 +576,7 @@ class FeatureExtractor:
         shortest : int or None
             Fewest columns of any token (None without tokens).
         """
-        templates = self.templates
+        templates = cast("Templates", self.templates)
         if not tokens:
             return {c: [] for c in templates.columns}, None
         if not set(map(type, tokens)) <= _COLUMN_TOKEN_TYPES:
@@ -599,7 +620,7 @@ class FeatureExtractor:
         return columns, shortest
 
 
-class AttributeIds(dict):
+class AttributeIds(dict):  # type: ignore[type-arg]
     """Attribute string → id that also finds a string given in its old spelling.
 
     A dict; ``in``, ``[]`` and ``get`` of a string absent from it try the
@@ -613,11 +634,11 @@ class AttributeIds(dict):
     separator : str
     """
 
-    def __init__(self, pairs, separator=SEPARATOR):
+    def __init__(self, pairs: Iterable[tuple[str, int]], separator: str = SEPARATOR) -> None:
         super().__init__(pairs)
         self.separator = separator
 
-    def __missing__(self, attribute):
+    def __missing__(self, attribute: object) -> int:
         if not isinstance(attribute, str):
             raise KeyError(attribute)
         for name in spellings(attribute, self.separator)[1:]:
@@ -625,15 +646,15 @@ class AttributeIds(dict):
                 return dict.__getitem__(self, name)
         raise KeyError(attribute)
 
-    def __contains__(self, attribute):
+    def __contains__(self, attribute: object) -> bool:
         return dict.__contains__(self, attribute) or (
             isinstance(attribute, str)
             and any(map(self._has, spellings(attribute, self.separator)[1:])))
 
-    def _has(self, name):
+    def _has(self, name: str) -> bool:
         return dict.__contains__(self, name)
 
-    def get(self, attribute, default=None):
+    def get(self, attribute: Any, default: Any = None) -> Any:
         """The id of ``attribute`` (or of its old spelling's name), else ``default``."""
         try:
             return self[attribute]
