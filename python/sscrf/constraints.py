@@ -62,11 +62,14 @@ data (no positions, so no model expectation), with a ``UserWarning`` naming
 it, and raises only when no constraint is left.
 """
 
+from __future__ import annotations
+
 import math
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 import numpy as np
 
@@ -76,6 +79,16 @@ from .features.dicts import spellings
 from .inputs import SUM_TOLERANCE, check_integer, check_label_list, check_number, is_number
 from .serialization import replace_file
 from .resources import read_bounded
+
+if TYPE_CHECKING:
+    from collections.abc import Set as AbstractSet
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from .features.csr import Features
+
+#: ``{attribute: {label: probability}}``.
+Constraints = dict[str, dict[str, float]]
 
 __all__ = [
     "TOLERANCE",
@@ -103,7 +116,7 @@ MAJORITY_PROBABILITY = 0.99
 # -- validation ---------------------------------------------------------------
 
 
-def _check_probability(value, where):
+def _check_probability(value: Any, where: str) -> float:
     if not is_number(value):
         raise SscrfTypeError(f"{where}: a probability must be a number, not "
                              f"{type(value).__name__}")
@@ -113,7 +126,8 @@ def _check_probability(value, where):
     return value
 
 
-def _check_distribution(attribute, dist, known, where):
+def _check_distribution(attribute: str, dist: object, known: Optional[AbstractSet[str]],
+                        where: str) -> dict[str, float]:
     """A validated copy of one target distribution (values as given)."""
     if not isinstance(dist, Mapping):
         raise SscrfTypeError(f"{where}: the target of {attribute!r} must be a dict "
@@ -135,7 +149,8 @@ def _check_distribution(attribute, dist, known, where):
     return out
 
 
-def check_constraints(constraints, labels=None):
+def check_constraints(constraints: Mapping[str, Mapping[str, float]],
+                      labels: Optional[Iterable[str]] = None) -> Constraints:
     """Validate constraints and return a normalised copy.
 
     Parameters
@@ -176,7 +191,8 @@ def check_constraints(constraints, labels=None):
     return out
 
 
-def target_matrix(constraints, labels):
+def target_matrix(constraints: Mapping[str, Mapping[str, float]], labels: Sequence[str]
+                  ) -> tuple[list[str], NDArray[np.float64]]:
     """Constraint attributes and their targets as an (M, S) array.
 
     Parameters
@@ -203,7 +219,7 @@ def target_matrix(constraints, labels):
     return attributes, targets
 
 
-def constraint_labels(constraints):
+def constraint_labels(constraints: Mapping[str, Mapping[str, float]]) -> list[str]:
     """The labels named by constraints, sorted (for a label set without labeled data)."""
     constraints = check_constraints(constraints)
     return sorted({label for dist in constraints.values() for label in dist})
@@ -212,7 +228,8 @@ def constraint_labels(constraints):
 # -- sources ------------------------------------------------------------------
 
 
-def majority_constraints(majority, labels, probability=MAJORITY_PROBABILITY):
+def majority_constraints(majority: Mapping[str, str], labels: Sequence[str],
+                         probability: float = MAJORITY_PROBABILITY) -> Constraints:
     """Targets from majority labels by the paper's heuristic (Mann & McCallum 2008, §5.1).
 
     Parameters
@@ -251,7 +268,8 @@ def majority_constraints(majority, labels, probability=MAJORITY_PROBABILITY):
     return out
 
 
-def attribute_occurrences(X, attributes=None, templates=None):
+def attribute_occurrences(X: Iterable[Sequence[Any]], attributes: Optional[Iterable[str]] = None,
+                          templates: Any = None) -> dict[str, NDArray[np.int64]]:
     """Where attributes fire in a corpus.
 
     Parameters
@@ -272,7 +290,7 @@ def attribute_occurrences(X, attributes=None, templates=None):
         maps to an empty array.
     """
     features, extractor = _extract(X, templates)
-    names = extractor.attributes_
+    names = cast("list[str]", extractor.attributes_)
     tokens = np.repeat(np.arange(features.n_tokens, dtype=np.int64), np.diff(features.indptr))
     order = np.argsort(features.indices, kind="stable")
     ids_sorted = features.indices[order]
@@ -289,7 +307,7 @@ def attribute_occurrences(X, attributes=None, templates=None):
     return out
 
 
-def _extract(X, templates):
+def _extract(X: Iterable[Sequence[Any]], templates: Any) -> tuple[Features, FeatureExtractor]:
     X = list(X)
     if isinstance(templates, str) and templates.strip() == "default":
         n = next((len(token) for sentence in X for token in sentence), 1)
@@ -299,11 +317,12 @@ def _extract(X, templates):
     return features, extractor
 
 
-def _flat_labels(X, y):
+def _flat_labels(X: Iterable[Sequence[Any]], y: Iterable[Sequence[str]]
+                 ) -> tuple[list[Sequence[Any]], list[str]]:
     X, y = list(X), list(y)
     if len(X) != len(y):
         raise SscrfError(f"X has {len(X)} sentences but y has {len(y)}")
-    flat = []
+    flat: list[str] = []
     for s, (xs, ys) in enumerate(zip(X, y)):
         if len(xs) != len(ys):
             raise SscrfError(f"sentence {s}: {len(xs)} tokens but {len(ys)} labels")
@@ -314,17 +333,21 @@ def _flat_labels(X, y):
     return X, flat
 
 
-def _label_list(labels, flat):
+def _label_list(labels: Optional[Iterable[str]], flat: Iterable[str]) -> list[str]:
     if labels is None:
         labels = sorted(set(flat))
-    labels = check_label_list(labels)
-    if not labels:
+    checked: list[str] = check_label_list(labels)
+    if not checked:
         raise SscrfError("labels must be a non-empty list of distinct strings")
-    return labels
+    return checked
 
 
-def estimate_constraints(X, y, attributes, n_per_feature, *, labels=None, templates=None,
-                         smoothing=0.1, seed=0, occurrences=None):
+def estimate_constraints(X: Iterable[Sequence[Any]], y: Iterable[Sequence[str]],
+                         attributes: Iterable[str], n_per_feature: int, *,
+                         labels: Optional[Sequence[str]] = None, templates: Any = None,
+                         smoothing: float = 0.1,
+                         seed: Union[int, np.random.Generator, None] = 0,
+                         occurrences: Optional[Mapping[str, ArrayLike]] = None) -> Constraints:
     """Targets estimated from a few labeled tokens per feature (Mann & McCallum 2008, §5.3).
 
     For each attribute, up to ``n_per_feature`` tokens where it fires are
@@ -388,8 +411,11 @@ def estimate_constraints(X, y, attributes, n_per_feature, *, labels=None, templa
     return out
 
 
-def propose_features(X, y, n_per_label, *, labels=None, templates=None, prefix=None,
-                     min_count=1, exclude=None):
+def propose_features(X: Iterable[Sequence[Any]], y: Iterable[Sequence[str]], n_per_label: int,
+                     *, labels: Optional[Sequence[str]] = None, templates: Any = None,
+                     prefix: Optional[str] = None, min_count: int = 1,
+                     exclude: Optional[Callable[[str], bool]] = None
+                     ) -> dict[str, list[tuple[str, int, int]]]:
     """Candidate labeled features per label, chosen as for the paper's Table 1.
 
     For each label, the attributes whose majority label (the most frequent
@@ -427,7 +453,7 @@ def propose_features(X, y, n_per_label, *, labels=None, templates=None, prefix=N
     index = {label: i for i, label in enumerate(labels)}
     S = len(labels)
     features, extractor = _extract(X, templates)
-    names = extractor.attributes_
+    names = cast("list[str]", extractor.attributes_)
     gold = np.array([index.get(l, -1) for l in flat], dtype=np.int64)
     token_of_entry = np.repeat(np.arange(features.n_tokens, dtype=np.int64),
                                np.diff(features.indptr))
@@ -462,14 +488,14 @@ _ESCAPE_RE = re.compile(r"[\\ \t\n\r]")
 _FIELD_SEP = re.compile(r"[ \t]+")
 
 
-def _escape(text, leading_hash=False):
+def _escape(text: str, leading_hash: bool = False) -> str:
     out = _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text)
     if leading_hash and out.startswith("#"):
         out = "\\" + out
     return out
 
 
-def _unescape(text, where):
+def _unescape(text: str, where: str) -> str:
     if "\\" not in text:
         return text
     out, i = [], 0
@@ -488,7 +514,7 @@ def _unescape(text, where):
     return "".join(out)
 
 
-def format_constraints(constraints):
+def format_constraints(constraints: Mapping[str, Mapping[str, float]]) -> str:
     """The file text of constraints (see the module docstring), one line each.
 
     Probabilities are written with ``repr``, so reading gives the same floats.
@@ -501,14 +527,16 @@ def format_constraints(constraints):
     return "".join(lines)
 
 
-def write_constraints(path, constraints):
+def write_constraints(path: Union[str, os.PathLike[str]],
+                      constraints: Mapping[str, Mapping[str, float]]) -> None:
     """Write constraints to a file (UTF-8, the format of the module docstring), through
     :func:`sscrf.serialization.replace_file` (atomic; a read-only file is refused)."""
     text = format_constraints(constraints)
     replace_file(path, lambda f: f.write(text), "w", "utf-8")
 
 
-def parse_constraints(text, labels=None, source="<constraints>"):
+def parse_constraints(text: str, labels: Optional[Iterable[str]] = None,
+                      source: str = "<constraints>") -> Constraints:
     """Parse the text of a constraint file.
 
     Parameters
@@ -525,7 +553,8 @@ def parse_constraints(text, labels=None, source="<constraints>"):
         ``{attribute: {label: probability}}`` in file order.
     """
     known = None if labels is None else set(labels)
-    out, first_line = {}, {}
+    out: Constraints = {}
+    first_line: dict[str, int] = {}
     if text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark (Windows editors write one) is no text
     for lineno, line in enumerate(_lines(text), 1):
@@ -533,12 +562,13 @@ def parse_constraints(text, labels=None, source="<constraints>"):
     return out
 
 
-def _lines(text):
+def _lines(text: str) -> list[str]:
     """The lines of ``text``: "\\n", "\\r\\n" and a lone "\\r" (old Mac files) each end one."""
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _parse_line(line, lineno, source, known, out, first_line):
+def _parse_line(line: str, lineno: int, source: str, known: Optional[AbstractSet[str]],
+                out: Constraints, first_line: dict[str, int]) -> None:
     where = f"{source}:{lineno}"
     stripped = line.strip(" \t")
     if not stripped or stripped.startswith("#"):
@@ -577,7 +607,8 @@ def _parse_line(line, lineno, source, known, out, first_line):
     first_line[attribute] = lineno
 
 
-def read_constraints(path, labels=None):
+def read_constraints(path: Union[str, os.PathLike[str]],
+                     labels: Optional[Iterable[str]] = None) -> Constraints:
     """Read a constraint file (format in the module docstring).
 
     Parameters

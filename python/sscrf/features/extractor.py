@@ -112,7 +112,7 @@ class FeatureExtractor:
         self.value_separator = value_separator
         self.attributes_: Optional[list[str]] = None
         self.n_columns_: Optional[int] = None
-        self._lookup: Optional[_core.AttributeIndex] = None  # attribute -> id (_core.AttributeIndex), built when first needed
+        self._lookup: Optional[_core.AttributeIndex] = None  # attribute -> id, built when needed
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
