@@ -31,8 +31,12 @@ element-wise work and ``einsum`` without BLAS), so their thread settings do
 not matter. Random numbers come from ``random_state``.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,6 +46,12 @@ from .errors import SscrfError, SscrfTypeError
 from .features.words import word_columns
 from .inputs import check_integer, check_number, check_threads, random_generator
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+#: A file path.
+_Path = Union[str, "os.PathLike[str]"]
 
 __all__ = ["REPRESENTATIONS_KIND", "WordRepresentations", "file_digest"]
 
@@ -65,7 +75,7 @@ _POWER_ITERATIONS = 2
 _KMEANS_ITERATIONS = 10
 
 
-def file_digest(path):
+def file_digest(path: _Path) -> str:
     """SHA-256 hex digest of a file (what a model trained with it records)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -74,7 +84,7 @@ def file_digest(path):
     return h.hexdigest()
 
 
-def word_shape_class(word):
+def word_shape_class(word: str) -> str:
     """The fallback of a word unseen at fit time, lower-cased form unseen too:
     ``"~"`` and its short word shape (``"~Xxd"`` for ``"Il2"``), one class per
     shape."""
@@ -140,8 +150,10 @@ class WordRepresentations:
     prototype features.
     """
 
-    def __init__(self, dim=100, clusters=(32, 128, 512, 2048), window=2, min_count=2,
-                 max_vocabulary=100_000, random_state=0, n_threads=None, verbose=False):
+    def __init__(self, dim: int = 100, clusters: Sequence[int] = (32, 128, 512, 2048),
+                 window: int = 2, min_count: int = 2, max_vocabulary: int = 100_000,
+                 random_state: Optional[int] = 0, n_threads: Optional[int] = None,
+                 verbose: bool = False) -> None:
         self.dim = dim
         self.clusters = clusters
         self.window = window
@@ -153,7 +165,7 @@ class WordRepresentations:
 
     # -- fitting -----------------------------------------------------------------------
 
-    def _check_params(self):
+    def _check_params(self) -> int:
         check_integer(self.dim, "dim", 1, 4000)
         check_integer(self.window, "window", 1, 1000)
         check_integer(self.min_count, "min_count", 1)
@@ -169,7 +181,7 @@ class WordRepresentations:
         random_generator(self.random_state)
         return check_threads(self.n_threads)
 
-    def fit(self, sentences):
+    def fit(self, sentences: Iterable[Sequence[str]]) -> WordRepresentations:
         """Learn the representations from ``sentences``, read once.
 
         Parameters
@@ -206,21 +218,23 @@ class WordRepresentations:
         self._index()
         return self
 
-    def _count(self, sentences, n_threads, progress):
+    def _count(self, sentences: Iterable[Sequence[str]], n_threads: int, progress: Progress
+               ) -> tuple[list[str], NDArray[Any], NDArray[Any], NDArray[Any], int]:
         """One pass: the word list (first-seen order), their counts, and the
         sorted (key, count) pairs of :func:`sscrf._core.cooccurrence_counts`."""
         if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__iter__"):
             raise SscrfTypeError("sentences must be an iterable of lists of words, not "
                                  f"{type(sentences).__name__}")
         index = _core.AttributeIndex()
-        words = []
+        words: list[str] = []
         counts = np.zeros(0, dtype=np.int64)
         keys = np.zeros(0, dtype=np.int64)
         pair_counts = np.zeros(0, dtype=np.int64)
-        batch, offsets = [], [0]
+        batch: list[str] = []
+        offsets = [0]
         n_tokens = n_sentences = 0
 
-        def flush():
+        def flush() -> None:
             nonlocal counts, keys, pair_counts
             ids = index.intern(batch, True, words)
             counts = np.concatenate([counts, np.zeros(len(words) - len(counts), np.int64)])
@@ -254,14 +268,15 @@ class WordRepresentations:
             flush()
         return words, counts, keys, pair_counts, n_tokens
 
-    def _kept_words(self, counts):
+    def _kept_words(self, counts: NDArray[Any]) -> NDArray[Any]:
         """Ids of the words kept: count >= min_count, the max_vocabulary most
         frequent, most frequent first (ties: first seen)."""
         order = np.argsort(-counts, kind="stable")
         order = order[counts[order] >= self.min_count]
         return order[:self.max_vocabulary]
 
-    def _ppmi(self, keep, n_seen, keys, pair_counts):
+    def _ppmi(self, keep: NDArray[Any], n_seen: int, keys: NDArray[Any],
+              pair_counts: NDArray[Any]) -> Any:
         """The PPMI matrix (kept words x 2 kept words, CSR) of the pair counts."""
         V = len(keep)
         new_id = np.full(n_seen, -1, dtype=np.int64)
@@ -287,18 +302,18 @@ class WordRepresentations:
 
     # -- lookup ------------------------------------------------------------------------
 
-    def _index(self):
+    def _index(self) -> None:
         self._row = {w: i for i, w in enumerate(self.vocabulary_)}
         self._cluster_strings = [tuple(map(str, row)) for row in self.clusters_.tolist()]
-        self._prototype_cache = {}
-        self._own_cache = {}
+        self._prototype_cache: dict[Any, tuple[list[str], NDArray[Any]]] = {}
+        self._own_cache: dict[tuple[bool, float], dict[int, dict[str, Any]]] = {}
 
-    def _check_fitted(self):
+    def _check_fitted(self) -> None:
         if not hasattr(self, "vectors_"):
             raise SscrfError("this WordRepresentations is not fitted: call fit(sentences) or "
                              "WordRepresentations.load(path) first")
 
-    def row(self, word):
+    def row(self, word: str) -> int:
         """The row of ``word`` in :attr:`vectors_` (its lower-cased form's if it has
         none of its own), or -1."""
         self._check_fitted()
@@ -307,7 +322,7 @@ class WordRepresentations:
             r = self._row.get(word.lower(), -1)
         return r
 
-    def _rows(self, words):
+    def _rows(self, words: Sequence[str]) -> list[int]:
         if isinstance(words, str) or not isinstance(words, (list, tuple)):
             raise SscrfTypeError(f"words must be a list of str, not {type(words).__name__}")
         self._check_fitted()
@@ -319,12 +334,12 @@ class WordRepresentations:
             out.append(self._row.get(w.lower(), -1) if r is None else r)
         return out
 
-    def _cluster_values(self, word, r):
+    def _cluster_values(self, word: str, r: int) -> tuple[str, ...]:
         if r >= 0:
             return self._cluster_strings[r]
         return (word_shape_class(word),) * len(self.clusters)
 
-    def columns(self, words):
+    def columns(self, words: Sequence[str]) -> list[list[str]]:
         """The cluster ids of each word at every granularity, as extra CoNLL columns.
 
         Parameters
@@ -340,8 +355,10 @@ class WordRepresentations:
         rows = self._rows(words)
         return [list(self._cluster_values(w, r)) for w, r in zip(words, rows)]
 
-    def features(self, words, context=1, vectors=True, scale=3.0, prototypes=None,
-                 threshold=0.35, into=None):
+    def features(self, words: Sequence[str], context: int = 1, vectors: bool = True,
+                 scale: float = 3.0, prototypes: Optional[dict[str, Sequence[str]]] = None,
+                 threshold: float = 0.35, into: Optional[list[dict[str, Any]]] = None
+                 ) -> list[dict[str, Any]]:
         """Feature dicts of one sentence, to merge into the user's own.
 
         Parameters
@@ -409,7 +426,7 @@ class WordRepresentations:
     #: Words whose own feature dict is cached, per (vectors, scale) setting.
     _OWN_CACHE_WORDS = 1 << 15
 
-    def _own_features(self, vectors, scale):
+    def _own_features(self, vectors: bool, scale: float) -> dict[int, dict[str, Any]]:
         caches = self._own_cache
         cache = caches.get((vectors, scale))
         if cache is None:
@@ -417,7 +434,8 @@ class WordRepresentations:
             cache = caches[(vectors, scale)] = {}
         return cache
 
-    def _own_dict(self, r, values, vectors, scale, cache):
+    def _own_dict(self, r: int, values: Sequence[str], vectors: bool, scale: float,
+                  cache: dict[int, dict[str, Any]]) -> dict[str, Any]:
         """The features of a word of row r (-1: unseen) at offset 0."""
         f = dict(zip(self._zero_names(), values))
         if r >= 0:
@@ -428,16 +446,17 @@ class WordRepresentations:
             cache[r] = f
         return f
 
-    def _zero_names(self):
+    def _zero_names(self) -> list[str]:
         return [f"rep.c{k}[0]" for k in self.clusters]
 
-    def _vector_names(self):
+    def _vector_names(self) -> list[str]:
         names = getattr(self, "_vector_keys", None)
         if names is None or len(names) != self.vectors_.shape[1]:
             names = self._vector_keys = [f"rep.v{j}" for j in range(self.vectors_.shape[1])]
         return names
 
-    def _prototypes(self, prototypes):
+    def _prototypes(self, prototypes: dict[str, Sequence[str]]
+                    ) -> tuple[list[str], NDArray[Any]]:
         """(labels, the best-matching prototype vectors) of a prototype dict:
         per label, a row per known prototype word; a label's feature fires on
         the largest cosine, so the rows of one label are kept apart."""
@@ -464,7 +483,7 @@ class WordRepresentations:
 
     # -- files -------------------------------------------------------------------------
 
-    def save(self, path):
+    def save(self, path: _Path) -> None:
         """Write the fitted representations to ``path`` (atomically; the model
         container of :mod:`sscrf.serialization`: magic, version, JSON header,
         raw arrays, SHA-256; no pickle)."""
@@ -481,7 +500,7 @@ class WordRepresentations:
                                         "clusters": self.clusters_.astype(np.int32)})
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: _Path) -> WordRepresentations:
         """Read representations written by :meth:`save`; every problem is an
         SscrfError naming the file."""
         meta, arrays = serialization.load(path)
@@ -532,12 +551,12 @@ class WordRepresentations:
 # -- the numerical steps ----------------------------------------------------------------
 
 
-def _unit_rows(X):
+def _unit_rows(X: NDArray[Any]) -> NDArray[Any]:
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     return X / np.where(norms > 0, norms, 1.0)[:, None]
 
 
-def _orthonormal(Y, n_threads, passes=2):
+def _orthonormal(Y: NDArray[Any], n_threads: int, passes: int = 2) -> NDArray[Any]:
     """An orthonormal basis of Y's columns: Y's Gram matrix is diagonalised
     (l x l, Jacobi in the core), Y times V Λ^-½; twice for accuracy (a
     Cholesky-QR2 by eigenvectors, which also drops null directions), once
@@ -550,12 +569,13 @@ def _orthonormal(Y, n_threads, passes=2):
     return Y
 
 
-def _csr_times(A, B, n_threads):
+def _csr_times(A: Any, B: NDArray[Any], n_threads: int) -> NDArray[Any]:
     return _core.csr_times_dense(A.indptr.astype(np.int64), A.indices.astype(np.int32),
                                  A.data, np.ascontiguousarray(B), n_threads)
 
 
-def _randomized_svd_vectors(A, dim, rng, n_threads):
+def _randomized_svd_vectors(A: Any, dim: int, rng: np.random.Generator, n_threads: int
+                            ) -> NDArray[Any]:
     """The leading left singular vectors of A times Σ^p, p = _EIGENVALUE_WEIGHT
     (Halko et al. 2011, algorithm 4.4 with q = 2 power iterations, then 5.1
     through A^T Q)."""
@@ -578,7 +598,7 @@ def _randomized_svd_vectors(A, dim, rng, n_threads):
     return _core.times_small(Q, np.ascontiguousarray(U * weights), n_threads)
 
 
-def _allocate(sizes, total):
+def _allocate(sizes: Any, total: int) -> NDArray[np.int64]:
     """Children per parent cluster: about proportional to its size, at least
     one, at most its size, summing to ``total`` (largest remainders first)."""
     sizes = np.asarray(sizes, dtype=np.int64)
@@ -602,7 +622,8 @@ def _allocate(sizes, total):
     return m
 
 
-def _nested_kmeans(X, ks, rng, n_threads):
+def _nested_kmeans(X: NDArray[Any], ks: Sequence[int], rng: np.random.Generator,
+                   n_threads: int) -> NDArray[np.int32]:
     """Cluster ids (n, len(ks)) at each granularity, each refining the last:
     spherical k-means over all words at ks[0], then within each cluster."""
     n = X.shape[0]
@@ -621,7 +642,7 @@ def _nested_kmeans(X, ks, rng, n_threads):
         picks = [members[starts[p] + rng.choice(sizes[p], children[p], replace=False)]
                  for p in range(n_parents)]
         C = np.ascontiguousarray(X[np.concatenate(picks)])
-        assign = None
+        assign: Any = None  # the last assignment: set by the first iteration
         for _ in range(_KMEANS_ITERATIONS):
             new = _core.nearest_centroids(X, C, parent, group_ptr, n_threads)
             if assign is not None and np.array_equal(new, assign):
