@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
 from .. import _core
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = ["Features", "csr_from_matrix", "is_ones", "large_values", "ones", "renumber"]
 
@@ -45,38 +48,39 @@ class Features(NamedTuple):
     n_attributes: int
 
     @property
-    def n_sentences(self):
+    def n_sentences(self) -> int:
         """Number of sentences."""
         return len(self.offsets) - 1
 
     @property
-    def n_tokens(self):
+    def n_tokens(self) -> int:
         """Number of tokens over all sentences."""
         return len(self.indptr) - 1
 
     @property
-    def nnz(self):
+    def nnz(self) -> int:
         """Number of stored (token, attribute) entries."""
         return len(self.indices)
 
 
-def ones(n):
+def ones(n: int) -> NDArray[np.float64]:
     """A read-only float64 array of ``n`` ones that stores one value (stride 0)."""
     return np.broadcast_to(np.float64(1.0), (n,))
 
 
-def is_ones(values):
+def is_ones(values: NDArray[Any]) -> bool:
     """True for the constant arrays of :func:`ones`."""
     return values.ndim == 1 and values.strides == (0,) and (len(values) == 0 or values[0] == 1.0)
 
 
-def large_values(features, bound):
+def large_values(features: Features, bound: float
+                 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """The attributes whose largest ``|value|`` in ``features`` exceeds ``bound``.
 
     Returns ``(ids, largest)``: attribute ids in increasing order (int64) and
     their largest absolute values. Constant-one values (:func:`ones`) cost nothing.
     """
-    largest = {}
+    largest: dict[int, float] = {}
     if not is_ones(features.values):
         for start in range(0, features.nnz, _SLICE):
             magnitudes = np.abs(features.values[start:start + _SLICE])
@@ -90,7 +94,8 @@ def large_values(features, bound):
     return ids, np.array([largest[a] for a in ids.tolist()], dtype=np.float64)
 
 
-def csr_from_matrix(matrix, offsets, n_ids):
+def csr_from_matrix(matrix: NDArray[np.int32], offsets: NDArray[np.int64], n_ids: int
+                    ) -> Features:
     """CSR from one attribute id per (token, template); -1 means absent.
 
     Parameters
@@ -124,11 +129,13 @@ def csr_from_matrix(matrix, offsets, n_ids):
     return Features(indptr, ids.astype(np.int32), values, offsets, n_ids)
 
 
-def renumber(features, new_id, n_ids):
+def renumber(features: Features, new_id: NDArray[np.int64], n_ids: int) -> Features:
     """Map provisional ids through ``new_id`` (-1 = dropped) and sort each
     token's ids again (ascending, as every Features has them)."""
     constant = is_ones(features.values)
     indptr, indices, values = _core.renumber_csr(features.indptr, features.indices,
                                                  None if constant else features.values, new_id)
-    return Features(indptr, indices, ones(len(indices)) if constant else values,
+    # the core gives values back whenever it was given some
+    return Features(indptr, indices,
+                    ones(len(indices)) if constant else cast("NDArray[Any]", values),
                     features.offsets, n_ids)
