@@ -13,8 +13,16 @@ definition:
   with again (the templates carry :data:`PRESET_MARKER`, saved with them).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
 from ..errors import SscrfTypeError
 from .templates import parse_templates
+
+if TYPE_CHECKING:
+    from .templates import Templates
 
 __all__ = ["PRESET_MARKER", "WORD_COLUMNS", "add_word_columns", "preset_columns",
            "word_columns", "word_features", "word_templates"]
@@ -28,20 +36,20 @@ WORD_COLUMNS = ("lower", "shape", "short_shape", "p1", "p2", "p3", "p4",
 PRESET_MARKER = "# sscrf preset: words"
 
 
-def _shape(word):
+def _shape(word: str) -> str:
     return "".join("X" if c.isupper() else "x" if c.isalpha() else "d" if c.isdigit() else c
                    for c in word)
 
 
-def _short(shape):
-    out = []
+def _short(shape: str) -> str:
+    out: list[str] = []
     for c in shape:
         if not out or out[-1] != c:
             out.append(c)
     return "".join(out)
 
 
-def _digits(word):
+def _digits(word: str) -> str:
     if word.isdigit():
         return "all"
     if any(c.isdigit() for c in word):
@@ -49,7 +57,7 @@ def _digits(word):
     return "none"
 
 
-def _caps(word):
+def _caps(word: str) -> str:
     letters = [c for c in word if c.isalpha()]
     if not letters:
         return "none"
@@ -62,7 +70,7 @@ def _caps(word):
     return "lower"
 
 
-def word_columns(word):
+def word_columns(word: str) -> list[str]:
     """The values of :data:`WORD_COLUMNS` for one word, as strings."""
     if not isinstance(word, str):
         raise SscrfTypeError(f"a word must be a str, not {type(word).__name__}")
@@ -74,11 +82,12 @@ def word_columns(word):
     return [lower, shape, _short(shape), *affixes, _digits(word), _caps(word)]
 
 
-def _word(token, column):
+def _word(token: Union[str, Sequence[str]], column: int) -> str:
     return token if isinstance(token, str) else token[column]
 
 
-def word_features(sentence, column=0, window=1):
+def word_features(sentence: Sequence[Union[str, Sequence[str]]], column: int = 0,
+                  window: int = 1) -> list[dict[str, str]]:
     """Feature dicts of one sentence.
 
     Parameters
@@ -111,13 +120,13 @@ def word_features(sentence, column=0, window=1):
     return out
 
 
-def add_word_columns(sentence, column=0):
+def add_word_columns(sentence: Sequence[Sequence[str]], column: int = 0) -> list[list[str]]:
     """A sentence of token column lists with :data:`WORD_COLUMNS` after each
     token's columns (what :func:`word_templates` read)."""
     return [list(token) + word_columns(token[column]) for token in sentence]
 
 
-def word_templates(n_columns=1):
+def word_templates(n_columns: int = 1) -> Templates:
     """CRF++ templates of the ``words`` preset for tokens of ``n_columns``
     columns (column 0 the word) extended by :func:`add_word_columns`."""
     col = {name: n_columns + k for k, name in enumerate(WORD_COLUMNS)}
@@ -134,7 +143,7 @@ def word_templates(n_columns=1):
     return parse_templates(lines, source="the words preset")
 
 
-def preset_columns(templates):
+def preset_columns(templates: Any) -> Optional[int]:
     """The number of token columns a ``words`` preset model reads from a file,
     or None when ``templates`` are not the preset's."""
     lines = getattr(templates, "lines", ())
