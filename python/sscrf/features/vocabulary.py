@@ -19,11 +19,19 @@ one pass over the shards concatenated in that order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Optional
+
 import numpy as np
 
 from .. import _core
 from ..errors import SscrfError
 from .csr import renumber
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .csr import Features
 
 #: Ids per slice in :func:`token_counts`.
 _SLICE = 1 << 22
@@ -57,7 +65,8 @@ class AttributeCounts:
     n_columns : int or None
     """
 
-    def __init__(self, strings, counts, n_columns=None):
+    def __init__(self, strings: Iterable[str], counts: ArrayLike,
+                 n_columns: Optional[int] = None) -> None:
         strings = list(strings)
         counts = np.asarray(counts)
         if counts.ndim != 1 or len(counts) != len(strings):
@@ -69,23 +78,23 @@ class AttributeCounts:
         self.counts = counts.astype(np.int64, copy=False)
         self.n_columns = n_columns
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Number of distinct attributes counted."""
         return len(self.strings)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, AttributeCounts):
             return NotImplemented
         return (self.strings == other.strings and np.array_equal(self.counts, other.counts)
                 and self.n_columns == other.n_columns)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<AttributeCounts: {len(self.strings)} attributes, "
                 f"{int(self.counts.sum())} firings>")
 
-    def merge(self, other):
+    def merge(self, other: AttributeCounts) -> AttributeCounts:
         """Counts of ``self``'s sentences followed by ``other``'s.
 
         Parameters
@@ -100,7 +109,8 @@ class AttributeCounts:
         """
         return merge_counts([self, other])
 
-    def frequency_order(self, min_freq=1, max_features=None):
+    def frequency_order(self, min_freq: int = 1, max_features: Optional[int] = None
+                        ) -> NDArray[np.int64]:
         """Positions of the attributes kept by ``min_freq`` and ``max_features``, in final
         id order.
 
@@ -121,7 +131,7 @@ class AttributeCounts:
         """
         return frequency_order(self.counts, min_freq, max_features)
 
-    def freeze(self, min_freq=1, max_features=None):
+    def freeze(self, min_freq: int = 1, max_features: Optional[int] = None) -> Vocabulary:
         """The vocabulary these counts give under a ``min_freq`` cutoff and a
         ``max_features`` bound.
 
@@ -139,7 +149,7 @@ class AttributeCounts:
         return Vocabulary([self.strings[i] for i in order.tolist()], self.n_columns)
 
 
-def merge_counts(counts):
+def merge_counts(counts: Iterable[AttributeCounts]) -> AttributeCounts:
     """Merge attribute counts in the given order.
 
     Parameters
@@ -174,7 +184,8 @@ def merge_counts(counts):
     return AttributeCounts(strings, total, min(widths) if widths else None)
 
 
-def frequency_order(counts, min_freq=1, max_features=None):
+def frequency_order(counts: NDArray[np.int64], min_freq: int = 1,
+                    max_features: Optional[int] = None) -> NDArray[np.int64]:
     """Ids kept by ``min_freq`` and ``max_features``, most frequent first, ties in id order.
 
     Parameters
@@ -198,7 +209,8 @@ def frequency_order(counts, min_freq=1, max_features=None):
     return order if max_features is None else order[:max_features]
 
 
-def limit_features(attributes, features, max_features):
+def limit_features(attributes: list[str], features: list[Features],
+                   max_features: Optional[int]) -> tuple[list[str], list[Features]]:
     """Keep the first ``max_features`` attributes of a vocabulary numbered by frequency.
 
     :meth:`FeatureExtractor.fit <sscrf.features.FeatureExtractor.fit>` numbers
@@ -227,7 +239,7 @@ def limit_features(attributes, features, max_features):
             [renumber(f, new_id, max_features) for f in features])
 
 
-def token_counts(features, n_ids):
+def token_counts(features: Iterable[Features], n_ids: int) -> NDArray[np.int64]:
     """Number of tokens each attribute id occurs in, over several corpora.
 
     Parameters
@@ -266,32 +278,32 @@ class Vocabulary:
     n_columns : int or None
     """
 
-    def __init__(self, attributes, n_columns=None):
+    def __init__(self, attributes: Iterable[str], n_columns: Optional[int] = None) -> None:
         attributes = list(attributes)
         if not all(isinstance(a, str) for a in attributes):
             raise SscrfError("a vocabulary's attributes must be strings")
         self.attributes = attributes
         self.n_columns = n_columns
-        self._index = None
+        self._index: Optional[_core.AttributeIndex] = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Number of attributes."""
         return len(self.attributes)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Vocabulary):
             return NotImplemented
         return self.attributes == other.attributes and self.n_columns == other.n_columns
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Vocabulary: {len(self.attributes)} attributes>"
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"attributes": self.attributes, "n_columns": self.n_columns, "_index": None}
 
-    def index(self):
+    def index(self) -> _core.AttributeIndex:
         """The compiled string → id table (built once, shared).
 
         Returns
