@@ -18,11 +18,17 @@ import math
 import numbers
 from collections.abc import Mapping
 from itertools import repeat
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from .sentences import locate
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
 
 __all__ = ["MAX_DICT_DEPTH", "OLD_SEPARATOR", "SEPARATOR", "dict_pairs", "flatten_dict",
            "spellings"]
@@ -37,7 +43,7 @@ SEPARATOR = ":"
 OLD_SEPARATOR = "="
 
 
-def spellings(attribute, separator=SEPARATOR):
+def spellings(attribute: str, separator: str = SEPARATOR) -> list[str]:
     """The names ``attribute``, written with ``=`` joining a key and its string value
     (the old spelling), may have under ``separator``.
 
@@ -64,7 +70,8 @@ def spellings(attribute, separator=SEPARATOR):
     return out
 
 
-def dict_pairs(tokens, lengths, prefix, first=0, separator=SEPARATOR):
+def dict_pairs(tokens: Sequence[Any], lengths: NDArray[np.int64], prefix: str, first: int = 0,
+               separator: str = SEPARATOR) -> tuple[list[str], list[float], list[int]]:
     """Token-major (attribute, value) pairs of feature-dict tokens.
 
     Parameters
@@ -87,7 +94,9 @@ def dict_pairs(tokens, lengths, prefix, first=0, separator=SEPARATOR):
     counts : list of int
         Number of pairs of each token.
     """
-    names, values, counts = [], [], []
+    names: list[str] = []
+    values: list[float] = []
+    counts: list[int] = []
     for i, token in enumerate(tokens):
         if type(token) is not dict and not isinstance(token, Mapping):
             if isinstance(token, (list, tuple)):
@@ -119,7 +128,7 @@ def dict_pairs(tokens, lengths, prefix, first=0, separator=SEPARATOR):
     return names, values, counts
 
 
-def _short(value):
+def _short(value: object) -> str:
     """``repr(value)``, cut to 40 characters for messages."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -141,7 +150,8 @@ _isfinite = math.isfinite
 MAX_DICT_DEPTH = 100
 
 
-def flatten_dict(token, prefix, names, values, depth=0, separator=SEPARATOR):
+def flatten_dict(token: Mapping[Any, Any], prefix: str, names: list[str], values: list[float],
+                 depth: int = 0, separator: str = SEPARATOR) -> None:
     """Append the (attribute, value) pairs of one feature dict.
 
     ``prefix`` is ``""`` at the top level and ``"outer:"`` inside a nested
@@ -179,7 +189,8 @@ def flatten_dict(token, prefix, names, values, depth=0, separator=SEPARATOR):
             _flatten_other(prefix + name, value, names, values, depth, separator)
 
 
-def _flatten_other(key, value, names, values, depth, separator):
+def _flatten_other(key: str, value: Any, names: list[str], values: list[float], depth: int,
+                   separator: str) -> None:
     """The less common value kinds of :func:`flatten_dict`."""
     if isinstance(value, str):
         names.append(f"{key}{separator}{value}")
