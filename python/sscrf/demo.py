@@ -31,9 +31,13 @@ Sampling uses one ``numpy.random.Generator`` seeded with ``seed``, so a seed
 always gives the same corpus.
 """
 
+from __future__ import annotations
+
 import sys
 import time
 from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, TextIO, Union
 
 import numpy as np
 
@@ -43,6 +47,9 @@ from .metrics import chunk_scores, format_chunk_report, token_accuracy
 from .features import default_templates
 from .model import CRF
 from .representations import WordRepresentations
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = [
     "LABELS",
@@ -105,7 +112,7 @@ WORDS = {
 POS_NOISE = 0.03
 
 
-def _cumulative(dist, keys):
+def _cumulative(dist: Mapping[str, float], keys: Sequence[str]) -> NDArray[np.float64]:
     """Cumulative probabilities of ``dist`` over ``keys`` (absent keys: 0), last = 1."""
     p = np.array([dist.get(k, 0.0) for k in keys], dtype=np.float64)
     c = np.cumsum(p / p.sum())
@@ -113,14 +120,16 @@ def _cumulative(dist, keys):
     return c
 
 
-def _zipf_cumulative(n):
+def _zipf_cumulative(n: int) -> NDArray[np.float64]:
     c = np.cumsum(1.0 / np.arange(1, n + 1))
     c /= c[-1]
     c[-1] = 1.0
     return c
 
 
-def generate_hmm_corpus(n_sentences, *, seed=0, min_length=4, max_length=20):
+def generate_hmm_corpus(n_sentences: int, *, seed: Union[int, np.random.Generator] = 0,
+                        min_length: int = 4, max_length: int = 20
+                        ) -> tuple[list[list[list[str]]], list[list[str]]]:
     """Sample labeled sentences from the demo HMM (see the module docstring).
 
     Parameters
@@ -182,7 +191,8 @@ def generate_hmm_corpus(n_sentences, *, seed=0, min_length=4, max_length=20):
     return tokens, labels
 
 
-def _examples(X, y, predicted, n=3, max_length=12):
+def _examples(X: Sequence[Any], y: Sequence[Any], predicted: Sequence[Any], n: int = 3,
+              max_length: int = 12) -> list[tuple[Any, Any, Any]]:
     """Up to ``n`` short test sentences, the first with an error (if any) among them."""
     short = [(x, g, p) for x, g, p in zip(X, y, predicted) if len(x) <= max_length] or \
         list(zip(X, y, predicted))
@@ -191,8 +201,10 @@ def _examples(X, y, predicted, n=3, max_length=12):
     return [short[k] for k in sorted(wrong + right)]
 
 
-def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, out=sys.stdout,
-             max_iterations=100, n_unlabeled=3000):
+def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
+             n_threads: Optional[int] = None, verbose: bool = True,
+             out: Optional[TextIO] = sys.stdout, max_iterations: int = 100,
+             n_unlabeled: int = 3000) -> dict[str, Any]:
     """Train a CRF on HMM samples and score it on fresh ones.
 
     Generates ``n_train + n_test`` sentences with :func:`generate_hmm_corpus`
@@ -233,7 +245,7 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
         raise SscrfError("run_demo needs n_train ≥ 1 and n_test ≥ 1")
     started = time.perf_counter()
 
-    def say(text=""):
+    def say(text: str = "") -> None:
         if out is not None:
             print(text, file=out, flush=True)
 
@@ -245,8 +257,9 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
     say(f"sscrf demo: {n_train} training sentences ({n_train_tokens} tokens) and {n_test} test "
         f"sentences ({n_test_tokens} tokens) from a chunking HMM, seed {seed}")
 
-    model = CRF(templates="default", max_iterations=max_iterations, n_threads=n_threads,
-                verbose=verbose)
+    # Any: fit sets training_ and classes_, which CRF does not declare
+    model: Any = CRF(templates="default", max_iterations=max_iterations, n_threads=n_threads,
+                     verbose=verbose)
     model.fit(X_train, y_train)
     train_seconds = model.training_["seconds"]
     say(f"trained: {len(model.classes_)} labels, {model.n_parameters_} parameters, "
@@ -290,14 +303,16 @@ def run_demo(*, n_train=800, n_test=300, seed=0, n_threads=None, verbose=True, o
     }
 
 
-def _with_representations(X_train, y_train, X_test, y_test, n_unlabeled, seed, n_threads,
-                          max_iterations):
+def _with_representations(X_train: list[list[list[str]]], y_train: list[list[str]],
+                          X_test: list[list[list[str]]], y_test: list[list[str]],
+                          n_unlabeled: int, seed: int, n_threads: Optional[int],
+                          max_iterations: int) -> float:
     """Chunk F1 of a model that also reads the cluster ids, at -1, 0 and +1, of
     word representations learned from ``n_unlabeled`` more HMM sentences."""
     unlabeled, _ = generate_hmm_corpus(n_unlabeled, seed=seed + 1)
     rep = WordRepresentations(n_threads=n_threads).fit([w for w, _ in s] for s in unlabeled)
 
-    def columns(sentences):
+    def columns(sentences: list[list[list[str]]]) -> list[list[list[str]]]:
         return [[list(t) + c for t, c in zip(s, rep.columns([w for w, _ in s]))]
                 for s in sentences]
 
