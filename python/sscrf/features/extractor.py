@@ -456,8 +456,7 @@ class FeatureExtractor:
 
         columns, shortest = self._columns(tokens, lengths, prefix)
         if self._compiled_templates:
-            buffers = [_core.encode_strings(columns[c])
-                       for c in cast("Templates", self.templates).columns]
+            buffers = [_core.encode_strings(columns[c]) for c in self.templates.columns]
             del columns, tokens
             return self._expand(buffers, offsets, shortest, index, grow, new_strings)
         # Slices of whole sentences of about TEMPLATE_SLICE_TOKENS tokens:

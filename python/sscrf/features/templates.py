@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
@@ -31,6 +33,15 @@ from .. import _core
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_threads
 from ..resources import read_bounded
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    # A compiled template's piece: a literal str or a (row, col) pair of ints
+    # (Any: the code tells them apart by type(piece) is str, which mypy does not narrow).
+    _Piece = Any
+    # One template's result: (inverse, first, strings), see Templates.apply.
+    _Factor = tuple[NDArray[np.int64], NDArray[np.int64], list[str]]
 
 __all__ = ["DEFAULT_TEMPLATES", "MAX_DISTINCT_CELLS", "MAX_TEMPLATES", "MAX_TEMPLATE_CELLS",
            "MAX_TEMPLATE_COLUMN", "MAX_TEMPLATE_OFFSET", "MAX_TEMPLATE_TEXT", "Templates",
@@ -55,12 +66,12 @@ MAX_TEMPLATE_COLUMN = 1000
 _MACRO = re.compile(r"%x\[\s*([+-]?\d+)\s*,\s*([+-]?\d+)\s*\]")
 
 
-def _bos(k):
+def _bos(k: int) -> str:
     """CRF++'s pad for the k-th position before the sentence start (k ≥ 1)."""
     return f"_B-{k}"
 
 
-def _eos(k):
+def _eos(k: int) -> str:
     """CRF++'s pad for the k-th position after the sentence end (k ≥ 1)."""
     return f"_B+{k}"
 
@@ -88,7 +99,8 @@ class Templates:
         The column indices the templates read, ascending.
     """
 
-    def __init__(self, lines, unigrams, sources):
+    def __init__(self, lines: Iterable[str], unigrams: Iterable[tuple[_Piece, ...]],
+                 sources: Iterable[str]) -> None:
         self.lines = tuple(lines)
         self.unigrams = tuple(unigrams)
         self.sources = tuple(sources)
@@ -100,35 +112,37 @@ class Templates:
         self._cells = sorted(set(cells))
         self.columns = sorted({c for _, c in cells})
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Number of unigram (``U``) templates."""
         return len(self.unigrams)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Templates):
             return NotImplemented
         return self.unigrams == other.unigrams
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.unigrams)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Templates: {len(self.unigrams)} unigram templates, max_column={self.max_column}>"
 
     @property
-    def text(self):
+    def text(self) -> str:
         """The template lines joined into one string (a template file's content)."""
         return "\n".join(self.lines) + "\n"
 
     @property
-    def _core_pieces(self):
+    def _core_pieces(self) -> list[list[_Piece]]:
         """The pieces as the core reads them: a cell names its column's
         position in :attr:`columns`."""
         slot = {c: k for k, c in enumerate(self.columns)}
         return [[p if type(p) is str else (p[0], slot[p[1]]) for p in pieces]
                 for pieces in self.unigrams]
 
-    def expand(self, columns, offsets, index, grow=False, new_strings=None, n_threads=None):
+    def expand(self, columns: Any, offsets: NDArray[np.int64], index: Any, grow: bool = False,
+               new_strings: Optional[list[str]] = None, n_threads: Optional[int] = None
+               ) -> Any:
         """Every template's attribute at every token, interned, as a CSR matrix (compiled).
 
         The same attributes as :meth:`apply`, built in C++ in parallel over
@@ -167,7 +181,8 @@ class Templates:
                                       check_threads(n_threads),
                                       [] if new_strings is None else new_strings)
 
-    def apply(self, columns, lengths):
+    def apply(self, columns: dict[int, list[str]], lengths: NDArray[np.int64]
+              ) -> list[_Factor]:
         """Each template's attribute at every token of a corpus, factorised.
 
         Rather than build one string per token and template (millions on a
@@ -194,7 +209,8 @@ class Templates:
         """
         return list(self.apply_each(columns, lengths))
 
-    def apply_each(self, columns, lengths):
+    def apply_each(self, columns: dict[int, list[str]], lengths: NDArray[np.int64]
+                   ) -> Iterator[_Factor]:
         """:meth:`apply`'s list one template at a time (a generator), so that a
         caller that only looks the strings up holds one template's strings, not
         every template's (a string per distinct attribute and template: 11 GB
@@ -252,7 +268,8 @@ class Templates:
                 strings = list(map("".join, zip(*parts)))
             yield inverse, first, strings
 
-    def _shift(self, ids, position, length_of, row):
+    def _shift(self, ids: NDArray[np.int64], position: NDArray[np.int64],
+               length_of: NDArray[np.int64], row: int) -> NDArray[np.int64]:
         """Value ids at offset ``row`` from every token, pads outside the sentence.
 
         Parameters
@@ -283,9 +300,9 @@ class Templates:
         return out
 
 
-def _parse_line(line, where):
+def _parse_line(line: str, where: str) -> tuple[_Piece, ...]:
     """Compile one ``U`` template line into literal and (row, col) pieces."""
-    pieces = []
+    pieces: list[_Piece] = []
     pos = 0
     for m in _MACRO.finditer(line):
         literal = line[pos : m.start()]
@@ -327,12 +344,13 @@ def _parse_line(line, where):
     return tuple(pieces)
 
 
-def _short(line):
+def _short(line: str) -> str:
     """A template line for messages: the first 60 characters of a long one."""
     return repr(line) if len(line) <= 60 else f"{line[:60]!r}... ({len(line):,} characters)"
 
 
-def parse_templates(text_or_lines, source="<templates>"):
+def parse_templates(text_or_lines: Union[Templates, str, Sequence[str]],
+                    source: str = "<templates>") -> Templates:
     """Parse CRF++/Wapiti-style feature templates.
 
     Blank lines and lines starting with ``#`` are ignored; surrounding
@@ -384,7 +402,8 @@ def parse_templates(text_or_lines, source="<templates>"):
             f"not {type(text_or_lines).__name__}"
         )
 
-    unigrams, sources = [], []
+    unigrams: list[tuple[_Piece, ...]] = []
+    sources: list[str] = []
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         where = f"{source}, line {number}"
@@ -416,7 +435,7 @@ def parse_templates(text_or_lines, source="<templates>"):
     return Templates(lines, unigrams, sources)
 
 
-def read_templates(path):
+def read_templates(path: Union[str, "os.PathLike[str]"]) -> Templates:
     """Read a template file (UTF-8); see :func:`parse_templates`.
 
     Parameters
@@ -437,7 +456,7 @@ def read_templates(path):
     return parse_templates(text, source=os.fspath(path))
 
 
-def default_templates(n_columns=2):
+def default_templates(n_columns: int = 2) -> Templates:
     """Default templates for tokens with ``n_columns`` columns.
 
     Column 0 (the word) gets unigrams at offsets -2..2 and the bigrams
@@ -483,7 +502,7 @@ def default_templates(n_columns=2):
 DEFAULT_TEMPLATES = default_templates(2).text
 
 
-def _factorize(keys, bound):
+def _factorize(keys: NDArray[np.int64], bound: int) -> tuple[NDArray[np.int64], int]:
     """Compact codes for integer keys.
 
     Parameters
