@@ -32,6 +32,8 @@ Example
 (2, 38)
 """
 
+from __future__ import annotations
+
 from .csr import Features
 from .extractor import FeatureExtractor
 from .templates import (
