@@ -17,10 +17,13 @@ with CRFsuite's stopping rules, a progress display, and the handling of
 Ctrl-C and of a non-finite loss.
 """
 
+from __future__ import annotations
+
 import math
 import time
 import warnings
-from typing import NamedTuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple, cast)
 
 import numpy as np
 
@@ -39,12 +42,21 @@ from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, chec
                      check_label_list, check_labeled, check_number, check_sample_weight,
                      check_threads, check_writable, encode_labels)
 from .layout import ParameterLayout
-from .objectives import OBJECTIVES, Objective
+from .objectives import (GE, AlternativesLikelihood, Entropy, Likelihood, Objective,
+                         PartialLikelihood)
 from .minimizer import HISTORY_PAIRS, NonFiniteLoss, TrainResult, minimize
 from .optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .progress import Progress
 from .proportions import check_label_proportions, proportion_term, target_proportions
 from .resources import check_memory, size_text
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .features import Features
+    from .objectives import Term
+
+    Params = Mapping[str, Any]
 
 __all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
            "WARN_ABOVE", "check_params", "fit", "ge_constraints", "label_set", "labeled_terms",
@@ -63,7 +75,7 @@ WARN_ABOVE = 2.0 ** 10
 _STOPPED = (STOP_INTERRUPTED, STOP_CALLBACK)  # stop reasons that end a fit
 
 
-def check_params(params):
+def check_params(params: Params) -> int:
     """Validate the estimator's hyperparameters (a ``get_params()`` dict); returns the
     thread count they give."""
     for name in ("c1", "c2", "epsilon", "delta", "entropy_weight", "ge_weight",
@@ -93,7 +105,7 @@ ZERO_WEIGHT_WARNING = ("zero entropy_weight, ge_weight and proportion_weight lea
                        "(and constraints) out: a supervised fit, 'auto' features are 'dense'")
 
 
-def _plan(params, X, y, X_unlabeled, constraints):
+def _plan(params: Params, X: Any, y: Any, X_unlabeled: Any, constraints: Any) -> Tuple[Any, ...]:
     """Checked data, the terms that take part, and ``semi``: the unlabeled data join the
     vocabulary and ``auto`` is ``dense``, as with the term on, at a zero weight too."""
     X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
@@ -133,23 +145,23 @@ def _plan(params, X, y, X_unlabeled, constraints):
     return X, y, unlabeled, use_entropy, use_ge, constraints, semi, use_proportions
 
 
-def label_set(labels, y):
+def label_set(labels: Optional[Sequence[str]], y: Sequence[Sequence[str]]) -> List[str]:
     """The model's labels: ``labels`` (checked against ``y``), else every label of ``y``."""
     if labels is not None:
-        labels = check_label_list(labels)
-        known = set(labels)
+        checked: List[str] = check_label_list(labels)
+        known = set(checked)
         for s, seq in enumerate(y):
             for t, label in enumerate(seq):
                 if label not in known:
                     raise SscrfError(f"sentence {s}, token {t}: label {label!r} is not in labels=")
-        return labels
-    labels = sorted({label for seq in y for label in seq})
-    if not labels:
+        return checked
+    found = sorted({label for seq in y for label in seq})
+    if not found:
         raise SscrfError("no labels: without labeled data, give the label set with labels=")
-    return labels
+    return found
 
 
-def _classes(params, y, use_ge, constraints):
+def _classes(params: Params, y: Any, use_ge: bool, constraints: Any) -> List[str]:
     label_source = label_view(y, params["labels"])
     if use_ge and params["labels"] is None:  # labels named by constraints join the label set
         named = _constraints.constraint_labels(constraints)
@@ -169,7 +181,7 @@ def _classes(params, y, use_ge, constraints):
     return classes
 
 
-def n_columns(X):
+def n_columns(X: Sequence[Sequence[Any]]) -> int:
     """Columns of the first token (1 without tokens), for templates="default"."""
     for s, sentence in enumerate(X):
         for t, token in enumerate(sentence):
@@ -183,7 +195,9 @@ def n_columns(X):
 # -- terms ------------------------------------------------------------------------------
 
 
-def labeled_terms(features, y, label_index, weights, layout, n_threads, token_labels=None):
+def labeled_terms(features: Features, y: Sequence[Sequence[Any]], label_index: Dict[str, int],
+                  weights: Optional[ArrayLike], layout: _core.Layout, n_threads: int,
+                  token_labels: Optional[NDArray[Any]] = None) -> Tuple[List[Term], List[Term]]:
     """The training terms of annotated sentences.
 
     Complete sentences go to the ``likelihood`` term; sentences with sets,
@@ -203,9 +217,8 @@ def labeled_terms(features, y, label_index, weights, layout, n_threads, token_la
     """
     if all(is_complete(seq) for seq in y):
         labels = encode_labels(y, label_index) if token_labels is None else token_labels
-        return [OBJECTIVES["likelihood"](compile_corpus(features, labels=labels, weights=weights,
-                                                        n_labels=layout.n_labels),
-                                         layout, n_threads)], []
+        return [Likelihood(compile_corpus(features, labels=labels, weights=weights,
+                                          n_labels=layout.n_labels), layout, n_threads)], []
     masks = [sentence_masks(seq, label_index, f"sentence {s}") for s, seq in enumerate(y)]
     complete, node_only, with_edges, inexact = [], [], [], []
     for s, m in enumerate(masks):
@@ -221,14 +234,15 @@ def labeled_terms(features, y, label_index, weights, layout, n_threads, token_la
             inexact.append(s)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
 
-    def sub_weights(ids):
+    def sub_weights(ids: List[int]) -> Optional[NDArray[np.float64]]:
         return None if w is None else np.ascontiguousarray(w[ids])
 
-    supervised, others = [], []
+    supervised: List[Term] = []
+    others: List[Term] = []
     if complete:
         sub, _ = subset_features(features, complete)
         labels = np.concatenate([masks[s].singleton_ids() for s in complete])
-        supervised.append(OBJECTIVES["likelihood"](
+        supervised.append(Likelihood(
             compile_corpus(sub, labels=labels, weights=sub_weights(complete),
                            n_labels=layout.n_labels), layout, n_threads))
     for ids, edges in ((node_only, False), (with_edges, True)):
@@ -239,18 +253,21 @@ def labeled_terms(features, y, label_index, weights, layout, n_threads, token_la
         edge = np.concatenate([masks[s].edge for s in ids]) if edges else None
         corpus = compile_corpus(sub, weights=sub_weights(ids), mask=node, edge_mask=edge,
                                 n_labels=layout.n_labels)
-        others.append(OBJECTIVES["partial_likelihood"](corpus, layout, n_threads))
+        others.append(PartialLikelihood(corpus, layout, n_threads))
     if inexact:
-        groups = [g for g, s in enumerate(inexact) for _ in range(len(masks[s].alternatives))]
+        alternatives = [cast("NDArray[Any]", masks[s].alternatives) for s in inexact]
+        groups = [g for g, rows in enumerate(alternatives) for _ in range(len(rows))]
         sub, _ = subset_features(features, inexact)
-        labels = np.concatenate([row for s in inexact for row in masks[s].alternatives])
+        labels = np.concatenate([row for rows in alternatives for row in rows])
         sw = None if w is None else w[inexact]
-        others.append(OBJECTIVES["alternatives"](sub, labels.astype(np.int32), groups, layout,
-                                                 n_threads, sentence_weights=sw))
+        others.append(AlternativesLikelihood(sub, labels.astype(np.int32), np.asarray(groups),
+                                             layout, n_threads, sentence_weights=sw))
     return supervised, others
 
 
-def ge_constraints(constraints, extractor, unlabeled, classes):
+def ge_constraints(constraints: Mapping[str, Any], extractor: FeatureExtractor,
+                   unlabeled: Features, classes: Sequence[str]
+                   ) -> Tuple[NDArray[np.int64], NDArray[np.float64], Dict[str, Any]]:
     """Constraint map (A,), targets (M, S) and the constraints kept, for the ``ge`` term.
 
     Drops, with a warning, constraints whose attribute is not in the
@@ -268,7 +285,7 @@ def ge_constraints(constraints, extractor, unlabeled, classes):
                           UserWarning, stacklevel=4)
     kept = {a: d for a, d in constraints.items() if a in index and fires[index[a]]}
     if not kept:
-        examples = ", ".join(map(repr, extractor.attributes_[:3]))
+        examples = ", ".join(map(repr, (extractor.attributes_ or [])[:3]))
         raise SscrfError("no constraint attribute fires in X_unlabeled (the unlabeled "
                          "sentences); nothing for the ge term. Attributes are named as the "
                          f"features name them, e.g. {examples}")
@@ -298,12 +315,14 @@ class _Plan(NamedTuple):
     use_proportions: bool = False
 
     @property
-    def uses_unlabeled(self):
+    def uses_unlabeled(self) -> bool:
         return self.use_entropy or self.use_ge or self.use_proportions
 
 
-def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
-        checkpoint=None, checkpoint_every=10, constraints=None, X_dev=None, y_dev=None):
+def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = None,
+        callback: Optional[Callable[..., Any]] = None, sample_weight: Optional[ArrayLike] = None,
+        checkpoint: Optional[str] = None, checkpoint_every: int = 10, constraints: Any = None,
+        X_dev: Any = None, y_dev: Any = None) -> Dict[str, Any]:
     """Train a CRF; returns its fitted attributes as a dict (see :meth:`sscrf.CRF.fit`).
 
     ``params`` is the estimator's ``get_params()``; ``init`` a fitted CRF or None;
@@ -315,7 +334,7 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
                      checkpoint_every)
     extractor, features, token_labels, layout = _compile(params, plan, started)
     x_scale = variable_scale(features, extractor, layout)
-    state = {"classes_": plan.classes, "extractor_": extractor,
+    state: Dict[str, Any] = {"classes_": plan.classes, "extractor_": extractor,
              "feature_set_": plan.feature_set, "row_ptr_": layout.row_ptr,
              "label_ids_": layout.label_ids}
     supervised, terms, kept = _terms(params, plan, extractor, features, token_labels, layout)
@@ -348,8 +367,9 @@ def fit(params, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=
     return state
 
 
-def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
-              checkpoint_every):
+def _plan_fit(params: Params, X: Any, y: Any, X_unlabeled: Any, constraints: Any,
+              sample_weight: Optional[ArrayLike], checkpoint: Optional[str],
+              checkpoint_every: int) -> _Plan:
     """Every check before any work."""
     n_threads = check_params(params)
     X, y, unlabeled, use_entropy, use_ge, constraints, semi, use_proportions = _plan(
@@ -368,7 +388,8 @@ def _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
                  feature_set, n_threads, semi, use_proportions)
 
 
-def _compile(params, plan, started):
+def _compile(params: Params, plan: _Plan, started: float
+             ) -> Tuple[FeatureExtractor, List[Features], NDArray[Any], ParameterLayout]:
     """The vocabulary, the feature rows of the labeled (and unlabeled) sentences, the
     tokens' label ids and the parameter layout."""
     templates = params["templates"]
@@ -413,7 +434,8 @@ def _compile(params, plan, started):
     return extractor, features, token_labels, layout
 
 
-def training_bytes(n_pairs, n_labels, max_iterations, corpora):
+def training_bytes(n_pairs: int, n_labels: int, max_iterations: int,
+                   corpora: Sequence[Features]) -> int:
     """About how many bytes a fit allocates from its layout on.
 
     The parameters ``P = n_pairs + S² + 2S`` times what each takes: θ₀ (8),
@@ -433,11 +455,14 @@ def training_bytes(n_pairs, n_labels, max_iterations, corpora):
     return n_parameters * (8 * m + 48) + 8 * n_pairs + compiled
 
 
-def _terms(params, plan, extractor, features, token_labels, layout):
+def _terms(params: Params, plan: _Plan, extractor: FeatureExtractor, features: List[Features],
+           token_labels: NDArray[Any], layout: ParameterLayout
+           ) -> Tuple[List[Term], List[Term], Optional[Dict[str, Any]]]:
     """The supervised terms, all the terms, and the GE constraints kept (or None)."""
     core, n_threads = layout.core, plan.n_threads
     label_index = {label: i for i, label in enumerate(plan.classes)}
-    supervised, partial_terms = [], []
+    supervised: List[Term] = []
+    partial_terms: List[Term] = []
     if plan.X:  # complete sentences: likelihood; sets, None, alternatives: marginalised
         supervised, partial_terms = labeled_terms(features[0], plan.y, label_index, plan.weights,
                                                   core, n_threads, token_labels)
@@ -446,16 +471,14 @@ def _terms(params, plan, extractor, features, token_labels, layout):
     if plan.uses_unlabeled:
         unlabeled_corpus = compile_corpus(features[1], n_labels=core.n_labels)
     if plan.use_entropy:
-        terms.append(OBJECTIVES["entropy"](unlabeled_corpus, core, n_threads,
-                                           weight=params["entropy_weight"],
-                                           method=params["entropy_method"]))
+        terms.append(Entropy(unlabeled_corpus, core, n_threads, weight=params["entropy_weight"],
+                             method=params["entropy_method"]))
     if plan.use_ge:
         constraint_of_attribute, targets, kept = ge_constraints(
             plan.constraints, extractor, features[1], plan.classes)
-        terms.append(OBJECTIVES["ge"](unlabeled_corpus, core, n_threads,
-                                      weight=params["ge_weight"],
-                                      constraint_of_attribute=constraint_of_attribute,
-                                      targets=targets, penalty=params["ge_penalty"]))
+        terms.append(GE(unlabeled_corpus, core, n_threads, weight=params["ge_weight"],
+                        constraint_of_attribute=constraint_of_attribute,
+                        targets=targets, penalty=params["ge_penalty"]))
     if plan.use_proportions:  # expectation regularisation: GE on an always-on feature
         terms.append(proportion_term(features[1], core, n_threads, params["proportion_weight"],
                                      target_proportions(params["label_proportions"], plan.y,
@@ -463,7 +486,10 @@ def _terms(params, plan, extractor, features, token_labels, layout):
     return supervised, terms, kept
 
 
-def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_scale=None):
+def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[Term],
+              theta0: NDArray[np.float64], callback: Optional[Callable[..., Any]],
+              warm_start: bool, x_scale: Optional[NDArray[np.float64]] = None
+              ) -> Tuple[TrainResult, Dict[str, Any]]:
     """The optimiser's result and the records of the stages before it. A non-concave
     objective starts from the supervised optimum when ``warm_start`` (no ``init``)."""
     verbose, n_threads = params["verbose"], plan.n_threads
@@ -471,7 +497,7 @@ def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_s
                    period=params["period"], delta=params["delta"], callback=callback,
                    verbose=verbose, c1=params["c1"], n_threads=n_threads, x_scale=x_scale,
                    memory=params["num_memories"])
-    stages = {}
+    stages: Dict[str, Any] = {}
     if len(terms) > len(supervised) and supervised and warm_start:
         Progress(verbose).note("stage 1/2: supervised warm start")
         warm = minimize(Objective(supervised, params["c2"], n_threads, reuse_gradient=True),
@@ -489,7 +515,9 @@ def _optimise(params, plan, supervised, terms, theta0, callback, warm_start, x_s
     return result, stages
 
 
-def variable_scale(features, extractor, layout, bound=RESCALE_ABOVE, warn_above=WARN_ABOVE):
+def variable_scale(features: Sequence[Features], extractor: FeatureExtractor,
+                   layout: ParameterLayout, bound: float = RESCALE_ABOVE,
+                   warn_above: float = WARN_ABOVE) -> Optional[NDArray[np.float64]]:
     """``x_scale`` for :func:`sscrf.optim.lbfgs`, or None when every feature value is
     at most ``bound`` in magnitude; warns naming the largest attribute when one
     exceeds ``warn_above``.
@@ -499,18 +527,19 @@ def variable_scale(features, extractor, layout, bound=RESCALE_ABOVE, warn_above=
     attribute at unit scale, while the loss, the L2 prior and the stopping
     rules stay those of θ. ``features``: the corpora's :class:`Features`.
     """
-    largest = {}
+    largest: Dict[int, float] = {}
     for corpus in features:
         for a, m in zip(*(v.tolist() for v in large_values(corpus, bound))):
             largest[a] = max(m, largest.get(a, 0.0))
     if not largest:
         return None
     ids = np.array(sorted(largest), dtype=np.int64)
-    top = max(largest, key=largest.get)
+    top = max(largest, key=largest.__getitem__)
     if largest[top] > warn_above:
         n = sum(m > warn_above for m in largest.values()) - 1
         more = f" ({n} more attribute{'s' if n > 1 else ''} above it)" if n else ""
-        warnings.warn(f"attribute {extractor.attributes_[top]!r} has values up to "
+        name = cast(List[str], extractor.attributes_)[top]
+        warnings.warn(f"attribute {name!r} has values up to "
                       f"{largest[top]:.3g}, far from unit scale (above {warn_above:g}){more}: "
                       "the L2 prior hardly constrains such weights. Training copes, but "
                       "dividing the values by a constant, or taking their log, gives the "
@@ -523,7 +552,8 @@ def variable_scale(features, extractor, layout, bound=RESCALE_ABOVE, warn_above=
     return x_scale
 
 
-def _warm_start(layout, classes, extractor, init, theta):
+def _warm_start(layout: ParameterLayout, classes: Sequence[str], extractor: FeatureExtractor,
+                init: Any, theta: NDArray[np.float64]) -> None:
     """Start θ from ``init``'s weights of the attributes and labels both models have."""
     new_index = extractor.attribute_index()
     old_to_new_attr = np.array([new_index.get(a, -1) for a in init.extractor_.attributes_],
@@ -533,8 +563,9 @@ def _warm_start(layout, classes, extractor, init, theta):
     layout.warm_start(theta, init.layout_, init.coef_, old_to_new_attr, old_to_new_label)
 
 
-def _announce_second_stage(report, added_terms, params, use_entropy, X, unlabeled):
-    added = ", ".join(dict.fromkeys(t.name for t in added_terms))
+def _announce_second_stage(report: Progress, added_terms: Sequence[Term], params: Params,
+                           use_entropy: bool, X: Any, unlabeled: Any) -> None:
+    added = ", ".join(dict.fromkeys(str(t.name) for t in added_terms))
     pull = ""
     if use_entropy:  # the term's weight grows with the unlabeled data
         ratio = params["entropy_weight"] * n_tokens_of(unlabeled) / sum(map(len, X))
@@ -542,7 +573,7 @@ def _announce_second_stage(report, added_terms, params, use_entropy, X, unlabele
     report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
 
 
-def _training_record(result):
+def _training_record(result: TrainResult) -> Dict[str, Any]:
     record = {"iterations": result.n_iterations, "evaluations": result.n_evaluations,
               "loss": result.loss, "stop_reason": result.stop_reason,
               "seconds": result.seconds, "history": list(result.history)}
