@@ -307,7 +307,7 @@ class _Plan(NamedTuple):
     use_entropy: bool
     use_ge: bool
     constraints: dict
-    weights: np.ndarray
+    weights: Optional[np.ndarray]
     classes: list
     feature_set: str
     n_threads: int
