@@ -43,9 +43,9 @@ struct alignas(64) GeScratch {
 // occurrence, so that each constraint's sums can run on their own thread
 // in token order.
 struct ChunkFirings {
-  std::vector<int64_t> ptr;  // [n_constraints + 1]
-  std::vector<int64_t> token;
-  std::vector<std::pair<int64_t, int32_t>> found;  // (token, constraint) in entry order
+  CachedVector<int64_t> ptr;  // [n_constraints + 1]
+  CachedVector<int64_t> token;
+  CachedVector<std::pair<int64_t, int32_t>> found;  // (token, constraint) in entry order
   void build(const Corpus& corpus, const ConstraintFirings& firings, const Chunk& ch) {
     const int M = firings.n_constraints;
     const int32_t* constraint_of = firings.constraint_of.data();
