@@ -62,6 +62,8 @@ def evaluations(d, kept, row_ptr, label_ids):
     cmap = np.full(A, -1, dtype=np.int64)
     cmap[[0, 3, 7]] = [0, 1, 2]
     firings = _core.ConstraintFirings(plain, cmap, 3)
+    viewed = corpus(d, kept, labels=False, readonly=True)  # firings found per chunk
+    viewed_firings = _core.ConstraintFirings(viewed, cmap, 3)
     weights = rng.normal(size=(3, S))
     out = {}
     for th in (1, 2):
@@ -72,6 +74,10 @@ def evaluations(d, kept, row_ptr, label_ids):
                                                                    firings))
         out[f"ge_gradient@{th}"] = (0.0, _core.ge_gradient(plain, layout, theta, th, firings,
                                                            weights))
+        out[f"ge_expectations_viewed@{th}"] = (0.0, _core.ge_expectations(
+            viewed, layout, theta, th, viewed_firings))
+        out[f"ge_gradient_viewed@{th}"] = (0.0, _core.ge_gradient(
+            viewed, layout, theta, th, viewed_firings, weights))
     return out
 
 
@@ -86,6 +92,9 @@ def test_built_per_evaluation_gives_the_kept_index_bits(kind, with_values):
         for name, (loss, grad) in everything.items():
             assert got[name][0] == loss, (kept, name)
             np.testing.assert_array_equal(got[name][1], grad, err_msg=f"{kept} {name}")
+    for pass_ in ("ge_expectations", "ge_gradient"):  # firings kept or found per chunk
+        np.testing.assert_array_equal(everything[f"{pass_}_viewed@1"][1],
+                                      everything[f"{pass_}@1"][1])
     for name in everything:  # and the thread count changes nothing
         if name.endswith("@2"):
             np.testing.assert_array_equal(everything[name][1], everything[name[:-1] + "1"][1])

@@ -7,7 +7,8 @@ core holds a corpus's chunk index, GE's constraint firings): each build
 ``_core``) evaluates, in its own process, rounds alternating A and B:
 
 - ``likelihood``: CoNLL-2000 train, the CRFsuite tutorial attributes, the
-  every-pair layout, in memory;
+  every-pair layout, in memory; ``ge_memory``: GE on the same corpus (its 20
+  most frequent attributes as constraints, random targets);
 - ``entropy`` and ``ge`` (the 20 attributes of lowest id, that is the most
   frequent, as constraints with random targets): a compiled corpus file
   (``--corpus``), memory-mapped, the every-pair layout of its vocabulary
@@ -88,6 +89,15 @@ def child(opts):
     dense = ParameterLayout.every_pair(int(data["n_attributes"]), int(data["S"])).core
     timed("likelihood", lambda th: OBJECTIVES["likelihood"](labelled, dense, th))
     del labelled
+    plain = _core.Corpus(data["indptr"], data["indices"], data["values"], data["offsets"],
+                         int(data["n_attributes"]), None, None, None)
+    freq = np.bincount(data["indices"], minlength=int(data["n_attributes"]))
+    cmap = np.full(int(data["n_attributes"]), -1, dtype=np.int64)
+    cmap[np.argsort(-freq, kind="stable")[:20]] = np.arange(20)
+    targets = np.random.default_rng(3).dirichlet(np.ones(int(data["S"])), 20)
+    timed("ge_memory", lambda th: OBJECTIVES["ge"](plain, dense, th, constraint_of_attribute=cmap,
+                                                   targets=targets))
+    del plain
     compiled = CompiledCorpus.open(opts["corpus"], validate=False)
     f = compiled.features()
     mapped = _core.Corpus(f.indptr, f.indices, f.values, f.offsets, f.n_attributes, None, None,

@@ -15,7 +15,7 @@ namespace {
 // the greatest are fewer than the comparisons of a sort: a chunk of 32k
 // tokens of 7 templates has 45k distinct attributes of 200k, and sorting
 // them took most of the time of building its index.
-void sort_attributes(CachedVector<int32_t>& a, CachedVector<uint64_t>& bits) {
+void sort_attributes(std::vector<int32_t>& a, CachedVector<uint64_t>& bits) {
   if (a.size() < 2) return;
   const auto [lo, hi] = std::minmax_element(a.begin(), a.end());
   const int64_t w0 = *lo >> 6, w1 = (*hi >> 6) + 1;

@@ -14,10 +14,9 @@
 namespace sscrf {
 
 // A vector whose large blocks come from and go back to the block cache
-// (block_cache.hpp): scratch built in each evaluation, such as a chunk's
-// index, then reuses the last evaluation's pages instead of faulting in
-// zeroed new ones (which made building an index in an evaluation cost twice
-// its time alone).
+// (block_cache.hpp): scratch made in each evaluation then reuses the last
+// evaluation's pages instead of faulting in zeroed new ones. (Not for the
+// indices a corpus keeps: freed with it, they would wait in the cache.)
 template <class T>
 using CachedVector = std::vector<T, CacheLineAligned<T>>;
 
@@ -60,20 +59,20 @@ class Column {
 // token[attr_ptr[i] .. attr_ptr[i+1]) (relative to the chunk's tok_begin)
 // with value[...].
 struct ChunkIndex {
-  CachedVector<int32_t> attributes;  // ascending
-  CachedVector<int64_t> attr_ptr;
-  CachedVector<int32_t> token;
-  CachedVector<double> value;  // or empty when the corpus values are constant
+  std::vector<int32_t> attributes;  // ascending
+  std::vector<int64_t> attr_ptr;
+  std::vector<int32_t> token;
+  std::vector<double> value;  // or empty when the corpus values are constant
   // first[i] = 1 when attributes[i] occurs in no earlier chunk: its
   // gradient row is zeroed there, while in cache, rather than by a pass
   // over the whole gradient before the first chunk.
-  CachedVector<uint8_t> first;
+  std::vector<uint8_t> first;
   // The back-projection's work items: slot ranges [slot_blocks[j],
   // slot_blocks[j+1]) of about equal work. A few frequent attributes hold
   // much of a chunk's occurrences, and they come first in attribute order:
   // fixed-size ranges left one range with a tenth of the work on CoNLL-2000,
   // which held 16 threads back.
-  CachedVector<int64_t> slot_blocks;
+  std::vector<int64_t> slot_blocks;
   // Bytes of the arrays' elements.
   int64_t bytes() const {
     return static_cast<int64_t>(attributes.size() * sizeof(int32_t) +

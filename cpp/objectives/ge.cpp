@@ -8,6 +8,7 @@
 #include "objectives/ge.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <utility>
 #include <string>
 #include <vector>
@@ -38,39 +39,6 @@ struct alignas(64) GeScratch {
   Scratch node;  // [n][S] Σ over the constraints firing at token t of w_m
 };
 
-// A chunk's firings by constraint: m fires at the chunk's tokens
-// token[ptr[m] .. ptr[m+1]) (absolute ids), ascending, a token once per
-// occurrence, so that each constraint's sums can run on their own thread
-// in token order.
-struct ChunkFirings {
-  CachedVector<int64_t> ptr;  // [n_constraints + 1]
-  CachedVector<int64_t> token;
-  CachedVector<std::pair<int64_t, int32_t>> found;  // (token, constraint) in entry order
-  void build(const Corpus& corpus, const ConstraintFirings& firings, const Chunk& ch) {
-    const int M = firings.n_constraints;
-    const int32_t* constraint_of = firings.constraint_of.data();
-    const int32_t* indices = corpus.indices.data();
-    const size_t n_entries = corpus.indptr[ch.tok_end] - corpus.indptr[ch.tok_begin];
-    if (found.size() < n_entries) found.resize(n_entries);
-    size_t n = 0;
-    // Without a branch on whether an entry fires: the constraints are
-    // frequent attributes, firing at random.
-    for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
-      for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
-        const int32_t m = constraint_of[indices[k]];
-        found[n] = {t, m};
-        n += m >= 0;
-      }
-    }
-    ptr.assign(static_cast<size_t>(M) + 1, 0);
-    for (size_t i = 0; i < n; ++i) ++ptr[found[i].second + 1];
-    for (int m = 0; m < M; ++m) ptr[m + 1] += ptr[m];
-    token.resize(n);
-    std::vector<int64_t> cursor(ptr.begin(), ptr.end() - 1);
-    for (size_t i = 0; i < n; ++i) token[cursor[found[i].second]++] = found[i].first;
-  }
-};
-
 }  // namespace
 
 // The map is checked first, before any member is sized by n_constraints.
@@ -81,9 +49,11 @@ ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int64_t* map, i
       n_sequences(corpus.n_sequences),
       constraint_of(map, map + corpus.n_attributes),
       counts(static_cast<size_t>(n_constraints_), 0.0),
-      active(static_cast<size_t>(corpus.n_sequences), 0) {
+      active(static_cast<size_t>(corpus.n_sequences), 0),
+      token_ptr() {
   // Sequences where nothing fires have r ≡ 0: they add nothing to the
   // expectations' sums nor to the gradient, so neither pass scores them.
+  int64_t n_firings = 0;
   for (int64_t s = 0; s < corpus.n_sequences; ++s) {
     for (int64_t k = corpus.indptr[corpus.offsets[s]]; k < corpus.indptr[corpus.offsets[s + 1]];
          ++k) {
@@ -91,8 +61,58 @@ ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int64_t* map, i
       if (m < 0) continue;
       counts[m] += 1.0;
       active[s] = 1;
+      ++n_firings;
     }
   }
+  // Kept under the corpus's budget for chunk indices: finding them per
+  // chunk costs a GE evaluation about a tenth more.
+  const int64_t bytes = 8 * (corpus.n_tokens + 1) + 20 * n_firings +
+                        8 * (static_cast<int64_t>(n_constraints) + 1) *
+                            static_cast<int64_t>(corpus.chunks().size());
+  const int64_t budget = corpus.kept_index_bytes >= 0 ? corpus.kept_index_bytes
+                         : corpus.indices.viewed()    ? kViewedKeptIndexBytes
+                                                      : INT64_MAX;
+  if (bytes > budget) return;
+  token_ptr.reserve(static_cast<size_t>(corpus.n_tokens) + 1);
+  token_ptr.push_back(0);
+  constraint.reserve(static_cast<size_t>(n_firings));
+  for (int64_t t = 0; t < corpus.n_tokens; ++t) {
+    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+      const int32_t m = constraint_of[corpus.indices[k]];
+      if (m >= 0) constraint.push_back(m);
+    }
+    token_ptr.push_back(static_cast<int64_t>(constraint.size()));
+  }
+  kept.resize(corpus.chunks().size());
+  for (const Chunk& ch : corpus.chunks()) {
+    kept[ch.id].build(corpus, *this, ch);
+    std::vector<std::pair<int64_t, int32_t>>().swap(kept[ch.id].found);
+  }
+}
+
+void ChunkFirings::build(const Corpus& corpus, const ConstraintFirings& firings,
+                         const Chunk& ch) {
+  const int M = firings.n_constraints;
+  const int32_t* constraint_of = firings.constraint_of.data();
+  const int32_t* indices = corpus.indices.data();
+  const size_t n_entries = corpus.indptr[ch.tok_end] - corpus.indptr[ch.tok_begin];
+  if (found.size() < n_entries) found.resize(n_entries);
+  size_t n = 0;
+  // Without a branch on whether an entry fires: the constraints are
+  // frequent attributes, firing at random.
+  for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
+    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+      const int32_t m = constraint_of[indices[k]];
+      found[n] = {t, m};
+      n += m >= 0;
+    }
+  }
+  ptr.assign(static_cast<size_t>(M) + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++ptr[found[i].second + 1];
+  for (int m = 0; m < M; ++m) ptr[m + 1] += ptr[m];
+  token.resize(n);
+  std::vector<int64_t> cursor(ptr.begin(), ptr.end() - 1);
+  for (size_t i = 0; i < n; ++i) token[cursor[found[i].second]++] = found[i].first;
 }
 
 void ConstraintFirings::check_corpus(const Corpus& corpus) const {
@@ -125,7 +145,7 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
     for (int64_t item = 0; item <= n_groups; ++item) {
       errors.run([&] {
         if (item == 0) {
-          fires.build(corpus, firings, ch);
+          if (firings.kept.empty()) fires.build(corpus, firings, ch);
           return;
         }
         Workspace& ws = workspaces.mine();
@@ -145,9 +165,10 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
     // have firings, and marginals).
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, firings.n_constraints))
     for (int m = 0; m < firings.n_constraints; ++m) {
+      const ChunkFirings& f = firings.kept.empty() ? fires : firings.kept[ch.id];
       double* out = sums + static_cast<int64_t>(m) * S;
-      for (int64_t i = fires.ptr[m]; i < fires.ptr[m + 1]; ++i) {
-        const double* p = &marginals[(fires.token[i] - ch.tok_begin) * S];
+      for (int64_t i = f.ptr[m]; i < f.ptr[m + 1]; ++i) {
+        const double* p = &marginals[(f.token[i] - ch.tok_begin) * S];
         for (int l = 0; l < S; ++l) out[l] += p[l];
       }
     }
@@ -167,12 +188,19 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
         // in the order of the token's entries
         Scratch& node = scratch.mine().node;
         node.assign(static_cast<size_t>(c.n) * S, 0.0);
+        const auto add = [&](int64_t t, int32_t m) {
+          const double* w = score_weights + static_cast<int64_t>(m) * S;
+          for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
+        };
         for (int64_t t = 0; t < c.n; ++t) {
+          if (!firings.token_ptr.empty()) {
+            for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k)
+              add(t, firings.constraint[k]);
+            continue;
+          }
           for (int64_t k = corpus.indptr[tb + t]; k < corpus.indptr[tb + t + 1]; ++k) {
             const int32_t m = firings.constraint_of[corpus.indices[k]];
-            if (m < 0) continue;
-            const double* w = score_weights + static_cast<int64_t>(m) * S;
-            for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
+            if (m >= 0) add(t, m);
           }
         }
         AdditiveScore r;
