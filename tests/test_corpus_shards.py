@@ -105,3 +105,20 @@ def test_compiled_corpus_with_labels_as_X_trains_the_model_of_its_sentences(tmp_
     unlabeled = CompiledCorpus.build(sents, tmp_path / "plain.corpus")
     with pytest.raises(SscrfError, match="has_labels=True"):
         sscrf.CRF(**params).fit(unlabeled, None)
+
+
+def test_compiled_X_with_unlabeled_data(tmp_path):
+    import sscrf
+
+    sents, labels = labeled(11, 40)
+    write_conll(tmp_path / "train.txt", sents, labels)
+    corpus = CompiledCorpus.build(tmp_path / "train.txt", tmp_path / "train.corpus",
+                                  has_labels=True)
+    more = sentences(12, 40)
+    mapped = CompiledCorpus.build(more, tmp_path / "more.corpus", vocabulary=corpus)
+    params = dict(max_iterations=5, templates="default", entropy_weight=0.1)
+    # unlabeled sentences take the compiled X's vocabulary, as a mapped corpus of them does
+    from_list = sscrf.CRF(**params).fit(corpus, None, X_unlabeled=more)
+    from_file = sscrf.CRF(**params).fit(corpus, None, X_unlabeled=mapped)
+    assert from_list.extractor_.attributes_ == corpus.attributes
+    np.testing.assert_array_equal(from_list.coef_, from_file.coef_)

@@ -381,9 +381,11 @@ def _compile(params, plan, started):
         templates = default_templates(n_columns(plan.X or plan.unlabeled))
     if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
         extractor = plan.X.extractor()
-        features = [plan.X.features()] + (
-            [] if not plan.unlabeled else [plan.unlabeled.features_for(extractor)] if isinstance(
-                plan.unlabeled, CompiledCorpus) else [extractor.transform(plan.unlabeled)])
+        features = [plan.X.features()]
+        if isinstance(plan.unlabeled, CompiledCorpus):
+            features.append(plan.unlabeled.features_for(extractor))
+        elif plan.unlabeled:
+            features.append(extractor.transform(plan.unlabeled))
     elif isinstance(plan.unlabeled, CompiledCorpus):  # its vocabulary first, as compiled
         extractor, features = vocabulary_with(plan.unlabeled, plan.X, params["templates"],
                                               params["min_freq"])
