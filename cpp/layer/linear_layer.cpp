@@ -356,7 +356,7 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
 }
 
 SSCRF_SIMD_CLONES
-void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
+void back_project_attribute(const Corpus& corpus, const ChunkIndex& chunk, size_t i,
                             const Layout& layout, const double* d_emissions,
                             double* grad_weights) {
   const int S = layout.S;

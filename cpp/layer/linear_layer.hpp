@@ -114,7 +114,7 @@ void score_tokens(const Corpus& corpus, int64_t tok_begin, int64_t tok_end,
 //   d_emissions: [chunk tokens][S], the chunk's residual rows, readable for
 //                padded_width(S) - S doubles past the last row (padded rows
 //                are read whole; what lies past a row is ignored)
-void back_project_attribute(const Corpus& corpus, const Chunk& chunk, size_t i,
+void back_project_attribute(const Corpus& corpus, const ChunkIndex& chunk, size_t i,
                             const Layout& layout, const double* d_emissions,
                             double* grad_weights);
 

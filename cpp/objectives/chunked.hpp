@@ -126,6 +126,7 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
       static_cast<int64_t>(kGroupSumsBytes / sizeof(double)) / width);
   std::vector<double> chunk_sums(width);
   UninitializedBuffer residual, group_sums;
+  ChunkIndexer indexer(corpus);
   ExceptionCarrier errors;
   double loss = 0.0;
   for (const Chunk& ch : corpus.chunks()) {
@@ -156,9 +157,18 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
     };
     for (int64_t w = 0; w < n_waves; ++w) {
       const int64_t g0 = w * wave, g1 = std::min(n_groups, g0 + wave);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, g1 - g0))
-      for (int64_t g = g0; g < g1; ++g) {
+      // The last wave's first work item builds the chunk's index (unless
+      // the corpus keeps it) while the other threads score groups: only
+      // the back-projection after the wave reads it.
+      const int64_t build = w + 1 == n_waves && !ch.kept ? 1 : 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, g1 - g0 + build))
+      for (int64_t item = 0; item < g1 - g0 + build; ++item) {
         errors.run([&] {
+          if (item < build) {
+            indexer.build(ch);
+            return;
+          }
+          const int64_t g = g0 + item - build;
           Workspace& ws = workspaces.mine();
           double* sums = sums_of + (g - g0) * width;
           std::fill(sums, sums + width, 0.0);
@@ -193,7 +203,8 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
         // The last wave's sums are reduced while the other items
         // back-project the rows by attribute (the two write disjoint parts
         // of the gradient).
-        const int64_t n_blocks = static_cast<int64_t>(ch.slot_blocks.size()) - 1;
+        const ChunkIndex& index = indexer.of(ch);
+        const int64_t n_blocks = static_cast<int64_t>(index.slot_blocks.size()) - 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices + n_blocks))
         for (int64_t item = 0; item < n_slices + n_blocks; ++item) {
           if (item < n_slices) {
@@ -201,8 +212,8 @@ double evaluate_chunked(const Corpus& corpus, const Layout& layout, const double
             continue;
           }
           const int64_t j = item - n_slices;
-          for (int64_t i = ch.slot_blocks[j]; i < ch.slot_blocks[j + 1]; ++i)
-            back_project_attribute(corpus, ch, static_cast<size_t>(i), layout, rows, grad);
+          for (int64_t i = index.slot_blocks[j]; i < index.slot_blocks[j + 1]; ++i)
+            back_project_attribute(corpus, index, static_cast<size_t>(i), layout, rows, grad);
         }
       } else {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_slices))

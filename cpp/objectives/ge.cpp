@@ -8,6 +8,8 @@
 #include "objectives/ge.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -45,34 +47,77 @@ ConstraintFirings::ConstraintFirings(const Corpus& corpus, const int64_t* map, i
     : n_constraints((check_constraint_map(corpus, map, n_map, n_constraints_), n_constraints_)),
       n_tokens(corpus.n_tokens),
       n_sequences(corpus.n_sequences),
-      token_ptr(static_cast<size_t>(corpus.n_tokens) + 1, 0),
+      constraint_of(map, map + corpus.n_attributes),
       counts(static_cast<size_t>(n_constraints_), 0.0),
-      active(static_cast<size_t>(corpus.n_sequences), 0) {
-  const int64_t* constraint_of_attribute = map;
-  for (int64_t t = 0; t < corpus.n_tokens; ++t) {
-    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
-      const int32_t m = static_cast<int32_t>(constraint_of_attribute[corpus.indices[k]]);
-      if (m < 0) continue;
-      constraint.push_back(m);
-      counts[m] += 1.0;
-    }
-    token_ptr[t + 1] = static_cast<int64_t>(constraint.size());
-  }
-  constraint_ptr.assign(static_cast<size_t>(n_constraints) + 1, 0);
-  for (const int32_t m : constraint) ++constraint_ptr[m + 1];
-  for (int m = 0; m < n_constraints; ++m) constraint_ptr[m + 1] += constraint_ptr[m];
-  firing_token.resize(constraint.size());
-  std::vector<int64_t> cursor(constraint_ptr.begin(), constraint_ptr.end() - 1);
-  for (int64_t t = 0; t < corpus.n_tokens; ++t)
-    for (int64_t k = token_ptr[t]; k < token_ptr[t + 1]; ++k) firing_token[cursor[constraint[k]]++] = t;
+      active(static_cast<size_t>(corpus.n_sequences), 0),
+      token_ptr() {
   // Sequences where nothing fires have r ≡ 0: they add nothing to the
   // expectations' sums nor to the gradient, so neither pass scores them.
-  for (int64_t s = 0; s < corpus.n_sequences; ++s)
-    active[s] = token_ptr[corpus.offsets[s + 1]] > token_ptr[corpus.offsets[s]];
+  int64_t n_firings = 0;
+  for (int64_t s = 0; s < corpus.n_sequences; ++s) {
+    for (int64_t k = corpus.indptr[corpus.offsets[s]]; k < corpus.indptr[corpus.offsets[s + 1]];
+         ++k) {
+      const int32_t m = constraint_of[corpus.indices[k]];
+      if (m < 0) continue;
+      counts[m] += 1.0;
+      active[s] = 1;
+      ++n_firings;
+    }
+  }
+  // Kept under the corpus's budget for chunk indices: finding them per
+  // chunk costs a GE evaluation about a tenth more.
+  const int64_t bytes = 8 * (corpus.n_tokens + 1) + 20 * n_firings +
+                        8 * (static_cast<int64_t>(n_constraints) + 1) *
+                            static_cast<int64_t>(corpus.chunks().size());
+  const int64_t budget = corpus.kept_index_bytes >= 0 ? corpus.kept_index_bytes
+                         : corpus.indices.viewed()    ? kViewedKeptIndexBytes
+                                                      : INT64_MAX;
+  if (bytes > budget) return;
+  token_ptr.reserve(static_cast<size_t>(corpus.n_tokens) + 1);
+  token_ptr.push_back(0);
+  constraint.reserve(static_cast<size_t>(n_firings));
+  for (int64_t t = 0; t < corpus.n_tokens; ++t) {
+    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+      const int32_t m = constraint_of[corpus.indices[k]];
+      if (m >= 0) constraint.push_back(m);
+    }
+    token_ptr.push_back(static_cast<int64_t>(constraint.size()));
+  }
+  kept.resize(corpus.chunks().size());
+  for (const Chunk& ch : corpus.chunks()) {
+    kept[ch.id].build(corpus, *this, ch);
+    std::vector<std::pair<int64_t, int32_t>>().swap(kept[ch.id].found);
+  }
+}
+
+void ChunkFirings::build(const Corpus& corpus, const ConstraintFirings& firings,
+                         const Chunk& ch) {
+  const int M = firings.n_constraints;
+  const int32_t* constraint_of = firings.constraint_of.data();
+  const int32_t* indices = corpus.indices.data();
+  const size_t n_entries = corpus.indptr[ch.tok_end] - corpus.indptr[ch.tok_begin];
+  if (found.size() < n_entries) found.resize(n_entries);
+  size_t n = 0;
+  // Without a branch on whether an entry fires: the constraints are
+  // frequent attributes, firing at random.
+  for (int64_t t = ch.tok_begin; t < ch.tok_end; ++t) {
+    for (int64_t k = corpus.indptr[t]; k < corpus.indptr[t + 1]; ++k) {
+      const int32_t m = constraint_of[indices[k]];
+      found[n] = {t, m};
+      n += m >= 0;
+    }
+  }
+  ptr.assign(static_cast<size_t>(M) + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++ptr[found[i].second + 1];
+  for (int m = 0; m < M; ++m) ptr[m + 1] += ptr[m];
+  token.resize(n);
+  std::vector<int64_t> cursor(ptr.begin(), ptr.end() - 1);
+  for (size_t i = 0; i < n; ++i) token[cursor[found[i].second]++] = found[i].first;
 }
 
 void ConstraintFirings::check_corpus(const Corpus& corpus) const {
-  if (n_tokens != corpus.n_tokens || n_sequences != corpus.n_sequences)
+  if (n_tokens != corpus.n_tokens || n_sequences != corpus.n_sequences ||
+      static_cast<int64_t>(constraint_of.size()) != corpus.n_attributes)
     throw InputError("these constraint firings were built for another corpus");
 }
 
@@ -89,15 +134,22 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   PerThread<Workspace> workspaces(n_threads);
   // Rows of active sequences only are written, and only they are read.
   UninitializedBuffer marginal_rows;
+  ChunkFirings fires;
   ExceptionCarrier errors;
   for (const Chunk& ch : corpus.chunks()) {
     double* const marginals = marginal_rows.reserve(static_cast<size_t>(ch.tok_end - ch.tok_begin) * S);
     const int64_t n_groups = static_cast<int64_t>(ch.group_bounds.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups))
-    for (int64_t g = 0; g < n_groups; ++g) {
+    // The first work item finds the chunk's firings while the others
+    // compute marginals.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, n_groups + 1))
+    for (int64_t item = 0; item <= n_groups; ++item) {
       errors.run([&] {
+        if (item == 0) {
+          if (firings.kept.empty()) fires.build(corpus, firings, ch);
+          return;
+        }
         Workspace& ws = workspaces.mine();
-        for (int64_t s = ch.group_bounds[g]; s < ch.group_bounds[g + 1]; ++s) {
+        for (int64_t s = ch.group_bounds[item - 1]; s < ch.group_bounds[item]; ++s) {
           const int64_t tb = corpus.offsets[s], te = corpus.offsets[s + 1];
           if (te == tb || !firings.active[s]) continue;
           double* rows = &marginals[(tb - ch.tok_begin) * S];
@@ -113,13 +165,10 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
     // have firings, and marginals).
 #pragma omp parallel for schedule(dynamic, 1) num_threads(effective_threads(n_threads, firings.n_constraints))
     for (int m = 0; m < firings.n_constraints; ++m) {
-      const int64_t* first = firings.firing_token.data() + firings.constraint_ptr[m];
-      const int64_t* last = firings.firing_token.data() + firings.constraint_ptr[m + 1];
-      const int64_t* begin = std::lower_bound(first, last, ch.tok_begin);
-      const int64_t* end = std::lower_bound(begin, last, ch.tok_end);
+      const ChunkFirings& f = firings.kept.empty() ? fires : firings.kept[ch.id];
       double* out = sums + static_cast<int64_t>(m) * S;
-      for (const int64_t* t = begin; t < end; ++t) {
-        const double* p = &marginals[(*t - ch.tok_begin) * S];
+      for (int64_t i = f.ptr[m]; i < f.ptr[m + 1]; ++i) {
+        const double* p = &marginals[(f.token[i] - ch.tok_begin) * S];
         for (int l = 0; l < S; ++l) out[l] += p[l];
       }
     }
@@ -135,13 +184,23 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
         const int64_t tb = corpus.offsets[s];
-        // node score of token t: Σ over the constraints firing there of w_m
+        // node score of token t: Σ over the constraints firing there of w_m,
+        // in the order of the token's entries
         Scratch& node = scratch.mine().node;
         node.assign(static_cast<size_t>(c.n) * S, 0.0);
+        const auto add = [&](int64_t t, int32_t m) {
+          const double* w = score_weights + static_cast<int64_t>(m) * S;
+          for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
+        };
         for (int64_t t = 0; t < c.n; ++t) {
-          for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k) {
-            const double* w = score_weights + static_cast<int64_t>(firings.constraint[k]) * S;
-            for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
+          if (!firings.token_ptr.empty()) {
+            for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k)
+              add(t, firings.constraint[k]);
+            continue;
+          }
+          for (int64_t k = corpus.indptr[tb + t]; k < corpus.indptr[tb + t + 1]; ++k) {
+            const int32_t m = firings.constraint_of[corpus.indices[k]];
+            if (m >= 0) add(t, m);
           }
         }
         AdditiveScore r;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "layer/corpus.hpp"
@@ -10,24 +11,38 @@
 
 namespace sscrf {
 
+struct ConstraintFirings;
+
+// A chunk's firings by constraint: m fires at the chunk's tokens
+// token[ptr[m] .. ptr[m+1]) (absolute ids), ascending, a token once per
+// occurrence, so that each constraint's sums can run on their own thread
+// in token order.
+struct ChunkFirings {
+  std::vector<int64_t> ptr;  // [n_constraints + 1]
+  std::vector<int64_t> token;
+  std::vector<std::pair<int64_t, int32_t>> found;  // (token, constraint) in entry order
+  void build(const Corpus& corpus, const ConstraintFirings& firings, const Chunk& ch);
+};
+
 // Where the constraints of generalized expectation fire in a corpus, found
 // once per term (the corpus and the constraints are fixed while training):
-// constraint[token_ptr[t] .. token_ptr[t+1]) are the constraints whose
-// attribute occurs at token t (once per occurrence), counts[m] = C_m, and
-// active[s] = 1 when some constraint fires in sequence s.
+// constraint_of[a] is attribute a's constraint or -1, counts[m] = C_m, and
+// active[s] = 1 when some constraint fires in sequence s. Which tokens
+// each constraint fires at is kept too while it fits the corpus's budget
+// for chunk indices (Corpus::kept_index_bytes); past it, it is found again
+// chunk by chunk in each pass, so that what is kept grows with the
+// attributes, not the tokens (a pointer per token took 80 MB at 10M).
 struct ConstraintFirings {
   int n_constraints = 0;
   int64_t n_tokens = 0, n_sequences = 0;
-  std::vector<int64_t> token_ptr;   // [n_tokens + 1]
-  std::vector<int32_t> constraint;  // [n_firings]
-  std::vector<double> counts;       // [n_constraints]
-  std::vector<uint8_t> active;      // [n_sequences]
-  // The same firings by constraint: m fires at the tokens
-  // firing_token[constraint_ptr[m] .. constraint_ptr[m+1]), ascending (a
-  // token once per occurrence), so that each constraint's sums can run on
-  // their own thread in the token order above.
-  std::vector<int64_t> constraint_ptr;  // [n_constraints + 1]
-  std::vector<int64_t> firing_token;    // [n_firings]
+  std::vector<int32_t> constraint_of;  // [corpus.n_attributes]
+  std::vector<double> counts;          // [n_constraints]
+  std::vector<uint8_t> active;         // [n_sequences]
+  // Kept, or empty (see above): constraint[token_ptr[t] .. token_ptr[t+1])
+  // fire at token t, in entry order; kept[c]: chunk c's firings.
+  std::vector<int64_t> token_ptr;  // [n_tokens + 1]
+  std::vector<int32_t> constraint;
+  std::vector<ChunkFirings> kept;
   // constraint_of_attribute [n_map >= corpus.n_attributes]: attribute ->
   // constraint m in [0, n_constraints) or -1. Throws InputError otherwise.
   ConstraintFirings(const Corpus& corpus, const int64_t* constraint_of_attribute, int64_t n_map,

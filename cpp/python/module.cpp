@@ -112,7 +112,7 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init(&make_corpus), py::arg("indptr"), py::arg("indices"), py::arg("values"),
            py::arg("offsets"), py::arg("n_attributes"), py::arg("labels") = py::none(),
            py::arg("weights") = py::none(), py::arg("mask") = py::none(), py::arg("edge_mask") = py::none(),
-           py::arg("chunk_tokens") = kChunkTokens)
+           py::arg("chunk_tokens") = kChunkTokens, py::arg("kept_index_bytes") = -1)
       .def_readonly("n_tokens", &Corpus::n_tokens)
       .def_readonly("n_sequences", &Corpus::n_sequences)
       .def_readonly("n_attributes", &Corpus::n_attributes)
@@ -120,6 +120,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("n_back_projection_blocks", &Corpus::n_back_projection_blocks,
                              "Work items of the gradient's back-projection Xᵀ·∂E, over all "
                              "chunks.")
+      .def_property_readonly("kept_index_bytes", &Corpus::kept_index_size,
+                             "Bytes of the chunk indices kept between evaluations (the others "
+                             "are built per evaluation).")
       .def_property_readonly("has_labels", [](const Corpus& c) { return !c.labels.empty(); });
 
   py::class_<AttributeIndex, std::shared_ptr<AttributeIndex>>(

@@ -69,7 +69,8 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr, const py::object& 
                                     const py::object& values, const py::object& offsets,
                                     int64_t n_attributes, const py::object& labels,
                                     const py::object& weights, const py::object& mask,
-                                    const py::object& edge_mask, int64_t chunk_tokens);
+                                    const py::object& edge_mask, int64_t chunk_tokens,
+                                    int64_t kept_index_bytes);
 std::shared_ptr<Layout> make_layout(const py::object& row_ptr, const py::object& label_ids,
                                     int n_labels);
 std::shared_ptr<AttributeIndex> make_attribute_index(const py::iterable& attributes);

@@ -64,7 +64,8 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
                                     const py::object& values_o, const py::object& offsets_o,
                                     int64_t n_attributes, const py::object& labels_o,
                                     const py::object& weights_o, const py::object& mask_o,
-                                    const py::object& edge_mask_o, int64_t chunk_tokens) {
+                                    const py::object& edge_mask_o, int64_t chunk_tokens,
+                                    int64_t kept_index_bytes) {
   auto indptr = Array<int64_t>::ensure(indptr_o);
   // int32 ids are read in place; any other integer type arrives as int64 and
   // is range-checked before narrowing, so an id beyond int32 is refused
@@ -93,8 +94,10 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   if (!offsets || offsets.ndim() != 1 || offsets.size() < 1) fail("offsets must be a 1-D int array of length n_sequences + 1");
   if (n_attributes < 0 || n_attributes > INT32_MAX) fail("n_attributes out of range");
   if (chunk_tokens < 1) fail("chunk_tokens must be >= 1");
+  if (kept_index_bytes < -1) fail("kept_index_bytes must be >= 0, or -1 for the default");
   auto c = std::make_shared<Corpus>();
   c->chunk_tokens = chunk_tokens;
+  c->kept_index_bytes = kept_index_bytes;
   c->n_tokens = indptr.size() - 1;
   c->n_sequences = offsets.size() - 1;
   c->n_attributes = static_cast<int32_t>(n_attributes);

@@ -22,11 +22,13 @@ class Corpus:
     n_attributes: int
     n_chunks: int
     n_back_projection_blocks: int
+    kept_index_bytes: int
     has_labels: bool
     def __init__(self, indptr: Array, indices: Array, values: Array, offsets: Array,
                  n_attributes: int, labels: Optional[Array] = None,
                  weights: Optional[Array] = None, mask: Optional[Array] = None,
-                 edge_mask: Optional[Array] = None, chunk_tokens: int = 32768) -> None: ...
+                 edge_mask: Optional[Array] = None, chunk_tokens: int = 32768,
+                 kept_index_bytes: int = -1) -> None: ...
 
 class AttributeIndex:
     nbytes: int

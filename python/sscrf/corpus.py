@@ -6,7 +6,10 @@ rows, with optional token labels, sentence weights and label masks, into the
 compiled corpus the C++ kernels read, and takes row subsets of sentences.
 """
 
+from typing import Any, Optional
+
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _core
 from .features import Features
@@ -14,7 +17,7 @@ from .features import Features
 __all__ = ["compile_corpus", "subset_features"]
 
 
-def _ranges(starts, stops):
+def _ranges(starts: Any, stops: Any) -> NDArray[np.int64]:
     """Concatenation of ``arange(a, b)`` for each pair (vectorised)."""
     starts = np.asarray(starts, dtype=np.int64)
     lengths = np.asarray(stops, dtype=np.int64) - starts
@@ -30,7 +33,8 @@ def _ranges(starts, stops):
     return np.cumsum(step)
 
 
-def subset_features(features, sentences):
+def subset_features(features: Features, sentences: Any
+                    ) -> tuple[Features, NDArray[np.int64]]:
     """The rows of ``features`` (a :class:`sscrf.features.Features`) of the given sentences.
 
     ``sentences`` may repeat a sentence. Returns ``(Features, token_index)``
@@ -51,8 +55,10 @@ def subset_features(features, sentences):
     return sub, tokens
 
 
-def compile_corpus(features, labels=None, weights=None, mask=None, edge_mask=None,
-                   n_labels=None):
+def compile_corpus(features: Features, labels: Any = None,
+                   weights: Any = None, mask: Any = None,
+                   edge_mask: Any = None, n_labels: Optional[int] = None
+                   ) -> _core.Corpus:
     """A :class:`sscrf._core.Corpus` of ``features`` with optional labels, weights and masks;
     with ``n_labels``, chunked for training a model of that many labels."""
     chunk = {} if n_labels is None else {"chunk_tokens": _core.chunk_tokens_for(n_labels)}

@@ -16,32 +16,7 @@ sentences under that vocabulary and appends them to spill files, assembled
 into the output at the end. With ``vocabulary=`` (a fitted CRF, a fitted
 extractor or a model file) there is no first pass.
 
-File format (version 1), little-endian throughout::
-
-    offset  size  field
-         0     8  magic b"SSCRFCOR"
-         8     4  version (uint32) = 1
-        12     4  flags (uint32): 1 = every value is 1.0 (no values section),
-                  2 = a labels section is present
-        16     8  n_tokens (int64)
-        24     8  n_sentences (int64)
-        32     8  nnz, stored (token, attribute) entries (int64)
-        40     8  n_attributes (int64), the vocabulary's size
-        48     8  meta_bytes (int64), the length of the meta section
-        56    16  the vocabulary's checksum: BLAKE2b-128 of the attribute
-                  strings as compact JSON (``vocabulary_checksum``)
-        72     8  BLAKE2b-64 of bytes 0..72 (the header's own checksum)
-        80    48  zeros
-       128        meta: UTF-8 JSON {"features": the extractor's state
-                  (templates, min_freq, attributes, n_columns), "labels":
-                  label strings or null, "source": str}
-
-followed by the arrays, each starting at a multiple of 64 bytes (zeros
-between), so that each maps aligned: ``indptr`` int64 ``[n_tokens + 1]``,
-``offsets`` int64 ``[n_sentences + 1]``, ``indices`` int32 ``[nnz]``,
-``values`` float64 ``[nnz]`` (absent with flag 1) and ``labels`` int32
-``[n_tokens]`` (with flag 2, ids into the meta's labels). The file ends
-exactly where the last array does.
+The file format is :mod:`sscrf.corpus_format`'s.
 
 Binary features thus take 4 bytes per entry and 8 per token (and 8 per
 sentence). Opening checks, before anything is allocated from a declared
@@ -53,16 +28,18 @@ vocabulary (``vocabulary=`` the first shard's, or a model) and given one at
 a time.
 """
 
-import hashlib
-import json
+import glob
 import os
-import struct
 import tempfile
 import time
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _core
+from .corpus_format import (FLAG_LABELS, FLAG_ONES, HEADER_SIZE, MAGIC, MAX_META_BYTES, VERSION,
+                            assemble, read_header, read_meta, sections, vocabulary_checksum)
 from .errors import SscrfError, SscrfTypeError
 from .features import FeatureExtractor, Features, default_templates
 from .features.csr import is_ones, ones
@@ -70,62 +47,17 @@ from .features.vocabulary import AttributeCounts, Vocabulary
 from .inputs import check_integer, check_unlabeled
 from .io import conll_sentences
 from .progress import Progress
-from .serialization import replace_file
 
-__all__ = ["CompiledCorpus", "MAGIC", "VERSION", "compile_corpus_file", "is_compiled_corpus",
-           "n_tokens_of", "unlabeled_input", "vocabulary_checksum", "vocabulary_with"]
+__all__ = ["CompiledCorpus", "MAGIC", "MAX_META_BYTES", "VERSION", "compile_corpus_file",
+           "is_compiled_corpus", "labeled_input", "n_tokens_of", "unlabeled_input",
+           "vocabulary_checksum", "vocabulary_with"]
 
-MAGIC = b"SSCRFCOR"
-VERSION = 1
-_HEADER = struct.Struct("<8sIIqqqqq16s")
-_HEADER_SIZE = 128
-_ALIGN = 64
-_FLAG_ONES, _FLAG_LABELS = 1, 2
-#: The meta section holds the vocabulary: 10 million attributes take about 300 MB.
-MAX_META_BYTES = 1 << 30
 #: Entries per slice when validating or copying: bounds the temporaries.
 _SLICE = 1 << 22
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def vocabulary_checksum(attributes):
-    """BLAKE2b-128 of attribute strings (compact JSON, UTF-8): the id a corpus file and a
-    model are compared by.
-
-    Parameters
-    ----------
-    attributes : list of str
-
-    Returns
-    -------
-    bytes (16)
-    """
-    text = json.dumps(list(attributes), ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-
-
-def _aligned(n):
-    return -(-n // _ALIGN) * _ALIGN
-
-
-def _sections(n_tokens, n_sentences, nnz, meta_bytes, flags):
-    """(name, dtype, count, offset) of each array, and the file's length (Python ints)."""
-    at = _aligned(_HEADER_SIZE + meta_bytes)
-    out = []
-    layout = [("indptr", "<i8", n_tokens + 1), ("offsets", "<i8", n_sentences + 1),
-              ("indices", "<i4", nnz)]
-    if not flags & _FLAG_ONES:
-        layout.append(("values", "<f8", nnz))
-    if flags & _FLAG_LABELS:
-        layout.append(("labels", "<i4", n_tokens))
-    end = at
-    for name, dtype, count in layout:
-        out.append((name, dtype, count, at))
-        end = at + count * np.dtype(dtype).itemsize
-        at = _aligned(end)
-    return out, end
-
-
-def is_compiled_corpus(path):
+def is_compiled_corpus(path: PathLike) -> bool:
     """Whether the file at ``path`` starts with a compiled corpus's magic."""
     try:
         with open(path, "rb") as f:
@@ -143,6 +75,8 @@ class CompiledCorpus:
     n_tokens, n_sentences, nnz, n_attributes : int
     checksum : bytes
         The vocabulary's :func:`vocabulary_checksum`.
+    paths : list of str
+        The file, or the shards opened as this corpus.
     label_names : list of str or None
         With stored labels, the strings of :attr:`labels`' ids.
     labels : ndarray of int32 or None
@@ -150,7 +84,8 @@ class CompiledCorpus:
         The file's size.
     """
 
-    def __init__(self, path, header, meta, arrays):
+    def __init__(self, path: str, header: tuple[Any, ...], meta: dict[str, Any],
+                 arrays: dict[str, NDArray[Any]]) -> None:
         self.path = path
         (self.n_tokens, self.n_sentences, self.nnz, self.n_attributes, self.checksum,
          self.nbytes) = header
@@ -158,35 +93,36 @@ class CompiledCorpus:
         self._arrays = arrays
         self.labels = arrays.get("labels")
         self.label_names = meta.get("labels")
+        self.paths = [path]
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Number of sentences."""
         return self.n_sentences
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         raise SscrfTypeError(f"{self.path}: a CompiledCorpus is not a list of sentences; it "
                              "is taken as fit's X_unlabeled and by predict and "
                              "predict_marginals (without allowed=)")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<CompiledCorpus {self.path!r}: {self.n_sentences:,} sentences, "
                 f"{self.n_tokens:,} tokens, {self.n_attributes:,} attributes>")
 
     @property
-    def attributes(self):
+    def attributes(self) -> list[str]:
         """Id → attribute string: the vocabulary the corpus was compiled under."""
         return self._meta["features"]["attributes"]
 
     @property
-    def templates(self):
+    def templates(self) -> Optional[list[str]]:
         """The template lines (None: compiled from feature dicts)."""
         return self._meta["features"]["templates"]
 
-    def extractor(self):
+    def extractor(self) -> FeatureExtractor:
         """A :class:`~sscrf.features.FeatureExtractor` frozen to this corpus's vocabulary."""
         return FeatureExtractor.from_state(self._meta["features"])
 
-    def features(self, n_attributes=None):
+    def features(self, n_attributes: Optional[int] = None) -> Features:
         """The corpus as :class:`~sscrf.features.Features` of memory-mapped arrays.
 
         Parameters
@@ -200,7 +136,8 @@ class CompiledCorpus:
                         ones(self.nnz) if values is None else values, self._arrays["offsets"],
                         self.n_attributes if n_attributes is None else n_attributes)
 
-    def check_vocabulary(self, attributes, templates, what="the model"):
+    def check_vocabulary(self, attributes: Sequence[str], templates: Optional[Sequence[str]],
+                         what: str = "the model") -> None:
         """Refuse a vocabulary (and templates) this corpus was not compiled under.
 
         The corpus's vocabulary must be the first ``n_attributes`` strings of
@@ -212,7 +149,7 @@ class CompiledCorpus:
         SscrfError
         """
         if (self.templates is None) != (templates is None) or (
-                templates is not None and list(templates) != list(self.templates)):
+                templates is not None and list(templates) != list(self.templates or ())):
             raise SscrfError(f"{self.path}: compiled with other templates than {what}'s; "
                              "compile it again with --vocabulary set to the model")
         if len(attributes) < self.n_attributes or vocabulary_checksum(
@@ -221,19 +158,28 @@ class CompiledCorpus:
                              f"({self.n_attributes:,} attributes against {len(attributes):,}); "
                              "compile it again with --vocabulary set to the model")
 
-    def features_for(self, extractor):
+    def features_for(self, extractor: FeatureExtractor) -> Features:
         """:meth:`features` after :meth:`check_vocabulary` against a fitted extractor."""
         templates = None if extractor.templates is None else extractor.templates.lines
-        self.check_vocabulary(extractor.attributes_, templates)
-        return self.features(len(extractor.attributes_))
+        attributes = extractor.attributes_ or []
+        self.check_vocabulary(attributes, templates)
+        return self.features(len(attributes))
 
     @classmethod
-    def open(cls, path, validate=True):
-        """Map a compiled corpus file, after checking it.
+    def open(cls, path: Union[PathLike, Sequence[PathLike]], validate: bool = True
+             ) -> "CompiledCorpus":
+        """Map a compiled corpus file, or several shards as one corpus, after checking them.
 
         Parameters
         ----------
-        path : str or os.PathLike
+        path : str, os.PathLike, or a list of them
+            A file; a list of shard files, or a glob pattern (``"part-*.corpus"``,
+            taken in sorted order) matching them: shards compiled under one
+            vocabulary (``vocabulary=`` the first's) and templates, all with
+            labels or none. Shards are checked, then their arrays are written
+            one after another to a file beside the first shard, which is
+            mapped and unlinked at once: the merged corpus takes disk while
+            it is open, not memory.
         validate : bool
             Check every array (a pass over the file); the header, the sizes
             and the vocabulary are always checked.
@@ -245,20 +191,24 @@ class CompiledCorpus:
         Raises
         ------
         SscrfError
-            A foreign, truncated or corrupt file, naming it and the reason.
+            A foreign, truncated or corrupt file, naming it and the reason;
+            shards of different vocabularies.
         """
-        path = os.fsdecode(os.fspath(path))
+        if isinstance(path, (list, tuple)) or (
+                isinstance(path, str) and glob.has_magic(path) and not os.path.exists(path)):
+            return _open_shards(_shard_paths(path), validate)
+        path = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
         try:
             size = os.path.getsize(path)
             with open(path, "rb") as f:
-                head = f.read(_HEADER_SIZE)
-                header, flags, meta_bytes = _read_header(path, head, size)
-                meta = _read_meta(path, f.read(meta_bytes), header, flags)
+                head = f.read(HEADER_SIZE)
+                header, flags, meta_bytes = read_header(path, head, size)
+                meta = read_meta(path, f.read(meta_bytes), header, flags)
         except OSError as e:
             raise SscrfError(f"{path}: cannot read the compiled corpus ({e.strerror})") from None
         n_tokens, n_sentences, nnz = header[:3]
         arrays = {}
-        for name, dtype, count, offset in _sections(n_tokens, n_sentences, nnz, meta_bytes,
+        for name, dtype, count, offset in sections(n_tokens, n_sentences, nnz, meta_bytes,
                                                     flags)[0]:
             arrays[name] = (np.zeros(count, dtype=dtype) if count == 0 else
                             np.memmap(path, dtype=dtype, mode="r", offset=offset,
@@ -269,7 +219,7 @@ class CompiledCorpus:
         return corpus
 
     @classmethod
-    def build(cls, source, path, **options):
+    def build(cls, source: Any, path: PathLike, **options: Any) -> "CompiledCorpus":
         """Compile ``source`` to ``path`` and open it.
 
         Parameters
@@ -285,61 +235,7 @@ class CompiledCorpus:
         return cls.open(path)
 
 
-def _read_header(path, head, size):
-    if len(head) < _HEADER_SIZE:
-        if head[:len(MAGIC)] != MAGIC[:len(head)] or not head:
-            raise SscrfError(f"{path}: not a compiled sscrf corpus (no {MAGIC!r} magic)")
-        raise SscrfError(f"{path}: truncated: {size} bytes, shorter than the "
-                         f"{_HEADER_SIZE}-byte header")
-    (magic, version, flags, n_tokens, n_sentences, nnz, n_attributes, meta_bytes,
-     checksum) = _HEADER.unpack_from(head)
-    if magic != MAGIC:
-        raise SscrfError(f"{path}: not a compiled sscrf corpus (no {MAGIC!r} magic)")
-    if version != VERSION:
-        raise SscrfError(f"{path}: compiled corpus version {version}; this sscrf reads "
-                         f"version {VERSION}: compile it again")
-    own = hashlib.blake2b(head[:72], digest_size=8).digest()
-    if head[72:80] != own:
-        raise SscrfError(f"{path}: corrupt header (its checksum does not match)")
-    if flags & ~(_FLAG_ONES | _FLAG_LABELS):
-        raise SscrfError(f"{path}: corrupt header (unknown flags {flags:#x})")
-    if min(n_tokens, n_sentences, nnz, n_attributes, meta_bytes) < 0 \
-            or n_attributes > np.iinfo(np.int32).max or meta_bytes > MAX_META_BYTES:
-        raise SscrfError(f"{path}: corrupt header (sizes out of range)")
-    # Python integers: a declared size cannot overflow before it is compared.
-    _, end = _sections(n_tokens, n_sentences, nnz, meta_bytes, flags)
-    if end != size:
-        what = "truncated" if size < end else "corrupt"
-        raise SscrfError(f"{path}: {what}: its header declares {end:,} bytes, the file has "
-                         f"{size:,}")
-    return (n_tokens, n_sentences, nnz, n_attributes, checksum), flags, meta_bytes
-
-
-def _read_meta(path, raw, header, flags):
-    try:
-        meta = json.loads(raw.decode("utf-8"))
-        features = meta["features"]
-        attributes = features["attributes"]
-        ok = (isinstance(attributes, list) and len(attributes) == header[3]
-              and all(isinstance(a, str) for a in attributes))
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise SscrfError(f"{path}: corrupt meta section (not the vocabulary the header declares)")
-    if vocabulary_checksum(attributes) != header[4]:
-        raise SscrfError(f"{path}: corrupt: the vocabulary does not match its checksum")
-    labels = meta.get("labels")
-    if bool(flags & _FLAG_LABELS) != (labels is not None) or (
-            labels is not None and not all(isinstance(x, str) for x in labels)):
-        raise SscrfError(f"{path}: corrupt meta section (labels)")
-    try:
-        FeatureExtractor.from_state(features)
-    except SscrfError as e:
-        raise SscrfError(f"{path}: corrupt meta section ({e})") from None
-    return meta
-
-
-def _check_monotone(path, name, a, last):
+def _check_monotone(path: str, name: str, a: NDArray[np.int64], last: int) -> None:
     """``a[0] == 0``, non-decreasing, ``a[-1] == last``, a slice at a time."""
     if a[0] != 0 or a[-1] != last:
         raise SscrfError(f"{path}: corrupt {name} (must run from 0 to {last:,})")
@@ -349,7 +245,7 @@ def _check_monotone(path, name, a, last):
             raise SscrfError(f"{path}: corrupt {name} (decreasing near entry {start:,})")
 
 
-def _validate(corpus):
+def _validate(corpus: CompiledCorpus) -> None:
     path, arrays = corpus.path, corpus._arrays
     _check_monotone(path, "token pointers", arrays["indptr"], corpus.nnz)
     _check_monotone(path, "sentence offsets", arrays["offsets"], corpus.n_tokens)
@@ -366,7 +262,7 @@ def _validate(corpus):
                 raise SscrfError(f"{path}: corrupt: a non-finite value near entry {start:,}")
     labels = arrays.get("labels")
     if labels is not None:
-        n = len(corpus.label_names)
+        n = len(corpus.label_names or ())
         for start in range(0, corpus.n_tokens, _SLICE):
             block = labels[start:start + _SLICE]
             if block.min() < 0 or block.max() >= n:
@@ -377,13 +273,14 @@ def _validate(corpus):
 # -- compiling ------------------------------------------------------------------------------
 
 
-def _batches(source, has_labels, encoding, buffer_tokens):
+def _batches(source: Any, has_labels: bool, encoding: str, buffer_tokens: int
+             ) -> Iterator[list[tuple[Any, Any]]]:
     """Lists of (tokens, labels) sentences of about ``buffer_tokens`` tokens."""
     if isinstance(source, (str, bytes, os.PathLike)):
         sentences = ((tokens, labels) for _, tokens, labels in
-                     conll_sentences(source, has_labels, False, None, encoding))
+                     conll_sentences(os.fsdecode(source), has_labels, False, None, encoding))
     else:
-        sentences = ((s, None) for s in source)
+        sentences = ((s, None) for s in source)  # type: ignore[misc]
     batch, n = [], 0
     for item in sentences:
         batch.append(item)
@@ -395,15 +292,16 @@ def _batches(source, has_labels, encoding, buffer_tokens):
         yield batch
 
 
-def _rate(report, k, what, tokens, started):
+def _rate(report: Progress, k: int, what: str, tokens: int, started: float) -> None:
     elapsed = time.perf_counter() - started
     report.step(k, f"{what}: {tokens:,} tokens, {tokens / max(elapsed, 1e-9):,.0f} tokens/s, "
                    f"{elapsed:.1f} s")
 
 
-def _count(source, extractor, has_labels, encoding, buffer_tokens, report):
+def _count(source: Any, extractor: FeatureExtractor, has_labels: bool, encoding: str,
+           buffer_tokens: int, report: Progress) -> AttributeCounts:
     """Attribute counts over the source, a batch at a time (the vocabulary's first pass)."""
-    index, strings = _core.AttributeIndex(), []
+    index, strings = _core.AttributeIndex(), list[str]()
     total = np.zeros(0, dtype=np.int64)
     widths, tokens, started = [], 0, time.perf_counter()
     for k, batch in enumerate(_batches(source, has_labels, encoding, buffer_tokens), 1):
@@ -419,13 +317,13 @@ def _count(source, extractor, has_labels, encoding, buffer_tokens, report):
     return AttributeCounts(strings, total, min(widths) if widths else None)
 
 
-def _first_sentence(source, has_labels, encoding):
+def _first_sentence(source: Any, has_labels: bool, encoding: str) -> Any:
     for batch in _batches(source, has_labels, encoding, 1):
         return batch[0][0]
     return None
 
 
-def _extractor_of(vocabulary):
+def _extractor_of(vocabulary: Any) -> FeatureExtractor:
     """The fitted extractor of a CRF, an extractor or a compiled corpus."""
     if isinstance(vocabulary, CompiledCorpus):
         return vocabulary.extractor()
@@ -436,9 +334,11 @@ def _extractor_of(vocabulary):
     return extractor
 
 
-def compile_corpus_file(source, path, *, templates="default", vocabulary=None, min_freq=1,
-                        max_features=None, has_labels=False, encoding="utf-8",
-                        buffer_tokens=1 << 18, verbose=False):
+def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "default",
+                        vocabulary: Any = None, min_freq: int = 1,
+                        max_features: Optional[int] = None, has_labels: bool = False,
+                        encoding: str = "utf-8", buffer_tokens: int = 1 << 18,
+                        verbose: bool = False) -> dict[str, Any]:
     """Compile sentences into a corpus file (see the module's documentation for the format).
 
     Parameters
@@ -495,7 +395,7 @@ def compile_corpus_file(source, path, *, templates="default", vocabulary=None, m
         counts = _count(source, extractor, has_labels, encoding, buffer_tokens, report)
         extractor.set_vocabulary(counts.freeze(min_freq, max_features))
         del counts
-    report.note(f"vocabulary: {len(extractor.attributes_):,} attributes")
+    report.note(f"vocabulary: {len(extractor.attributes_ or ()):,} attributes")
     out = _write(source, path, name, extractor, has_labels, encoding, buffer_tokens, report)
     out["seconds"] = time.perf_counter() - started
     report.note(f"compiled {name} to {os.fsdecode(path)}: {out['n_tokens']:,} tokens, "
@@ -504,10 +404,11 @@ def compile_corpus_file(source, path, *, templates="default", vocabulary=None, m
     return out
 
 
-def _write(source, path, name, extractor, has_labels, encoding, buffer_tokens, report):
+def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, has_labels: bool,
+           encoding: str, buffer_tokens: int, report: Progress) -> dict[str, Any]:
     """Second pass: intern each batch, spill its arrays, assemble the file."""
     path = os.fsdecode(os.fspath(path))
-    label_ids = {}
+    label_ids: dict[str, int] = {}
     n_tokens = n_sentences = nnz = 0
     all_ones, started = True, time.perf_counter()
     folder = os.path.dirname(os.path.abspath(path))
@@ -534,40 +435,104 @@ def _write(source, path, name, extractor, has_labels, encoding, buffer_tokens, r
                 nnz += f.nnz
                 _rate(report, k, f"compiling {name}", n_tokens, started)
         finally:
-            for f in files.values():
-                f.close()
-        flags = (_FLAG_ONES if all_ones else 0) | (_FLAG_LABELS if has_labels else 0)
+            for spill_file in files.values():
+                spill_file.close()
+        flags = (FLAG_ONES if all_ones else 0) | (FLAG_LABELS if has_labels else 0)
         state = extractor.to_state()
-        meta = json.dumps({"features": state, "labels": list(label_ids) if has_labels else None,
-                           "source": name}, ensure_ascii=False).encode("utf-8")
-        sections, end = _sections(n_tokens, n_sentences, nnz, len(meta), flags)
-        head = _HEADER.pack(MAGIC, VERSION, flags, n_tokens, n_sentences, nnz,
-                            len(state["attributes"]), len(meta),
-                            vocabulary_checksum(state["attributes"]))
-        head += hashlib.blake2b(head, digest_size=8).digest()
+        meta = {"features": state, "labels": list(label_ids) if has_labels else None,
+                "source": name}
 
-        def write(out):
-            out.write(head.ljust(_HEADER_SIZE, b"\0"))
-            out.write(meta)
-            for section, _, _, offset in sections:
-                out.write(b"\0" * (offset - out.tell()))
-                with open(os.path.join(spill, section), "rb") as f:
-                    while True:
-                        block = f.read(1 << 24)
-                        if not block:
-                            break
-                        out.write(block)
+        def spilled(section: str) -> Iterator[bytes]:
+            with open(os.path.join(spill, section), "rb") as f:
+                while True:
+                    block = f.read(1 << 24)
+                    if not block:
+                        return
+                    yield block
 
-        replace_file(path, write)
+        end, array_bytes = assemble(path, meta, flags, (n_tokens, n_sentences, nnz), spilled)
     return {"n_tokens": n_tokens, "n_sentences": n_sentences, "nnz": nnz,
-            "n_attributes": len(extractor.attributes_), "bytes": end,
-            "array_bytes": end - sections[0][3]}
+            "n_attributes": len(extractor.attributes_ or ()), "bytes": end,
+            "array_bytes": array_bytes}
+
+
+# -- shards ---------------------------------------------------------------------------------
+
+
+def _shard_paths(paths: Union[PathLike, Sequence[PathLike]]) -> list[str]:
+    """The files of a list of paths or of a glob pattern, sorted."""
+    if isinstance(paths, str):
+        found = sorted(glob.glob(paths))
+        if not found:
+            raise SscrfError(f"{paths}: no compiled corpus file matches")
+        return found
+    out = [os.fsdecode(os.fspath(p)) for p in paths]  # type: ignore[union-attr]
+    if not out:
+        raise SscrfError("CompiledCorpus.open: the list of shards is empty")
+    return out
+
+
+def _open_shards(paths: list[str], validate: bool) -> "CompiledCorpus":
+    """Shards compiled under one vocabulary, merged into one mapped file (see ``open``)."""
+    shards = [CompiledCorpus.open(p, validate) for p in paths]
+    first = shards[0]
+    for shard in shards[1:]:
+        if shard.checksum != first.checksum or shard.templates != first.templates:
+            raise SscrfError(f"{shard.path}: compiled under another vocabulary than "
+                             f"{first.path}; compile every shard with vocabulary= the first")
+        if (shard.labels is None) != (first.labels is None):
+            raise SscrfError(f"{shard.path}: {'no' if shard.labels is None else ''} labels "
+                             f"stored, unlike {first.path}; compile every shard alike")
+    names: dict[str, int] = {}
+    for shard in shards:
+        for label in shard.label_names or ():
+            names.setdefault(label, len(names))
+    ones_only = all(s._arrays.get("values") is None for s in shards)
+    flags = (FLAG_ONES if ones_only else 0) | (0 if first.labels is None else FLAG_LABELS)
+    sizes = tuple(sum(getattr(s, k) for s in shards) for k in ("n_tokens", "n_sentences", "nnz"))
+    meta = dict(first._meta, labels=None if first.labels is None else list(names),
+                source=" + ".join(paths))
+
+    def blocks(section: str) -> Iterator[bytes]:
+        if section in ("indptr", "offsets"):
+            yield np.zeros(1, "<i8").tobytes()
+        shift = 0
+        for s in shards:
+            if section == "labels":
+                assert s.label_names is not None
+                remap = np.array([names[x] for x in s.label_names] or [0], dtype="<i4")
+            array = s._arrays.get(section)
+            total = s.nnz if section == "values" else len(array) if array is not None else 0
+            start = 1 if section in ("indptr", "offsets") else 0
+            for k in range(start, total, _SLICE):
+                if array is None:  # a shard of ones among shards with values
+                    yield np.ones(min(_SLICE, total - k), "<f8").tobytes()
+                    continue
+                block = np.asarray(array[k:k + _SLICE])
+                if section in ("indptr", "offsets"):
+                    block = block + shift
+                elif section == "labels":
+                    block = remap[block]
+                yield np.ascontiguousarray(block).tobytes()
+            shift += s.nnz if section == "indptr" else s.n_tokens
+
+    folder = os.path.dirname(os.path.abspath(paths[0]))
+    fd, merged = tempfile.mkstemp(prefix=".sscrf-shards-", suffix=".corpus", dir=folder)
+    os.close(fd)
+    try:
+        assemble(merged, meta, flags, sizes, blocks)  # type: ignore[arg-type]
+        corpus = CompiledCorpus.open(merged, validate=False)
+    finally:
+        os.remove(merged)  # the mapping keeps its pages; the name goes now
+    corpus.path = f"{paths[0]} (+{len(paths) - 1} shards)" if len(paths) > 1 else paths[0]
+    corpus.paths = list(paths)
+    return corpus
 
 
 # -- as training input ----------------------------------------------------------------------
 
 
-def unlabeled_input(X_unlabeled):
+def unlabeled_input(X_unlabeled: Any) -> Any:
     """``X_unlabeled`` checked: a CompiledCorpus (without empty sentences) as it is, else
     :func:`sscrf.inputs.check_unlabeled`'s list."""
     if not isinstance(X_unlabeled, CompiledCorpus):
@@ -582,14 +547,36 @@ def unlabeled_input(X_unlabeled):
     return X_unlabeled
 
 
-def n_tokens_of(sentences):
+def labeled_input(X: CompiledCorpus, y: Any) -> list[list[str]]:
+    """The labels a compiled corpus given as fit's ``X`` stores, per sentence (``y`` must
+    be None).
+
+    Raises
+    ------
+    SscrfError
+        ``y`` given, no labels stored, or an empty sentence.
+    """
+    if y is not None:
+        raise SscrfError(f"{X.path}: a compiled corpus as X brings its labels; give y=None")
+    if X.labels is None or X.label_names is None:
+        raise SscrfError(f"{X.path}: no labels stored; compile it with has_labels=True "
+                         "(sscrf compile --labeled) to train on it as X")
+    unlabeled_input(X)  # no empty sentences
+    names = np.array(X.label_names, dtype=object)
+    offsets = np.asarray(X.features().offsets)
+    return [names[np.asarray(X.labels[a:b])].tolist()
+            for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+def n_tokens_of(sentences: Any) -> int:
     """Tokens of a list of sentences or of a CompiledCorpus."""
     if isinstance(sentences, CompiledCorpus):
         return sentences.n_tokens
     return sum(map(len, sentences))
 
 
-def vocabulary_with(compiled, X, templates, min_freq):
+def vocabulary_with(compiled: CompiledCorpus, X: Sequence[Any], templates: Any, min_freq: int
+                    ) -> tuple[FeatureExtractor, list[Features]]:
     """The vocabulary of training on ``X`` with a compiled unlabeled corpus, and both matrices.
 
     The compiled corpus's vocabulary comes first, unchanged (its ids are the
@@ -602,9 +589,10 @@ def vocabulary_with(compiled, X, templates, min_freq):
     """
     lines = compiled.templates
     if not (isinstance(templates, str) and templates.strip() == "default"):
-        given = None if templates is None else FeatureExtractor(templates).templates.lines
+        parsed = None if templates is None else FeatureExtractor(templates).templates
+        given = None if parsed is None else parsed.lines
         if (given is None) != (lines is None) or (given is not None
-                                                  and list(given) != list(lines)):
+                                                  and list(given) != list(lines or ())):
             raise SscrfError(f"{compiled.path}: compiled with other templates than the "
                              "model's templates=; give templates='default' to take the "
                              "corpus's, or compile it again")
@@ -616,5 +604,5 @@ def vocabulary_with(compiled, X, templates, min_freq):
     widths = [w for w in (compiled.extractor().n_columns_, counts.n_columns) if w is not None]
     extractor = FeatureExtractor(lines, min_freq)
     extractor.set_vocabulary(Vocabulary(base + extra, min(widths) if widths else None))
-    n = len(extractor.attributes_)
+    n = len(extractor.attributes_ or ())
     return extractor, [extractor.transform(X)._replace(n_attributes=n), compiled.features(n)]

@@ -296,8 +296,11 @@ class CRF(FittedModelView):
             attribute strings, or lists of column strings when the model has
             templates. May be empty when unlabeled
             data and a semi-supervised term are given (then ``labels=``, or
-            for GE the constraints, name the labels).
-        y : list
+            for GE the constraints, name the labels). Or a
+            :class:`sscrf.CompiledCorpus` compiled with its labels
+            (``has_labels=True``), with ``y=None``: the model takes its
+            vocabulary and labels.
+        y : list or None
             Per sentence, one entry per token: a label, a set (``set``,
             ``frozenset`` or ``tuple``) of acceptable labels, or ``None``
             (not annotated); or a :class:`sscrf.partial.Alternatives` of

@@ -31,7 +31,8 @@ from . import _core
 from . import constraints as _constraints
 from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
-from .corpus_file import CompiledCorpus, n_tokens_of, unlabeled_input, vocabulary_with
+from .corpus_file import (CompiledCorpus, labeled_input, n_tokens_of, unlabeled_input,
+                          vocabulary_with)
 from .fit_callbacks import (DevTracker, check_dev_pair, check_dev_scoring, checkpointing,
                             shifted_callback)
 from .errors import FeatureScaleWarning, SscrfError
@@ -108,7 +109,10 @@ ZERO_WEIGHT_WARNING = ("zero entropy_weight, ge_weight and proportion_weight lea
 def _plan(params: Params, X: Any, y: Any, X_unlabeled: Any, constraints: Any) -> Tuple[Any, ...]:
     """Checked data, the terms that take part, and ``semi``: the unlabeled data join the
     vocabulary and ``auto`` is ``dense``, as with the term on, at a zero weight too."""
-    X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
+    if isinstance(X, CompiledCorpus):  # its stored labels are y
+        y = labeled_input(X, y)
+    else:
+        X, y = check_labeled(X, y, allow_empty_corpus=True, partial=True)
     unlabeled = None if X_unlabeled is None else unlabeled_input(X_unlabeled)
     entropy_weight, ge_weight = params["entropy_weight"], params["ge_weight"]
     use_entropy = entropy_weight > 0 and bool(unlabeled)
@@ -393,10 +397,17 @@ def _compile(params: Params, plan: _Plan, started: float
     """The vocabulary, the feature rows of the labeled (and unlabeled) sentences, the
     tokens' label ids and the parameter layout."""
     templates = params["templates"]
-    if isinstance(templates, str) and templates.strip() == "default" and not isinstance(
-            plan.unlabeled, CompiledCorpus):
+    compiled = any(isinstance(c, CompiledCorpus) for c in (plan.X, plan.unlabeled))
+    if isinstance(templates, str) and templates.strip() == "default" and not compiled:
         templates = default_templates(n_columns(plan.X or plan.unlabeled))
-    if isinstance(plan.unlabeled, CompiledCorpus):  # its vocabulary first, as compiled
+    if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
+        extractor = plan.X.extractor()
+        features = [plan.X.features()]
+        if isinstance(plan.unlabeled, CompiledCorpus):
+            features.append(plan.unlabeled.features_for(extractor))
+        elif plan.unlabeled:
+            features.append(extractor.transform(plan.unlabeled))
+    elif isinstance(plan.unlabeled, CompiledCorpus):  # its vocabulary first, as compiled
         extractor, features = vocabulary_with(plan.unlabeled, plan.X, params["templates"],
                                               params["min_freq"])
     else:
@@ -405,8 +416,7 @@ def _compile(params: Params, plan: _Plan, started: float
         # the zero-weight model is the one the semi-supervised fits start from
         corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])
         features = extractor.fit_transform(*corpora)
-    if params.get("max_features") is not None and not isinstance(plan.unlabeled,
-                                                                  CompiledCorpus):
+    if params.get("max_features") is not None and not compiled:
         attributes, features = limit_features(extractor.attributes_, features,
                                               params["max_features"])
         extractor.set_vocabulary(Vocabulary(attributes, extractor.n_columns_))
@@ -568,7 +578,7 @@ def _announce_second_stage(report: Progress, added_terms: Sequence[Term], params
     added = ", ".join(dict.fromkeys(str(t.name) for t in added_terms))
     pull = ""
     if use_entropy:  # the term's weight grows with the unlabeled data
-        ratio = params["entropy_weight"] * n_tokens_of(unlabeled) / sum(map(len, X))
+        ratio = params["entropy_weight"] * n_tokens_of(unlabeled) / n_tokens_of(X)
         pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
     report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
 
