@@ -417,7 +417,7 @@ def _compile(params: Params, plan: _Plan, started: float
         corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])
         features = extractor.fit_transform(*corpora)
     if params.get("max_features") is not None and not compiled:
-        attributes, features = limit_features(extractor.attributes_, features,
+        attributes, features = limit_features(extractor.attributes_ or [], features,
                                               params["max_features"])
         extractor.set_vocabulary(Vocabulary(attributes, extractor.n_columns_))
     label_index = {label: i for i, label in enumerate(plan.classes)}
@@ -437,7 +437,7 @@ def _compile(params: Params, plan: _Plan, started: float
         layout = ParameterLayout.for_feature_set(features[0], token_labels, S, plan.feature_set)
     # before the first evaluation: what the model will hold
     Progress(params["verbose"]).note(
-        f"features: {len(extractor.attributes_):,} attributes, "
+        f"features: {len(extractor.attributes_ or []):,} attributes, "
         f"{len(plan.classes)} labels, {layout.core.n_parameters:,} parameters "
         f"({plan.feature_set} feature set), training needs about {size_text(need)}, "
         f"{time.perf_counter() - started:.1f} s")

@@ -155,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
     model.save(args.model)
     n_tokens = sum(map(len, corpus.labels))
     ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
-    unlabeled = unlabeled if compiled is None else compiled
-    unlabeled_note = "" if unlabeled is None else f", {len(unlabeled)} unlabeled sentences"
+    read = unlabeled if compiled is None else compiled
+    unlabeled_note = "" if read is None else f", {len(read)} unlabeled sentences"
     iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
     warm = training.get("stages", {}).get("supervised")
     if warm is not None and warm["stop_reason"] in (STOP_INTERRUPTED, STOP_CALLBACK):
