@@ -35,7 +35,7 @@ _SUBMODULES = ("lattice", "io", "metrics", "features", "objectives", "active", "
 __version__ = "0.1.0"
 
 
-def build_info():
+def build_info() -> dict[str, object]:
     """How the compiled core was built.
 
     Returns
@@ -52,7 +52,7 @@ def build_info():
     return dict(_build_info())
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     # Heavy submodules load on first use so that `import sscrf` stays cheap.
     if name == "CRF":
         from .model import CRF

@@ -11,6 +11,10 @@ iterations (and the final iterate) and keeps a copy of the best iterate,
 which the fit returns instead of the last one.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
 import numpy as np
 
 from . import _core
@@ -20,12 +24,18 @@ from .inputs import check_integer, check_labeled
 from .metrics import chunk_scores, token_accuracy
 from .model_file import write_model
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    #: The optimiser's callback: (iteration, loss, θ) -> stop?
+    Callback = Callable[[int, float, NDArray[np.float64]], Any]
+
 __all__ = ["DEV_SCORINGS", "DevSet", "DevTracker", "check_dev_pair", "check_dev_scoring",
            "default_scoring",
            "checkpointing", "saved_scoring", "scoring_function", "shifted_callback"]
 
 
-def _chunk_f1(y_true, y_pred):
+def _chunk_f1(y_true: Sequence[Sequence[Any]], y_pred: Sequence[Sequence[Any]]) -> float:
     return chunk_scores(y_true, y_pred)["f1"]
 
 
@@ -33,7 +43,7 @@ def _chunk_f1(y_true, y_pred):
 DEV_SCORINGS = {"chunk_f1": _chunk_f1, "accuracy": token_accuracy}
 
 
-def check_dev_scoring(scoring):
+def check_dev_scoring(scoring: Any) -> Any:
     """Check ``dev_scoring``: None, a name of :data:`DEV_SCORINGS` or a callable."""
     if scoring is None or callable(scoring):
         return scoring
@@ -46,20 +56,21 @@ def check_dev_scoring(scoring):
                          f"(y_true, y_pred) -> float, not {type(scoring).__name__}")
 
 
-def check_dev_pair(X_dev, y_dev):
+def check_dev_pair(X_dev: Any, y_dev: Any) -> None:
     """Refuse one of ``X_dev`` and ``y_dev`` without the other."""
     if (X_dev is None) != (y_dev is None):
         raise SscrfError("give X_dev and y_dev together (held-out sentences and their labels)")
 
 
-def default_scoring(y_dev):
+def default_scoring(y_dev: Sequence[Sequence[Any]]) -> str:
     """``"chunk_f1"`` when some dev label starts with ``B-`` or ``I-``, else ``"accuracy"``."""
     chunked = any(isinstance(label, str) and label[:2] in ("B-", "I-")
                   for seq in y_dev for label in seq)
     return "chunk_f1" if chunked else "accuracy"
 
 
-def scoring_function(scoring, y_dev):
+def scoring_function(scoring: Any, y_dev: Sequence[Sequence[Any]]
+                     ) -> tuple[str, Callable[..., Any]]:
     """``(name, callable)`` of ``dev_scoring`` for these dev labels."""
     if scoring is None:
         scoring = default_scoring(y_dev)
@@ -68,7 +79,7 @@ def scoring_function(scoring, y_dev):
     return scoring, DEV_SCORINGS[scoring]
 
 
-def saved_scoring(scoring):
+def saved_scoring(scoring: Any) -> Optional[str]:
     """``dev_scoring`` as a model file keeps it: a callable (code) becomes None."""
     return None if callable(scoring) else scoring
 
@@ -88,7 +99,8 @@ class DevSet:
     n_threads : int
     """
 
-    def __init__(self, extractor, classes, X_dev, y_dev, scoring, n_threads):
+    def __init__(self, extractor: Any, classes: Sequence[str], X_dev: Any, y_dev: Any,
+                 scoring: Any, n_threads: int) -> None:
         X_dev, y_dev = check_labeled(X_dev, y_dev, allow_empty_sentences=True)
         if sum(map(len, y_dev)) == 0:
             raise SscrfError("X_dev has no token: give held-out sentences, or X_dev=None")
@@ -99,13 +111,13 @@ class DevSet:
         self.names = np.asarray(list(classes), dtype=object)
         self.n_threads = n_threads
 
-    def predict(self, layout, theta):
+    def predict(self, layout: Any, theta: NDArray[np.float64]) -> list[list[str]]:
         """Viterbi labelings of the dev sentences under θ (``layout``: a ``_core.Layout``)."""
         labels, _ = _core.viterbi_corpus(self.corpus, layout, theta, self.n_threads)
         names = self.names[labels]
         return [list(names[a:b]) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def score(self, layout, theta):
+    def score(self, layout: Any, theta: NDArray[np.float64]) -> float:
         """The dev score of θ (higher is better)."""
         value = float(self.function(self.y, self.predict(layout, theta)))
         if not np.isfinite(value):
@@ -122,19 +134,21 @@ class DevTracker:
     best θ (the latest one on ties) and the record of the curve.
     """
 
-    def __init__(self, devset, layout, period):
+    def __init__(self, devset: DevSet, layout: Any, period: int) -> None:
         self.devset, self.layout = devset, layout
         self.period = check_integer(period, "dev_period", minimum=1)
-        self.curve = []
-        self.best = None  # (score, iteration, θ copy)
+        self.curve: list[list[Any]] = []
+        # (score, iteration, a copy of θ)
+        self.best: Optional[tuple[float, int, NDArray[np.float64]]] = None
 
     @classmethod
-    def for_fit(cls, params, extractor, classes, X_dev, y_dev, layout, n_threads):
+    def for_fit(cls, params: Any, extractor: Any, classes: Sequence[str], X_dev: Any,
+                y_dev: Any, layout: Any, n_threads: int) -> DevTracker:
         """The tracker of a fit: ``params`` gives ``dev_scoring`` and ``dev_period``."""
         devset = DevSet(extractor, classes, X_dev, y_dev, params["dev_scoring"], n_threads)
         return cls(devset, layout, params["dev_period"])
 
-    def observe(self, iteration, theta):
+    def observe(self, iteration: int, theta: NDArray[np.float64]) -> float:
         """Score ``theta`` as the iterate of ``iteration``; returns the score."""
         score = self.devset.score(self.layout, np.ascontiguousarray(theta, dtype=np.float64))
         self.curve.append([int(iteration), score])
@@ -142,32 +156,35 @@ class DevTracker:
             self.best = (score, int(iteration), np.array(theta, dtype=np.float64))
         return score
 
-    def wrap(self, callback):
+    def wrap(self, callback: Optional[Callback]) -> Callback:
         """The optimiser's callback, scoring every ``period`` iterations first."""
 
-        def scored(iteration, loss, theta):
+        def scored(iteration: int, loss: float, theta: NDArray[np.float64]) -> Any:
             if iteration % self.period == 0:
                 self.observe(iteration, theta)
             return callback(iteration, loss, theta) if callback is not None else False
 
         return scored
 
-    def finish(self, iteration, theta):
+    def finish(self, iteration: int, theta: NDArray[np.float64]
+               ) -> tuple[NDArray[np.float64], dict[str, Any]]:
         """``(best θ, record)`` after scoring the final ``theta`` (iteration ``iteration``)."""
         if not self.curve or self.curve[-1][0] != iteration:
             self.observe(iteration, theta)
+        assert self.best is not None  # observe() has run
         score, best_iteration, best_theta = self.best
         record = {"scoring": self.devset.name, "period": self.period, "curve": self.curve,
                   "best_iteration": best_iteration, "best_score": score}
         return best_theta, record
 
 
-def checkpointing(callback, path, every, params, state, layout):
+def checkpointing(callback: Optional[Callback], path: Any, every: int, params: Any,
+                  state: dict[str, Any], layout: Any) -> Callback:
     """``callback`` that first writes the model so far to ``path`` every ``every`` iterations."""
 
     saved = dict(params, dev_scoring=saved_scoring(params["dev_scoring"]))
 
-    def save_then_call(iteration, loss, theta):
+    def save_then_call(iteration: int, loss: float, theta: NDArray[np.float64]) -> Any:
         if iteration % every == 0:
             write_model(path, params=saved, classes=state["classes_"],
                         extractor=state["extractor_"], feature_set=state["feature_set_"],
@@ -179,6 +196,6 @@ def checkpointing(callback, path, every, params, state, layout):
     return save_then_call
 
 
-def shifted_callback(callback, offset):
+def shifted_callback(callback: Callback, offset: int) -> Callback:
     """``callback`` with iteration numbers that go on from ``offset``."""
     return lambda iteration, loss, theta: callback(iteration + offset, loss, theta)

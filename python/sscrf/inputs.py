@@ -9,16 +9,22 @@ Imports numpy, :mod:`sscrf.errors` and :mod:`sscrf.annotations` (the
 annotation types a label list may hold) only.
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 import os
 import stat
 from collections.abc import Set
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .annotations import check_annotation, is_complete, sentence_masks
 from .errors import SscrfError, SscrfTypeError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = [
     "ENTROPY_METHODS",
@@ -65,17 +71,17 @@ ENTROPY_METHODS = ("fast", "jiao")
 # -- numbers ---------------------------------------------------------------------------
 
 
-def is_integer(value):
+def is_integer(value: object) -> bool:
     """An integer (numpy's included), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-def is_number(value):
+def is_number(value: object) -> bool:
     """A real number (numpy's included), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _integer_rule(minimum, maximum):
+def _integer_rule(minimum: Optional[int], maximum: Optional[int]) -> str:
     if minimum == 1 and maximum is None:
         return "a positive integer"
     if maximum is None:
@@ -85,7 +91,8 @@ def _integer_rule(minimum, maximum):
     return f"an integer in [{minimum}, {maximum}]"
 
 
-def check_integer(value, name, minimum=None, maximum=None):
+def check_integer(value: Any, name: str, minimum: Optional[int] = None,
+                  maximum: Optional[int] = None) -> int:
     """``value`` as an ``int``: an integer (not a bool) within [minimum, maximum].
 
     Raises SscrfTypeError for another type, SscrfError out of range; both
@@ -98,7 +105,8 @@ def check_integer(value, name, minimum=None, maximum=None):
     return int(value)
 
 
-def check_number(value, name, minimum=None, maximum=None):
+def check_number(value: Any, name: str, minimum: Optional[float] = None,
+                 maximum: Optional[float] = None) -> float:
     """``value`` as a ``float``: a finite real number (not a bool) within [minimum, maximum]."""
     rule = "a finite number" + (f" ≥ {minimum:g}" if minimum is not None else "") \
         + (f" ≤ {maximum:g}" if maximum is not None else "")
@@ -110,7 +118,7 @@ def check_number(value, name, minimum=None, maximum=None):
     return float(value)
 
 
-def check_positive_number(value, name):
+def check_positive_number(value: Any, name: str) -> float:
     """``value`` as a ``float``: a finite real number > 0."""
     if not is_number(value):
         raise SscrfTypeError(f"{name} must be a finite number > 0, not {value!r}")
@@ -119,7 +127,7 @@ def check_positive_number(value, name):
     return float(value)
 
 
-def random_generator(random_state, name="random_state"):
+def random_generator(random_state: Any, name: str = "random_state") -> np.random.Generator:
     """``numpy.random.default_rng(random_state)``, with a negative integer seed refused
     as SscrfError naming it (numpy says only "expected non-negative integer")."""
     if is_integer(random_state):
@@ -132,7 +140,7 @@ def random_generator(random_state, name="random_state"):
                     f"{random_state!r} ({e})") from None
 
 
-def check_real(value, name):
+def check_real(value: Any, name: str) -> Any:
     """SscrfTypeError if ``value`` is a complex array or number, which numpy would cast
     to real with only a ComplexWarning, dropping the imaginary part; else ``value``."""
     try:
@@ -144,7 +152,7 @@ def check_real(value, name):
     return value
 
 
-def check_choice(value, name, choices):
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices`` (strings), else SscrfError listing them."""
     if not isinstance(value, str) or value not in choices:
         listed = " or ".join(map(repr, choices)) if len(choices) == 2 else \
@@ -153,7 +161,7 @@ def check_choice(value, name, choices):
     return value
 
 
-def available_cores():
+def available_cores() -> int:
     """The CPUs this process may run on (a container or taskset may allow fewer)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -161,7 +169,7 @@ def available_cores():
         return os.cpu_count() or 1
 
 
-def check_threads(n_threads, allow_none=True):
+def check_threads(n_threads: Any, allow_none: bool = True) -> int:
     """A thread count as an ``int`` in [1, MAX_THREADS]; None (when allowed) is every core."""
     if n_threads is None and allow_none:
         return available_cores()
@@ -176,7 +184,7 @@ def check_threads(n_threads, allow_none=True):
 # -- files -----------------------------------------------------------------------------
 
 
-def check_writable(path):
+def check_writable(path: Any) -> None:
     """Raise SscrfError now if ``path`` could not be written later (before a long run).
 
     Refused: an empty name, a folder, a missing or unwritable folder, and a
@@ -207,7 +215,7 @@ def check_writable(path):
                              "replaced: make it writable (chmod u+w) or write elsewhere")
 
 
-def check_not_an_input(output, inputs):
+def check_not_an_input(output: Any, inputs: Sequence[Any]) -> None:
     """Raise SscrfError if ``output`` is the same file as one of ``inputs`` (through
     symbolic and hard links: :func:`os.path.samefile`), which writing it would destroy.
     ``None`` and ``"-"`` (standard input or output) name no file and are skipped."""
@@ -229,18 +237,18 @@ def check_not_an_input(output, inputs):
 # -- sentences and labels ----------------------------------------------------------------
 
 
-def _is_sequence(value):
+def _is_sequence(value: object) -> bool:
     return not isinstance(value, (str, bytes, dict)) and hasattr(value, "__len__")
 
 
-def check_sentences(X, name):
+def check_sentences(X: Any, name: str) -> list[Any]:
     """``X`` as a list of sentences (anything sized but a string or a dict)."""
     if not _is_sequence(X):
         raise SscrfTypeError(f"{name} must be a list of sentences, not {type(X).__name__}")
     return list(X)
 
 
-def check_unlabeled(X, name="X_unlabeled"):
+def check_unlabeled(X: Any, name: str = "X_unlabeled") -> list[Any]:
     """Unlabeled sentences for training: a list of non-empty token lists."""
     X = check_sentences(X, name)
     for s, sentence in enumerate(X):
@@ -251,7 +259,9 @@ def check_unlabeled(X, name="X_unlabeled"):
     return X
 
 
-def check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, partial=False):
+def check_labeled(X: Any, y: Any, allow_empty_sentences: bool = False,
+                  allow_empty_corpus: bool = False, partial: bool = False
+                  ) -> tuple[list[Any], list[Any]]:
     """``(X, y)`` as lists, one label per token. With ``partial``, a label may also be a
     set of labels or None, and a sentence's labels an :class:`sscrf.annotations.Alternatives`."""
     X = check_sentences(X, "X")
@@ -280,7 +290,7 @@ def check_labeled(X, y, allow_empty_sentences=False, allow_empty_corpus=False, p
     return X, y
 
 
-def check_label_list(labels, name="labels"):
+def check_label_list(labels: Any, name: str = "labels") -> list[str]:
     """A list of distinct label strings (a model's label set)."""
     if isinstance(labels, (str, bytes)):
         raise SscrfTypeError(f"{name}= must be a list of label strings, not one string")
@@ -299,7 +309,7 @@ def check_label_list(labels, name="labels"):
     return labels
 
 
-def check_sample_weight(sample_weight, n):
+def check_sample_weight(sample_weight: Any, n: int) -> Optional[NDArray[np.float64]]:
     """Per-sentence weights as a float64 array (n,), finite and ≥ 0; None stays None."""
     if sample_weight is None:
         return None
@@ -323,16 +333,17 @@ def check_sample_weight(sample_weight, n):
     return w
 
 
-def encode_labels(y, label_index, unknown="error"):
+def encode_labels(y: Sequence[Sequence[Any]], label_index: Mapping[str, int],
+                  unknown: str = "error") -> NDArray[np.int32]:
     """Label ids per token (int32, all sentences one after another); −1 where a partial
     annotation allows more than one label. A label outside ``label_index`` raises."""
     out = np.empty(sum(len(s) for s in y), dtype=np.int32)
     k = 0
     for s, seq in enumerate(y):
         if not is_complete(seq):
-            ids = sentence_masks(seq, label_index, f"sentence {s}").singleton_ids()
-            out[k:k + len(ids)] = ids
-            k += len(ids)
+            singletons = sentence_masks(seq, label_index, f"sentence {s}").singleton_ids()
+            out[k:k + len(singletons)] = singletons
+            k += len(singletons)
             continue
         ids = [label_index.get(label, -1) for label in seq]
         if -1 in ids:
@@ -344,8 +355,8 @@ def encode_labels(y, label_index, unknown="error"):
     return out
 
 
-def check_crfsuite_options(algorithm, linesearch, feature_set, all_possible_states,
-                           all_possible_transitions):
+def check_crfsuite_options(algorithm: Any, linesearch: Any, feature_set: Any,
+                           all_possible_states: Any, all_possible_transitions: Any) -> None:
     """sklearn-crfsuite's training options, as far as sscrf implements them."""
     if algorithm != "lbfgs":
         raise SscrfError(f"algorithm={algorithm!r} is not supported: sscrf trains "

@@ -2,11 +2,13 @@
 tests, the progress display, and the handling of Ctrl-C and of a non-finite loss.
 """
 
+from __future__ import annotations
+
 import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -15,6 +17,9 @@ from .errors import ConvergenceWarning, SscrfError
 from .objectives import Objective
 from .optim import NonFiniteObjective, lbfgs
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["HISTORY_PAIRS", "NonFiniteLoss", "TrainResult", "minimize"]
 
@@ -41,23 +46,28 @@ class TrainResult:
         rule (:attr:`sscrf.optim.OptimizeResult.stalled`), or None.
     """
 
-    theta: np.ndarray
+    theta: NDArray[np.float64]
     loss: float
     n_iterations: int
     n_evaluations: int
     stop_reason: str
     seconds: float
-    history: list = field(default_factory=list)
+    history: list[float] = field(default_factory=list)
     stalled: Optional[str] = None
 
 
 class NonFiniteLoss(SscrfError):
-    """The loss or its gradient became NaN or infinite during training."""
+    """The loss or its gradient became NaN or infinite during training; ``result`` is
+    the :class:`TrainResult` of the last good parameters."""
+
+    result: TrainResult
 
 
-def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
-             memory=HISTORY_PAIRS, callback=None, verbose=False, c1=0.0, n_threads=1,
-             x_scale=None):
+def minimize(objective: Callable[..., Any], theta0: ArrayLike, *, max_iterations: int = 100,
+             epsilon: float = 1e-5, period: int = 10, delta: float = 1e-5,
+             memory: int = HISTORY_PAIRS, callback: Optional[Callable[..., Any]] = None,
+             verbose: bool = False, c1: float = 0.0, n_threads: int = 1,
+             x_scale: Optional[NDArray[np.float64]] = None) -> TrainResult:
     """Minimise ``objective(theta) -> (loss, grad)`` (plus ``c1·‖θ‖₁``) by L-BFGS / OWL-QN.
 
     Runs :func:`sscrf.optim.lbfgs` with CRFsuite's stopping tests (relative
@@ -111,18 +121,20 @@ def minimize(objective, theta0, *, max_iterations=100, epsilon=1e-5, period=10, 
         _core.release_scratch()
 
 
-def _minimize(objective, theta0, c1, *, max_iterations, epsilon, period, delta, memory,
-                    callback, show, started, n_threads, x_scale):
+def _minimize(objective: Callable[..., Any], theta0: ArrayLike, c1: float, *,
+              max_iterations: int, epsilon: float, period: int, delta: float, memory: int,
+              callback: Optional[Callable[..., Any]], show: _Progress, started: float,
+              n_threads: int, x_scale: Optional[NDArray[np.float64]]) -> TrainResult:
     state = {"evaluations": 0}
     # An Objective writes its gradient into the optimiser's buffers: none is
     # allocated or copied per evaluation.
     gradient_out = isinstance(objective, Objective)
 
-    def fun(theta, *out):
+    def fun(theta: NDArray[np.float64], *out: Any) -> Any:
         state["evaluations"] += 1
         return objective(theta, *out)
 
-    def on_iteration(k, loss, theta):
+    def on_iteration(k: int, loss: float, theta: NDArray[np.float64]) -> bool:
         terms = getattr(objective, "last_terms", None)
         if terms and c1 > 0:  # the loss also holds c1·‖θ‖₁, which the objective does not
             terms = terms + [("l1", loss - math.fsum(value for _, value in terms))]
@@ -135,8 +147,9 @@ def _minimize(objective, theta0, c1, *, max_iterations, epsilon, period, delta, 
                   callback=on_iteration, n_threads=n_threads, gradient_out=gradient_out,
                   x_scale=x_scale)
     except KeyboardInterrupt as e:  # the caller decides: CRF.fit commits, then re-raises
-        r = e.result
+        r = e.result  # type: ignore[attr-defined]  # sscrf.optim.lbfgs attaches it
     except NonFiniteObjective as e:
+        assert e.result is not None  # lbfgs attaches it
         r = e.result
         error = NonFiniteLoss(f"the training loss became non-finite; the model keeps the last "
                               f"good parameters ({e})")
@@ -156,11 +169,12 @@ def _minimize(objective, theta0, c1, *, max_iterations, epsilon, period, delta, 
 class _Progress:
     """The optimiser's iteration lines, by the package's rule (:mod:`sscrf.progress`)."""
 
-    def __init__(self, enabled, max_iterations):
+    def __init__(self, enabled: Any, max_iterations: int) -> None:
         self.report = Progress(enabled)
         self.width = len(str(max_iterations))
 
-    def line(self, k, loss, grad_norm, evaluations, seconds, terms=None):
+    def line(self, k: int, loss: float, grad_norm: Optional[float], evaluations: int,
+             seconds: float, terms: Optional[Sequence[tuple[str, float]]] = None) -> None:
         """``terms``: (name, value) of the loss's parts at the iterate, shown when
         there are several data terms (their values include their weights)."""
         norm = "" if grad_norm is None else f"  |g| {grad_norm:.3g}"
@@ -170,6 +184,6 @@ class _Progress:
             text += "  (" + ", ".join(f"{name} {value:.4g}" for name, value in terms) + ")"
         self.report.step(k, text)
 
-    def done(self, k, loss, evaluations, seconds, reason):
+    def done(self, k: int, loss: float, evaluations: int, seconds: float, reason: str) -> None:
         self.report.note(f"done: {k} iterations, {evaluations} evaluations, loss {loss:.6g}, "
                          f"{seconds:.1f}s ({reason})")

@@ -9,10 +9,13 @@ reads directly. This module is the estimator's face: fitting is
 :mod:`sscrf.model_file`.
 """
 
+from __future__ import annotations
+
 import copy
 import inspect
 import os
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from . import training
 from .decoding import Decoder
@@ -23,6 +26,14 @@ from .inputs import check_label_list, check_labeled, check_threads
 from .layout import ParameterLayout
 from .model_file import read_model, write_model
 from .optim import STOP_INTERRUPTED
+
+if TYPE_CHECKING:
+    import os as _os
+
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    PathLike = Union[str, "_os.PathLike[str]"]
 
 # The attributes a fit sets, all at once (see _commit).
 _FITTED = ("classes_", "extractor_", "feature_set_", "row_ptr_", "label_ids_", "coef_",
@@ -185,13 +196,23 @@ class CRF(FittedModelView):
         ``scoring`` and ``period``; ``coef_`` is then the best iterate's.
     """
 
-    def __init__(self, c1=0.0, c2=1.0, max_iterations=100, epsilon=1e-5, period=10, delta=1e-5,
-                 n_threads=None, feature_set="auto", labels=None, templates=None, min_freq=1,
-                 entropy_weight=0.0, entropy_method="fast", ge_weight=0.0, ge_penalty="kl",
-                 verbose=False, algorithm="lbfgs", num_memories=6, linesearch="MoreThuente",
-                 all_possible_states=None, all_possible_transitions=None, max_features=None,
-                 dev_scoring=None, dev_period=5, proportion_weight=0.0,
-                 label_proportions="labeled"):
+    if TYPE_CHECKING:  # set by fit or load (see _FITTED)
+        feature_set_: str
+        constraints_: dict[str, Any]
+        representations_: Any
+
+    def __init__(self, c1: float = 0.0, c2: float = 1.0, max_iterations: int = 100,
+                 epsilon: float = 1e-5, period: int = 10, delta: float = 1e-5,
+                 n_threads: Optional[int] = None, feature_set: str = "auto",
+                 labels: Optional[Sequence[str]] = None, templates: Any = None,
+                 min_freq: int = 1, entropy_weight: float = 0.0, entropy_method: str = "fast",
+                 ge_weight: float = 0.0, ge_penalty: str = "kl", verbose: bool = False,
+                 algorithm: str = "lbfgs", num_memories: int = 6,
+                 linesearch: str = "MoreThuente", all_possible_states: Optional[bool] = None,
+                 all_possible_transitions: Optional[bool] = None,
+                 max_features: Optional[int] = None, dev_scoring: Any = None,
+                 dev_period: int = 5, proportion_weight: float = 0.0,
+                 label_proportions: Any = "labeled") -> None:
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -222,14 +243,14 @@ class CRF(FittedModelView):
     # -- scikit-learn protocol ----------------------------------------------
 
     @classmethod
-    def _param_names(cls):
+    def _param_names(cls) -> list[str]:
         return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Hyperparameters as a dict (scikit-learn protocol)."""
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> CRF:
         """Set hyperparameters (scikit-learn protocol); returns self."""
         valid = set(self._param_names())
         for name in params:  # all checked before any is set
@@ -239,7 +260,7 @@ class CRF(FittedModelView):
             setattr(self, name, value)
         return self
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         """Estimator tags, which scikit-learn 1.6 and later ask of every
         estimator (``cross_val_score`` and ``GridSearchCV`` fail without
         them): a supervised estimator, neither classifier nor regressor (its
@@ -252,7 +273,7 @@ class CRF(FittedModelView):
                     transformer_tags=None, regressor_tags=None, classifier_tags=None,
                     input_tags=InputTags(two_d_array=False))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         defaults = {p.name: p.default for p in inspect.signature(CRF.__init__).parameters.values()
                     if p.name != "self"}
         changed = [f"{k}={v!r}" for k, v in self.get_params().items()
@@ -261,8 +282,11 @@ class CRF(FittedModelView):
 
     # -- training -----------------------------------------------------------
 
-    def fit(self, X, y, X_unlabeled=None, init=None, callback=None, sample_weight=None,
-            checkpoint=None, checkpoint_every=10, constraints=None, *, X_dev=None, y_dev=None):
+    def fit(self, X: Any, y: Any, X_unlabeled: Any = None, init: Optional[CRF] = None,
+            callback: Optional[Callable[..., Any]] = None,
+            sample_weight: Optional[ArrayLike] = None, checkpoint: Optional[PathLike] = None,
+            checkpoint_every: int = 10, constraints: Any = None, *, X_dev: Any = None,
+            y_dev: Any = None) -> CRF:
         """Train on labeled sentences, and on unlabeled ones through the semi-supervised terms.
 
         Parameters
@@ -370,14 +394,14 @@ class CRF(FittedModelView):
                                     "iterations; the model keeps the best parameters so far")
         return self
 
-    def _lock(self, name):
+    def _lock(self, name: str) -> Any:
         """The object's lock ``name``, made on first use. ``dict.setdefault`` is atomic,
         so two threads asking at once get the same lock; locks are not pickled (see
         ``__getstate__``), so a copy or a clone gets its own."""
         lock = self.__dict__.get(name)
         return lock if lock is not None else self.__dict__.setdefault(name, threading.RLock())
 
-    def _commit(self, state):
+    def _commit(self, state: dict[str, Any]) -> None:
         """Replace the fitted attributes by those of ``state`` (a fit's result), under
         the lock that :meth:`decoder` takes, so that a prediction in another thread
         reads the old model or the new one, never a mix."""
@@ -387,13 +411,13 @@ class CRF(FittedModelView):
             self.__dict__.pop("_layout_cache", None)
             self.__dict__.update(state)
 
-    def _check_hyperparameters(self):
+    def _check_hyperparameters(self) -> None:
         training.check_params(self.get_params())
 
-    def _threads(self):
+    def _threads(self) -> int:
         return check_threads(self.n_threads)
 
-    def decoder(self):
+    def decoder(self) -> Decoder:
         """The :class:`sscrf.decoding.Decoder` of this fitted model: the kernels behind
         ``predict``, the marginals, probabilities and entropies (e.g. the token and
         transition entropies that active learning's span selection reads)."""
@@ -406,7 +430,7 @@ class CRF(FittedModelView):
 
     # -- inference ----------------------------------------------------------
 
-    def predict(self, X, allowed=None):
+    def predict(self, X: Any, allowed: Any = None) -> list[list[Any]]:
         """Viterbi labeling of each sentence.
 
         Parameters
@@ -425,7 +449,8 @@ class CRF(FittedModelView):
         """
         return self._decoder().viterbi(X, allowed)
 
-    def predict_nbest(self, X, k, allowed=None):
+    def predict_nbest(self, X: Any, k: int, allowed: Any = None
+                      ) -> list[list[tuple[list[Any], float]]]:
         """The k most probable labelings of each sentence, exactly.
 
         ``allowed`` restricts the labelings as in :meth:`predict`; the
@@ -442,11 +467,11 @@ class CRF(FittedModelView):
         """
         return self._decoder().nbest(X, k, allowed)
 
-    def predict_single(self, x):
+    def predict_single(self, x: Any) -> list[Any]:
         """Viterbi labeling of one sentence (a list of tokens)."""
         return self.predict([x])[0]
 
-    def predict_marginals(self, X, allowed=None):
+    def predict_marginals(self, X: Any, allowed: Any = None) -> list[list[dict[str, float]]]:
         """Per token, a dict label → marginal probability (sklearn-crfsuite's shape).
 
         With ``allowed`` (as in :meth:`predict`), the marginals of
@@ -460,16 +485,16 @@ class CRF(FittedModelView):
             out.append([dict(zip(classes, row)) for row in rows])
         return out
 
-    def predict_marginals_single(self, x):
+    def predict_marginals_single(self, x: Any) -> list[dict[str, float]]:
         """Per token of one sentence, a dict label → marginal probability."""
         return self.predict_marginals([x])[0]
 
-    def predict_marginals_array(self, X):
+    def predict_marginals_array(self, X: Any) -> list[NDArray[np.float64]]:
         """Node marginals as arrays: a list of (n_s, S) ndarrays, columns in ``classes_`` order."""
         node, offsets = self._decoder().marginals(X)
         return [node[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)]
 
-    def sequence_log_probability(self, X, y=None):
+    def sequence_log_probability(self, X: Any, y: Any = None) -> NDArray[np.float64]:
         """log p(y | x) of given labelings, or of the Viterbi ones when ``y`` is None.
 
         Returns
@@ -480,7 +505,7 @@ class CRF(FittedModelView):
 
     # -- uncertainty (for active learning) ------------------------------------
 
-    def sequence_entropy(self, X):
+    def sequence_entropy(self, X: Any) -> NDArray[np.float64]:
         """Exact H(Y | x) of each sentence (0 for an empty one).
 
         Returns
@@ -489,7 +514,7 @@ class CRF(FittedModelView):
         """
         return self._decoder().entropies(X)[0]
 
-    def token_entropy(self, X):
+    def token_entropy(self, X: Any) -> list[NDArray[np.float64]]:
         """Per-token marginal entropies H(Y_t | x).
 
         Returns
@@ -499,7 +524,7 @@ class CRF(FittedModelView):
         _, token, _, offsets = self._decoder().entropies(X)
         return [token[offsets[s]:offsets[s + 1]] for s in range(len(offsets) - 1)]
 
-    def most_uncertain_span(self, X, width):
+    def most_uncertain_span(self, X: Any, width: int) -> list[tuple[int, int, float]]:
         """Per sentence, the span of ``width`` tokens whose labels are most uncertain.
 
         The entropy of the posterior over ``y[begin:stop]`` (Tsuboi et al.
@@ -513,7 +538,7 @@ class CRF(FittedModelView):
         """
         return self._decoder().most_uncertain_span(X, width)
 
-    def score(self, X, y):
+    def score(self, X: Any, y: Any) -> float:
         """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors."""
         X, y = check_labeled(X, y, allow_empty_sentences=True)
         predicted = self.predict(X)
@@ -525,7 +550,7 @@ class CRF(FittedModelView):
 
     # -- persistence --------------------------------------------------------
 
-    def save(self, path):
+    def save(self, path: PathLike) -> None:
         """Write the model to ``path`` (JSON header + arrays, atomic, no pickle).
 
         A ``dense`` model (every attribute with every label) does not store
@@ -539,7 +564,7 @@ class CRF(FittedModelView):
         with self._lock("_state_lock"):  # not a model that a fit in another thread replaces
             self._save(path)
 
-    def _save(self, path):
+    def _save(self, path: PathLike) -> None:
         self._check_fitted()
         try:
             self._check_hyperparameters()
@@ -555,7 +580,7 @@ class CRF(FittedModelView):
                     coef=self.coef_, representations=getattr(self, "representations_", None))
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: PathLike) -> CRF:
         """Read a model written by :meth:`save`, validating it.
 
         Raises
@@ -563,7 +588,7 @@ class CRF(FittedModelView):
         SscrfError
             If the file is not a valid sscrf model.
         """
-        def new_model(saved, labels):
+        def new_model(saved: dict[str, Any], labels: Sequence[str]) -> CRF:
             model = cls(**{k: v for k, v in saved.items() if k in cls._param_names()})
             model._check_hyperparameters()
             if model.labels is not None and not (isinstance(model.labels, list)
@@ -575,12 +600,12 @@ class CRF(FittedModelView):
 
     # -- internals ----------------------------------------------------------
 
-    def _check_fitted(self):
+    def _check_fitted(self) -> None:
         if not hasattr(self, "coef_"):
             raise SscrfError("this CRF is not fitted yet; call fit or load a model")
 
     @property
-    def layout_(self):
+    def layout_(self) -> ParameterLayout:
         """The :class:`sscrf.layout.ParameterLayout` of ``coef_`` (fitted models only)."""
         if not hasattr(self, "row_ptr_"):
             self._check_fitted()
@@ -591,14 +616,14 @@ class CRF(FittedModelView):
                                                        len(self.classes_)))
         return self._layout_cache[1]
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         for name in ("_layout_cache", "_fit_lock", "_state_lock"):
             state.pop(name, None)
         return state
 
 
-def _same_value(value, default):
+def _same_value(value: Any, default: Any) -> bool:
     """Whether a hyperparameter is at its default (an array never is)."""
     if value is default:
         return True

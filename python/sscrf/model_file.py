@@ -16,7 +16,10 @@ This module knows the estimator only by its public attributes (``classes_``,
 ``extractor_``, ...), so the estimator's module may use it.
 """
 
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -26,6 +29,9 @@ from .features import FeatureExtractor
 from .inputs import check_label_list, is_integer
 from .layout import ParameterLayout
 from .resources import NotEnoughMemory, check_memory
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["LOAD_BYTES_PER_WEIGHT", "MODEL_KIND", "check_representations_record", "read_model",
            "write_model"]
@@ -39,8 +45,10 @@ MODEL_KIND = "sscrf.CRF"
 LOAD_BYTES_PER_WEIGHT = 17
 
 
-def write_model(path, *, params, classes, extractor, feature_set, training, layout, coef,
-                representations=None):
+def write_model(path: Any, *, params: Mapping[str, Any], classes: Sequence[str],
+                extractor: FeatureExtractor, feature_set: str, training: Mapping[str, Any],
+                layout: ParameterLayout, coef: ArrayLike,
+                representations: Optional[Mapping[str, Any]] = None) -> None:
     """Write a fitted model's parts to ``path`` (atomically).
 
     ``params``: the hyperparameters (``get_params()``); ``layout``: a
@@ -52,7 +60,7 @@ def write_model(path, *, params, classes, extractor, feature_set, training, layo
     """
     _check_parts(path, classes, extractor, layout, coef)
     # templates are restored from the extractor; numpy scalars as Python ones
-    meta = {
+    meta: dict[str, Any] = {
         "kind": MODEL_KIND,
         "labels": list(classes),
         "features": extractor.to_state(),
@@ -62,7 +70,7 @@ def write_model(path, *, params, classes, extractor, feature_set, training, layo
     }
     if representations is not None:
         meta["representations"] = check_representations_record(representations)
-    arrays = {}
+    arrays: dict[str, Any] = {}
     if layout.is_every_pair:
         meta["layout"] = "every pair"  # rebuilt on load: 4 bytes per weight saved
     else:
@@ -82,7 +90,8 @@ def write_model(path, *, params, classes, extractor, feature_set, training, layo
     serialization.save(path, meta, arrays)
 
 
-def _check_parts(path, classes, extractor, layout, coef):
+def _check_parts(path: Any, classes: Sequence[str], extractor: FeatureExtractor,
+                 layout: ParameterLayout, coef: ArrayLike) -> None:
     """SscrfError unless the labels, the vocabulary, the layout and θ fit together."""
     n_attributes = len(extractor.attributes_ or [])
     coef = np.asarray(coef)
@@ -111,7 +120,7 @@ def _check_parts(path, classes, extractor, layout, coef):
                          f"consistent: {'; '.join(problems)}")
 
 
-def read_model(path, new_model):
+def read_model(path: Any, new_model: Callable[[dict[str, Any], list[str]], Any]) -> Any:
     """Read and validate a model file; returns the fitted model.
 
     ``new_model(params, labels)`` makes the unfitted estimator from the
@@ -159,7 +168,7 @@ def read_model(path, new_model):
     return model
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A hyperparameter as JSON can hold it: numpy scalars and arrays as Python values."""
     if isinstance(value, np.generic):
         return value.item()
@@ -168,7 +177,7 @@ def _plain(value):
     return value
 
 
-def _saved_training_record(record):
+def _saved_training_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """``training_`` as saved: without the loss history and wall-clock seconds,
     so that the same data, settings and thread count give the same file bytes."""
     saved = {k: v for k, v in record.items() if k not in ("history", "seconds")}
@@ -178,15 +187,16 @@ def _saved_training_record(record):
     return saved
 
 
-def _n_weights(meta, arrays):
+def _n_weights(meta: Mapping[str, Any], arrays: Mapping[str, NDArray[Any]]) -> int:
     """The weight count a model file gives, for messages."""
     if "coef" in arrays:
         return arrays["coef"].size
-    n = meta.get("n_weights")
-    return n if is_integer(n) else 0
+    n: Any = meta.get("n_weights")
+    return int(n) if is_integer(n) else 0
 
 
-def _stored_weights(meta, arrays, n_attr, S):
+def _stored_weights(meta: Mapping[str, Any], arrays: Mapping[str, NDArray[Any]], n_attr: int,
+                    S: int) -> tuple[NDArray[Any], NDArray[Any], NDArray[np.float64]]:
     """``row_ptr``, ``label_ids`` and the weights of a model file: every array
     (as before compact files), or a layout of every pair (``dense``) rebuilt
     and / or the non-zero weights by index. The sizes are checked before
@@ -224,7 +234,8 @@ def _stored_weights(meta, arrays, n_attr, S):
                                                      arrays["coef_values"])
 
 
-def _weights_from_nonzero(n, index, values):
+def _weights_from_nonzero(n: int, index: NDArray[Any], values: NDArray[Any]
+                          ) -> NDArray[np.float64]:
     """The ``n`` weights of a model file that lists its non-zero ones."""
     if (index.ndim != 1 or values.ndim != 1 or len(index) != len(values)
             or index.dtype != np.int64 or values.dtype != np.float64):
@@ -240,7 +251,7 @@ def _weights_from_nonzero(n, index, values):
 # -- word representations ----------------------------------------------------------------
 
 
-def check_representations_record(record):
+def check_representations_record(record: Any) -> dict[str, Any]:
     """The record of the word representations a model reads, checked: a dict
     with ``path`` (str, where training read them), ``sha256`` (their file's
     digest, 64 hex digits), ``column`` (int >= 0, the first of their columns

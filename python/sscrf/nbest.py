@@ -4,12 +4,16 @@ Kept for its import path; the decoding lives in :mod:`sscrf.decoding`
 (:meth:`sscrf.CRF.predict_nbest`).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from .decoding import labelings_with_log_p
 
 __all__ = ["labelings_with_log_p", "nbest_from_model"]
 
 
-def nbest_from_model(model, X, k):
+def nbest_from_model(model: Any, X: Any, k: int) -> list[list[tuple[list[Any], float]]]:
     """The k most probable labelings of each sentence under a fitted CRF.
 
     Parameters

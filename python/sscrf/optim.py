@@ -119,7 +119,7 @@ never starts BLAS threads.
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -166,7 +166,7 @@ class OptimizeResult:
     n_iterations: int
     n_evaluations: int
     stop_reason: str
-    history: list = field(default_factory=list)
+    history: list[float] = field(default_factory=list)
     stalled: Optional[str] = None
 
 
@@ -180,14 +180,16 @@ class NonFiniteObjective(SscrfError):
         very first evaluation failed), ``stop_reason = "non-finite objective"``.
     """
 
-    def __init__(self, message, result=None):
+    def __init__(self, message: str, result: Optional[OptimizeResult] = None) -> None:
         super().__init__(message)
         self.result = result
 
 
-def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period=10,
-          delta=1e-5, callback=None, max_linesearch=20, n_threads=1,
-          history_dtype=np.float32, gradient_out=False, x_scale=None):
+def lbfgs(fun: Callable[..., Any], x0: Any, *, c1: float = 0.0, memory: int = 6,
+          max_iterations: int = 100, epsilon: float = 1e-5, period: int = 10,
+          delta: float = 1e-5, callback: Optional[Callable[..., Any]] = None,
+          max_linesearch: int = 20, n_threads: int = 1, history_dtype: Any = np.float32,
+          gradient_out: bool = False, x_scale: Optional[np.ndarray] = None) -> OptimizeResult:
     """Minimise ``f(x) + c1·‖x‖₁`` by L-BFGS (``c1 = 0``) or OWL-QN (``c1 > 0``).
 
     Parameters
@@ -260,8 +262,8 @@ def lbfgs(fun, x0, *, c1=0.0, memory=6, max_iterations=100, epsilon=1e-5, period
                               callback)
     except (NonFiniteObjective, KeyboardInterrupt) as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
-        exc.result = run.result(STOP_INTERRUPTED if interrupted else "non-finite objective",
-                                copy=True)
+        setattr(exc, "result", run.result(STOP_INTERRUPTED if interrupted
+                                          else "non-finite objective", copy=True))
         run.release()  # the traceback keeps this frame alive; let the histories go
         raise
     return run.result(reason, copy=False, stalled=run.stalled(reason))

@@ -15,7 +15,10 @@ gradients are those of the real features), and attribute 0 is the one
 constraint.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -26,11 +29,14 @@ from .features import Features
 from .inputs import SUM_TOLERANCE
 from .objectives import GE, register
 
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
 __all__ = ["LabelProportions", "always_on_features", "check_label_proportions",
            "proportion_term", "target_proportions"]
 
 
-def check_label_proportions(value):
+def check_label_proportions(value: Any) -> Any:
     """Check ``label_proportions``: ``"labeled"`` or a dict ``{label: share}``."""
     if isinstance(value, str):
         if value != "labeled":
@@ -44,7 +50,7 @@ def check_label_proportions(value):
         if not isinstance(label, str):
             raise SscrfTypeError(f"label_proportions: label {label!r} is not a string")
         if (isinstance(share, bool) or not isinstance(share, numbers.Real)
-                or not np.isfinite(share) or share < 0):
+                or not np.isfinite(float(share)) or share < 0):
             raise SscrfError(f"label_proportions[{label!r}] = {share!r}: shares must be "
                              "finite and non-negative")
     total = float(sum(value.values()))
@@ -53,14 +59,15 @@ def check_label_proportions(value):
     return value
 
 
-def target_proportions(label_proportions, y, classes):
+def target_proportions(label_proportions: Any, y: Sequence[Any],
+                       classes: Sequence[str]) -> NDArray[np.float64]:
     """``p̃`` as an array (1, S) over ``classes``.
 
     ``"labeled"``: the frequencies of the labels of the completely labeled
     sentences of ``y`` (a partially labeled sentence's known tokens would
     bias the shares toward what annotators mark).
     """
-    label_proportions = check_label_proportions(label_proportions)
+    label_proportions = check_label_proportions(label_proportions)  # "labeled" or a dict
     index = {label: i for i, label in enumerate(classes)}
     target = np.zeros((1, len(classes)))
     if label_proportions == "labeled":
@@ -80,7 +87,7 @@ def target_proportions(label_proportions, y, classes):
     return target / target.sum()
 
 
-def always_on_features(features):
+def always_on_features(features: Features) -> Features:
     """``features`` with attribute 0 present at every token (value 0 where it was absent).
 
     Attribute ids stay ascending within a token, as :class:`Features` requires.
@@ -112,7 +119,8 @@ class LabelProportions(GE):
     """The ``ge`` term with one constraint that fires at every token (see the module)."""
 
 
-def proportion_term(unlabeled_features, layout, n_threads, weight, targets, penalty="kl"):
+def proportion_term(unlabeled_features: Features, layout: Any, n_threads: int, weight: float,
+                    targets: NDArray[np.float64], penalty: str = "kl") -> LabelProportions:
     """The label-proportion term over the unlabeled sentences' feature rows.
 
     Parameters

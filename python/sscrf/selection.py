@@ -10,11 +10,14 @@ glmnet does for the lasso path: a weaker prior moves the optimum little, so
 each fit starts near its own.
 """
 
+from __future__ import annotations
+
 import itertools
 import re
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import SscrfError, SscrfTypeError
 from .model import CRF
@@ -52,13 +55,13 @@ class Selection:
     """
 
     model: CRF
-    best_params: dict
+    best_params: dict[str, Any]
     best_score: float
-    table: list = field(default_factory=list)
-    added_zero: list = field(default_factory=list)
+    table: list[dict[str, Any]] = field(default_factory=list)
+    added_zero: list[str] = field(default_factory=list)
 
 
-def _check_grid(estimator, grid):
+def _check_grid(estimator: Any, grid: Any) -> tuple[dict[str, list[Any]], list[str]]:
     if not isinstance(estimator, CRF):
         raise SscrfTypeError(f"estimator must be a sscrf.CRF, not {type(estimator).__name__}")
     if not isinstance(grid, dict) or not grid:
@@ -81,7 +84,7 @@ def _check_grid(estimator, grid):
     return out, added
 
 
-def _settings(grid):
+def _settings(grid: Mapping[str, Sequence[Any]]) -> Iterator[tuple[dict[str, Any], bool]]:
     """The grid's settings, each a dict, ordered for warm starts: the c2 path (largest
     first) innermost, so consecutive settings differ by c2 only."""
     others = [name for name in grid if name != "c2"]
@@ -94,14 +97,15 @@ def _settings(grid):
             yield setting, k > 0
 
 
-def _preference(row, grid):
+def _preference(row: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> tuple[Any, ...]:
     """Sort key of a row: dev score, then the simpler model on ties (zero
     semi-supervised weights, then the larger c2)."""
     zeros = sum(row[name] == 0 for name in grid if name in SEMI_SUPERVISED_WEIGHTS)
     return (row["dev_score"], zeros, row.get("c2", 0.0))
 
 
-def select_hyperparameters(estimator, grid, X, y, X_dev, y_dev, **fit_params):
+def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X: Any, y: Any,
+                           X_dev: Any, y_dev: Any, **fit_params: Any) -> Selection:
     """Fit ``estimator`` at every setting of ``grid``; keep the one of the best dev score.
 
     Parameters
@@ -174,6 +178,7 @@ def select_hyperparameters(estimator, grid, X, y, X_dev, y_dev, **fit_params):
         if best is None or _preference(row, grid) > _preference(best[0], grid):
             best = (row, model)
         previous = model
+    assert best is not None  # the grid has at least one setting (_check_grid)
     row, model = best
     return Selection(model=model, best_params={name: row[name] for name in grid},
                      best_score=row["dev_score"], table=table, added_zero=added)

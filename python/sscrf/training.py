@@ -307,7 +307,7 @@ class _Plan(NamedTuple):
     use_entropy: bool
     use_ge: bool
     constraints: dict
-    weights: np.ndarray
+    weights: Optional[np.ndarray]
     classes: list
     feature_set: str
     n_threads: int
@@ -321,7 +321,7 @@ class _Plan(NamedTuple):
 
 def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = None,
         callback: Optional[Callable[..., Any]] = None, sample_weight: Optional[ArrayLike] = None,
-        checkpoint: Optional[str] = None, checkpoint_every: int = 10, constraints: Any = None,
+        checkpoint: Any = None, checkpoint_every: int = 10, constraints: Any = None,
         X_dev: Any = None, y_dev: Any = None) -> Dict[str, Any]:
     """Train a CRF; returns its fitted attributes as a dict (see :meth:`sscrf.CRF.fit`).
 
@@ -368,7 +368,7 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
 
 
 def _plan_fit(params: Params, X: Any, y: Any, X_unlabeled: Any, constraints: Any,
-              sample_weight: Optional[ArrayLike], checkpoint: Optional[str],
+              sample_weight: Optional[ArrayLike], checkpoint: Any,
               checkpoint_every: int) -> _Plan:
     """Every check before any work."""
     n_threads = check_params(params)

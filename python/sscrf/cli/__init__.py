@@ -16,9 +16,12 @@ usage errors stay quick and numpy is first imported after the BLAS thread
 settings below.
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import sys
+from typing import Optional, Sequence
 
 from .options import SELECT_STRATEGIES, error
 from .parsers import build_parser
@@ -39,13 +42,13 @@ COMMAND_MODULES = {
 }
 
 
-def _os_error_message(e):
+def _os_error_message(e: OSError) -> str:
     if e.filename is not None and e.strerror:
         return f"{os.fsdecode(e.filename)}: {e.strerror}"
     return str(e)
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``sscrf`` program.
 
     Parameters

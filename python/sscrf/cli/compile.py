@@ -1,5 +1,9 @@
 """``sscrf compile``: a CoNLL file to a memory-mapped corpus file."""
 
+from __future__ import annotations
+
+import argparse
+
 from ..corpus_file import CompiledCorpus, compile_corpus_file, is_compiled_corpus
 from ..errors import SscrfError
 from ..features import read_templates
@@ -9,7 +13,7 @@ from .reading import load_model
 __all__ = ["run"]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf compile``: the exit status."""
     if args.output == "-":
         raise SscrfError("-o -: a corpus file is memory-mapped, not streamed; give a file name")

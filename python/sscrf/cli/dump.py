@@ -1,10 +1,14 @@
 """``sscrf dump``: a model's labels, sizes, largest state weights, transitions, start and end;
 with ``--json``, all of it, machine-readable."""
 
+from __future__ import annotations
+
+import argparse
 import heapq
 import json
 import math
 import sys
+from typing import Any, Sequence, TextIO
 
 import numpy as np
 
@@ -13,7 +17,8 @@ from .reading import load_model, model_columns
 __all__ = ["run"]
 
 
-def _format_table(row_names, column_names, rows):
+def _format_table(row_names: Sequence[str], column_names: Sequence[str],
+                  rows: Sequence[Sequence[Any]]) -> list[str]:
     """Right-aligned table of floats with row and column headers."""
     cells = [[f"{v:+.4f}" for v in row] for row in rows]
     first = max([len(n) for n in row_names] + [0])
@@ -24,7 +29,7 @@ def _format_table(row_names, column_names, rows):
     return lines
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf dump``: the exit status."""
     model = load_model(args.model)
     if args.json:
@@ -70,7 +75,7 @@ def run(args):
     return 0
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A training record's value as JSON holds it: arrays as lists, a non-finite
     float as the strings "nan", "inf", "-inf" (JSON has no such numbers)."""
     if isinstance(value, dict):
@@ -88,7 +93,7 @@ def _plain(value):
     return repr(value)
 
 
-def _write_json(model, path, out):
+def _write_json(model: Any, path: str, out: TextIO) -> None:
     """Every label, attribute, state weight (zeros included: each stored
     attribute-label pair), transition, start and end weight, the templates and
     the training record, as one JSON object."""

@@ -3,7 +3,11 @@
 Of a tagged file, or of MODEL on FILE.
 """
 
+from __future__ import annotations
+
+import argparse
 import sys
+from typing import Iterable, Sequence
 
 from ..errors import SscrfError
 from ..io import gc_paused, read_conll
@@ -13,7 +17,7 @@ from .reading import batches, file_name, label_column, load_model, readable, sen
 __all__ = ["run"]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf eval``: the exit status."""
     if args.model is not None:
         model = load_model(args.model, args.threads, args.representations)
@@ -57,15 +61,17 @@ def run(args):
     return 0
 
 
-def _check_columns_are_labels(gold, predicted, name):
+def _check_columns_are_labels(gold: Sequence[Sequence[str]],
+                              predicted: Sequence[Sequence[str]], name: str) -> None:
     """Refuse a file whose last two columns share no label: an untagged file
     (a POS column scored against a chunk column) rather than predictions."""
-    gold_labels, predicted_labels = set(), set()
+    gold_labels: set[str] = set()
+    predicted_labels: set[str] = set()
     for g, p in zip(gold, predicted):
         gold_labels.update(g)
         predicted_labels.update(p)
     if gold_labels.isdisjoint(predicted_labels):
-        def some(labels):
+        def some(labels: Iterable[str]) -> str:
             shown = sorted(labels)
             return ", ".join(map(repr, shown[:3])) + (", ..." if len(shown) > 3 else "")
         raise SscrfError(f"{name}: the gold column (next to last: {some(gold_labels)}) and the "

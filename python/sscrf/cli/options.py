@@ -4,8 +4,11 @@ Imports argparse and the standard library only, so that building the parser
 loads no numpy (see :func:`sscrf.cli.main`).
 """
 
+from __future__ import annotations
+
 import argparse
 import sys
+from typing import Callable
 
 PROG = "sscrf"
 
@@ -16,9 +19,9 @@ SELECT_STRATEGIES = ("least_confidence", "most_uncertain_span", "quota_sampling"
 
 # -- argument types --------------------------------------------------------------
 
-def _integer_at_least(minimum, what, name):
+def _integer_at_least(minimum: int, what: str, name: str) -> Callable[[str], int]:
     """An argument type: an integer ≥ ``minimum``, refused as "must be ``what``"."""
-    def parse(text):
+    def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
@@ -35,7 +38,7 @@ positive_int = _integer_at_least(1, "a positive integer", "positive_int")
 non_negative_int = _integer_at_least(0, "an integer ≥ 0", "non_negative_int")
 
 
-def non_negative_float(text):
+def non_negative_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -45,7 +48,7 @@ def non_negative_float(text):
     return value
 
 
-def label_list(text):
+def label_list(text: str) -> list[str]:
     labels = [label.strip() for label in text.split(",")]
     if not all(labels):
         raise argparse.ArgumentTypeError(f"empty label in {text!r}")
@@ -56,7 +59,7 @@ def label_list(text):
 
 # -- options of several commands --------------------------------------------------
 
-def conllu_options(sub, what):
+def conllu_options(sub: argparse.ArgumentParser, what: str) -> None:
     """--conllu and --label-column; ``what`` names the file they describe."""
     sub.add_argument("--conllu", action="store_true",
                      help=f"{what} is CoNLL-U: FORM is the token, the label comes from "
@@ -66,20 +69,20 @@ def conllu_options(sub, what):
                           "one of id form lemma upos xpos feats head deprel deps misc")
 
 
-def model_threads_option(sub):
+def model_threads_option(sub: argparse.ArgumentParser) -> None:
     """--threads for the commands that load a model."""
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: the model's setting, every core unless it "
                           "was trained with --threads); results do not depend on it")
 
 
-def representations_option(sub):
+def representations_option(sub: argparse.ArgumentParser) -> None:
     """--representations for the commands that load a model."""
     sub.add_argument("--representations", metavar="REP",
                      help="where the word representations the model was trained with are now "
                           "(default: where training read them; the file must be the same)")
 
 
-def error(message):
+def error(message: object) -> None:
     """Print ``sscrf: error: message`` on stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)

@@ -4,7 +4,10 @@ Help texts are the program's documentation; ``tests/test_cli.py`` pins
 much of them.
 """
 
+from __future__ import annotations
+
 import argparse
+from typing import Any
 
 from .. import __version__
 from .options import (
@@ -45,7 +48,7 @@ examples:
 """
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """The ``argparse`` parser of the ``sscrf`` program."""
     parser = argparse.ArgumentParser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG,
@@ -58,12 +61,13 @@ def build_parser():
     return parser
 
 
-def _command(commands, name, help, description):
+def _command(commands: Any, name: str, help: str, description: str
+             ) -> argparse.ArgumentParser:
     return commands.add_parser(name, help=help, description=description,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def add_train(commands):
+def add_train(commands: Any) -> None:
     """The parser of ``sscrf train``."""
     sub = _command(
         commands, "train", "train a CRF on a labeled file and save it",
@@ -158,7 +162,7 @@ def add_train(commands):
     sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")
 
 
-def add_tag(commands):
+def add_tag(commands: Any) -> None:
     """The parser of ``sscrf tag``."""
     sub = _command(
         commands, "tag", "label a file with a trained model",
@@ -207,7 +211,7 @@ def add_tag(commands):
     representations_option(sub)
 
 
-def add_eval(commands):
+def add_eval(commands: Any) -> None:
     """The parser of ``sscrf eval``."""
     sub = _command(
         commands, "eval", "conlleval's chunk report, or per-label token scores",
@@ -243,7 +247,7 @@ def add_eval(commands):
     representations_option(sub)
 
 
-def add_dump(commands):
+def add_dump(commands: Any) -> None:
     """The parser of ``sscrf dump``."""
     sub = _command(
         commands, "dump", "show a model's labels and weights",
@@ -263,7 +267,7 @@ def add_dump(commands):
                           "training record as JSON on stdout")
 
 
-def add_demo(commands):
+def add_demo(commands: Any) -> None:
     """The parser of ``sscrf demo``."""
     sub = _command(
         commands, "demo", "train and score a CRF on a built-in HMM corpus",
@@ -280,7 +284,7 @@ def add_demo(commands):
     sub.add_argument("-q", "--quiet", action="store_true", help="no training progress display")
 
 
-def add_select(commands):
+def add_select(commands: Any) -> None:
     """The parser of ``sscrf select``."""
     sub = _command(
         commands, "select", "choose pool sentences to label next (active learning)",
@@ -332,7 +336,7 @@ def add_select(commands):
     representations_option(sub)
 
 
-def add_plot(commands):
+def add_plot(commands: Any) -> None:
     """The parser of ``sscrf plot``."""
     sub = _command(
         commands, "plot", "draw a training's loss or a tagged file's confusion matrix (PNG)",
@@ -359,7 +363,7 @@ def add_plot(commands):
                      help="confusion: colour by counts rather than by share of the gold label")
 
 
-def _cluster_list(text):
+def _cluster_list(text: str) -> tuple[int, ...]:
     try:
         values = [int(v) for v in text.split(",")]
     except ValueError:
@@ -369,7 +373,7 @@ def _cluster_list(text):
     return tuple(values)
 
 
-def add_represent(commands):
+def add_represent(commands: Any) -> None:
     """The parser of ``sscrf represent``."""
     sub = _command(
         commands, "represent", "learn word representations from unlabeled text",
@@ -402,7 +406,7 @@ def add_represent(commands):
     sub.add_argument("-q", "--quiet", action="store_true", help="no progress display")
 
 
-def add_compile(commands):
+def add_compile(commands: Any) -> argparse.ArgumentParser:
     """The parser of ``sscrf compile``."""
     sub = _command(
         commands, "compile", "compile a CoNLL file into a memory-mapped corpus file",

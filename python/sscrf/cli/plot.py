@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..errors import SscrfError
 from ..io import read_conll
@@ -33,7 +34,7 @@ def _loss(args: argparse.Namespace) -> None:
                 f"{args.file}: a model file keeps no loss history; plot the progress sscrf "
                 f"train writes on stderr instead: 'sscrf train ... 2> train.log', then "
                 f"'sscrf plot loss train.log -o {args.output}'")
-        record = model
+        record: Any = model
     else:
         with open(args.file, encoding="utf-8", errors="replace") as f:
             try:

@@ -1,10 +1,13 @@
 """Reading the files and models that commands take: training files, FILE to tag, MODEL."""
 
+from __future__ import annotations
+
+import argparse
 import os
 import re
 import sys
 import weakref
-from typing import NamedTuple, Optional
+from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 from ..errors import SscrfError
 from ..io import (
@@ -28,7 +31,7 @@ _REPRESENTATIONS: "weakref.WeakKeyDictionary[CRF, WordRepresentations]" = (
     weakref.WeakKeyDictionary())
 
 
-def model_columns(model, path):
+def model_columns(model: CRF, path: str) -> int:
     """Number of token columns the model's templates were trained on."""
     extractor = model.extractor_
     if extractor.templates is None:
@@ -45,7 +48,7 @@ def model_columns(model, path):
     return max(extractor.templates.max_column + 1, 1)
 
 
-def model_tokens(model, sentences):
+def model_tokens(model: Optional[CRF], sentences: list[Any]) -> list[Any]:
     """Sentences of a file's token columns as the model reads them: with the
     derived columns of the ``words`` preset (``--features words``) when the
     model was trained with it, then the cluster columns of its word
@@ -62,14 +65,15 @@ def model_tokens(model, sentences):
     return sentences
 
 
-def label_column(args):
+def label_column(args: argparse.Namespace) -> str:
     """The CoNLL-U label column of --label-column (refused without --conllu)."""
     if args.label_column is not None and not args.conllu:
         raise SscrfError("--label-column is for CoNLL-U input; add --conllu")
     return args.label_column or "upos"
 
 
-def read_labeled(path, args, labels=None):
+def read_labeled(path: str, args: argparse.Namespace,
+                 labels: Optional[Sequence[str]] = None) -> Any:
     """Tokens and labels of a training file; returns the ConllCorpus."""
     if args.conllu:
         if getattr(args, "partial", False):
@@ -77,7 +81,7 @@ def read_labeled(path, args, labels=None):
         corpus = read_conllu(path, label_column=label_column(args), token_columns=("form",))
         if labels is not None:
             known = set(labels)
-            for s, sentence in enumerate(corpus.labels):
+            for s, sentence in enumerate(corpus.labels or []):
                 for t, label in enumerate(sentence):
                     if label not in known:
                         raise SscrfError(f"{path}: sentence {s + 1} (from line "
@@ -94,7 +98,7 @@ def read_labeled(path, args, labels=None):
 BATCH_TOKENS = 1 << 16
 
 
-def readable(path):
+def readable(path: str) -> Any:
     """FILE as the readers take it: '-' is standard input, whose bytes are
     read as a file's are (the same line ends, exact lines in decoding errors)."""
     if path == "-":
@@ -104,7 +108,7 @@ def readable(path):
     return path
 
 
-def file_name(path):
+def file_name(path: str) -> str:
     """FILE as messages name it."""
     return "<stdin>" if path == "-" else path
 
@@ -119,7 +123,8 @@ class ToTag(NamedTuple):
     allowed: Optional[list] = None  # per token, the labels --constraints allows
 
 
-def sentences_to_tag(path, model, model_path, args, need_gold=False):
+def sentences_to_tag(path: str, model: CRF, model_path: str, args: argparse.Namespace,
+                     need_gold: bool = False) -> Iterator[Any]:
     """FILE's sentences as they are read, as ToTag."""
     expected = model_columns(model, model_path)
     if args.conllu:
@@ -154,7 +159,7 @@ def sentences_to_tag(path, model, model_path, args, need_gold=False):
             yield ToTag(model_tokens(model, [sentence])[0], sentence, None, lineno)
 
 
-def batches(items):
+def batches(items: Iterable[Any]) -> Iterator[list[Any]]:
     """Lists of consecutive ToTag of about BATCH_TOKENS tokens."""
     batch, size = [], 0
     for item in items:
@@ -167,20 +172,22 @@ def batches(items):
         yield batch
 
 
-def read_for_tagging(path, model, model_path, args):
+def read_for_tagging(path: str, model: CRF, model_path: str, args: argparse.Namespace
+                     ) -> tuple[list[Any], list[Any]]:
     """All of FILE's sentences to tag, as model tokens, and their first lines."""
     with gc_paused():
         sentences = list(sentences_to_tag(path, model, model_path, args))
     return [item.tokens for item in sentences], [item.line for item in sentences]
 
 
-def no_spaces(form):
+def no_spaces(form: str) -> str:
     """A CoNLL-U FORM as one CoNLL cell."""
     # read_conll splits on ASCII whitespace only, so U+00A0 keeps the cell whole.
     return re.sub(r"[ \t\r\n\f\v]", "\u00a0", form) if form else "_"
 
 
-def load_model(path, threads=None, representations=None):
+def load_model(path: str, threads: Optional[int] = None,
+               representations: Optional[str] = None) -> CRF:
     """The model saved at ``path``, with ``threads`` threads when given, and
     the word representations it was trained with, if any (read from where
     training read them, or from ``representations``; their checksum must
@@ -198,7 +205,8 @@ def load_model(path, threads=None, representations=None):
     return model
 
 
-def load_representations(rep_path, sha256=None, model_path=None):
+def load_representations(rep_path: str, sha256: Optional[str] = None,
+                         model_path: Optional[str] = None) -> WordRepresentations:
     """The WordRepresentations at ``rep_path``; with ``sha256``, only if the
     file is the one a model (``model_path``) recorded."""
     if sha256 is not None:

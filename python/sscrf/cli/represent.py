@@ -1,6 +1,10 @@
 """``sscrf represent``: learn word representations from unlabeled text and save them."""
 
+from __future__ import annotations
+
+import argparse
 import time
+from typing import Iterator
 
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
@@ -11,7 +15,7 @@ from .reading import file_name, readable
 __all__ = ["run"]
 
 
-def _raw_sentences(path):
+def _raw_sentences(path: str) -> Iterator[list[str]]:
     """Whitespace-separated words, one sentence a line (blank lines skipped)."""
     source = readable(path)
     opened = source if hasattr(source, "read") else open(source, "rb")
@@ -29,13 +33,13 @@ def _raw_sentences(path):
             opened.close()
 
 
-def _conll_sentences(path):
+def _conll_sentences(path: str) -> Iterator[list[str]]:
     """Column 0 of each sentence of a CoNLL file."""
     for _, tokens, _ in conll_sentences(readable(path), False, False, None, "utf-8"):
         yield [token[0] for token in tokens]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf represent``: the exit status."""
     started = time.perf_counter()
     if args.output == "-":

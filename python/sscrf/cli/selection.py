@@ -1,7 +1,11 @@
 """``sscrf select``: rank the sentences of a pool by an active-learning strategy,
 and write the chosen sentences and the rest of the pool for the next round."""
 
+from __future__ import annotations
+
+import argparse
 import os
+from typing import Any
 
 from ..active import NgramModel, select
 from ..active.ngram import check_order
@@ -21,7 +25,7 @@ from .reading import (
 __all__ = ["run"]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf select``: the exit status."""
     check_order(args.order, "--order")
     _check_model_is_not_a_count(args.model)
@@ -74,14 +78,15 @@ def run(args):
     return 0
 
 
-def _check_model_is_not_a_count(model):
+def _check_model_is_not_a_count(model: Any) -> None:
     """'-m 20', the count in sscrf 0.1, now names the model: say so."""
     if model is not None and model.isdigit() and not os.path.exists(model):
         raise SscrfError(f"-m is the model (no file {model!r}); the number of sentences to "
                          f"choose is --count {model}")
 
 
-def _model_tokens(sentences, lines, model, args):
+def _model_tokens(sentences: list[Any], lines: Any, model: Any, args: argparse.Namespace
+                  ) -> list[Any]:
     """The pool's sentences as the model reads them: a gold column after the
     model's token columns is dropped."""
     if model is None or not sentences or args.conllu:

@@ -1,8 +1,12 @@
 """``sscrf tag``: label FILE with MODEL (Viterbi, N-best, constrained, with probabilities),
 batch by batch."""
 
+from __future__ import annotations
+
+import argparse
 import math
 import sys
+from typing import IO, Any, Iterable, Iterator
 
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
@@ -13,7 +17,7 @@ from .reading import batches, file_name, load_model, sentences_to_tag
 __all__ = ["run"]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf tag``: the exit status."""
     if args.marginals is not None and args.nbest > 1:
         raise SscrfError("--marginals goes with the Viterbi labeling, not with -n K")
@@ -27,7 +31,7 @@ def run(args):
         sentences = _with_constraints(sentences, args.constraints, model,
                                       file_name(args.file))
 
-    def write(f):
+    def write(f: IO[Any]) -> None:
         for batch in batches(sentences):
             tokens = [item.tokens for item in batch]
             shown = [item.shown for item in batch]
@@ -52,7 +56,8 @@ def run(args):
     return 0
 
 
-def _with_constraints(sentences, path, model, file):
+def _with_constraints(sentences: Iterable[Any], path: str, model: Any, file: str
+                      ) -> Iterator[Any]:
     """FILE's sentences, each with its tokens' allowed labels from the last
     column of ``path``, a CoNLL file of the same sentences."""
     constraints = conll_sentences(path, True, True, model.classes_, "utf-8")
@@ -73,12 +78,13 @@ def _with_constraints(sentences, path, model, file):
         raise SscrfError(f"{path}: {count + rest} sentences, but {file} has {count}")
 
 
-def _scored_text(model, tokens, shown, gold, allowed, args):
+def _scored_text(model: Any, tokens: Any, shown: Any, gold: Any, allowed: Any,
+                 args: argparse.Namespace) -> str:
     """Viterbi output with --probability and --marginals columns between the
     token columns and the gold label, so that the last two columns stay the
     gold label and the prediction, the ones 'sscrf eval' scores."""
     predicted = model.predict(tokens, allowed=allowed)
-    extra = [[[] for _ in sentence] for sentence in tokens]
+    extra: list[list[list[str]]] = [[[] for _ in sentence] for sentence in tokens]
     if args.probability:
         # log p(y | x) of the labeling written, under the unconstrained model
         for s, logp in enumerate(model.sequence_log_probability(tokens, predicted).tolist()):
@@ -101,7 +107,7 @@ def _scored_text(model, tokens, shown, gold, allowed, args):
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def _nbest_text(nbest, shown, gold, probability, k):
+def _nbest_text(nbest: Any, shown: Any, gold: Any, probability: bool, k: int) -> str:
     """Per token: its columns, [the K probabilities, best first], labelings 2..K,
     [gold], the best labeling last (the column 'sscrf eval' scores). No
     comment line: '#' is a token in CoNLL files. A sentence with fewer than K

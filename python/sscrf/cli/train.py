@@ -1,8 +1,12 @@
 """``sscrf train``: read a labeled file (and unlabeled text, GE constraints), fit, save."""
 
+from __future__ import annotations
+
+import argparse
 import os
 import sys
 import time
+from typing import Any, Optional, Sequence
 import warnings
 
 from ..constraints import read_constraints
@@ -21,7 +25,7 @@ from ..representations import file_digest
 __all__ = ["run"]
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     """``sscrf train``: the exit status."""
     started = time.perf_counter()
     if args.model == "-":
@@ -30,7 +34,7 @@ def run(args):
     check_writable(args.model)
     check_not_an_input(args.model, (args.train, args.template, args.unlabeled,
                                     args.constraints, args.representations))
-    templates = "default"
+    templates: Any = "default"
     if args.template is not None:
         templates = read_templates(args.template)
     if args.features == "words" and args.template is not None:
@@ -171,7 +175,7 @@ def run(args):
     return 0
 
 
-def _read_ge_constraints(args):
+def _read_ge_constraints(args: argparse.Namespace) -> Optional[dict[str, Any]]:
     """The --constraints file, after checking the GE options go together; None without it."""
     if args.constraints is None:
         if args.ge_weight > 0:
@@ -188,7 +192,8 @@ def _read_ge_constraints(args):
     return constraints
 
 
-def _representations(args, init, templates, n_columns, words):
+def _representations(args: argparse.Namespace, init: Any, templates: Any, n_columns: int,
+                     words: Any) -> tuple[Any, Any, Any]:
     """(representations, templates reading their columns, the model's record)
     for --representations: their cluster columns follow the file's (and the
     words preset's); the preset and the default templates get their ids at
@@ -219,7 +224,7 @@ def _representations(args, init, templates, n_columns, words):
     return rep, parse_templates(lines + ["B"], source="--representations"), record
 
 
-def _with_columns(sentences, rep):
+def _with_columns(sentences: Sequence[Any], rep: Any) -> list[Any]:
     """Tokens with the cluster ids of their word (column 0) appended."""
     return [[list(token) + extra for token, extra in
              zip(sentence, rep.columns([token[0] for token in sentence]))]
