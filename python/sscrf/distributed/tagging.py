@@ -20,29 +20,21 @@ import glob
 import os
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
+import dask.bag as db
 import numpy as np
+from dask import delayed
+from distributed import Client, Future
 
 from ..active.selectors import SELECTORS, check_count, check_log_q, select, short_repr
 from ..errors import SscrfError, SscrfTypeError
 from ..io import read_conll
 
-try:
-    import dask.bag as db
-    from dask import delayed
-    from distributed import Client, Future
-except ImportError as missing:  # the optional extra
-    raise ImportError("sscrf.distributed needs Dask: pip install \"sscrf[dask]\" (dask[bag] and "
-                      "distributed)") from missing
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["broadcast_model", "conll_bag", "predict", "predict_marginals", "score_pool"]
 
-#: Seconds a broadcast of the model may take before it is retried: a worker lost
-#: in the middle of a ``scatter(..., broadcast=True)`` can otherwise hang it.
-BROADCAST_TIMEOUT = 60.0
-BROADCAST_ATTEMPTS = 3
 
 
 def _check_client(client: Any) -> Client:
@@ -65,32 +57,22 @@ def _check_bag(sentences: Any, what: str = "sentences") -> db.Bag:
     return sentences
 
 
-def broadcast_model(client: Client, crf: Any, *, timeout: float = BROADCAST_TIMEOUT,
-                    attempts: int = BROADCAST_ATTEMPTS) -> Future:
-    """Send a fitted model to every worker once; returns its future.
+def broadcast_model(client: Client, crf: Any) -> Future:
+    """Send a fitted model to the cluster once; returns its future.
 
-    Tasks that take the future read the workers' copy, so the model crosses
-    the network once per worker, not once per partition. A broadcast that
-    does not finish in ``timeout`` seconds (a worker lost during it) is
-    retried, ``attempts`` times in all.
-
-    Raises
-    ------
-    SscrfError
-        When every attempt timed out.
+    The client sends it to one worker; every other worker copies it from a
+    worker that has it, once, when its first task needs it, so the model
+    leaves the client once and crosses the network once per worker, not
+    once per partition. (``scatter(..., broadcast=True)`` hangs when a
+    worker is lost during it, even with a timeout.) Keep the future
+    referenced while tasks use it; if the worker holding the only copy is
+    lost, broadcast again.
     """
     _check_client(client)
     _check_model(crf)
-    last: Optional[BaseException] = None
-    for _ in range(attempts):
-        try:
-            # a fresh key each time: re-scattering a key being released races with it
-            future: Future = client.scatter(crf, broadcast=True, timeout=timeout, hash=False)
-            return future
-        except (TimeoutError, OSError) as e:  # asyncio's and the comm's timeouts
-            last = e
-    raise SscrfError(f"broadcasting the model to the workers failed {attempts} times "
-                     f"({type(last).__name__}: {last}); is the cluster up?") from last
+    # a fresh key each time: re-sending a key that is being released races with it
+    future: Future = client.scatter(crf, hash=False)
+    return future
 
 
 def _model_in_graph(crf: Any) -> Any:
