@@ -414,6 +414,24 @@ class CRF(FittedModelView):
             self.__dict__.pop("_layout_cache", None)
             self.__dict__.update(state)
 
+    def set_fitted_state(self, state: dict[str, Any]) -> CRF:
+        """Install a model trained outside :meth:`fit`, e.g. by :func:`sscrf.distributed.fit`.
+
+        ``state`` is what :func:`sscrf.training.fit` returns: ``classes_``,
+        ``extractor_``, ``feature_set_``, ``row_ptr_``, ``label_ids_``,
+        ``coef_`` and ``training_`` (and ``constraints_`` with GE). The
+        fitted attributes are replaced at once, as :meth:`fit` replaces them.
+        Returns self.
+        """
+        missing = [name for name in _FITTED if name != "constraints_" and name not in state]
+        unknown = [name for name in state if name not in _FITTED]
+        if missing or unknown:
+            raise SscrfError(f"a fitted state needs {', '.join(_FITTED[:-1])}; missing: "
+                             f"{missing or 'none'}, unknown: {unknown or 'none'}")
+        with self._lock("_fit_lock"):
+            self._commit(dict(state))
+        return self
+
     def _check_hyperparameters(self) -> None:
         training.check_params(self.get_params())
 

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
            "WARN_ABOVE", "check_params", "fit", "ge_constraints", "label_set", "labeled_terms",
-           "minimize", "training_bytes", "variable_scale"]
+           "minimize", "training_bytes", "training_record", "variable_scale"]
 
 FEATURE_SETS = ("auto", "observed", "dense")
 
@@ -362,7 +362,7 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
             stage.get("iterations", 0) for stage in stages.values()) == 0:
         raise KeyboardInterrupt("training interrupted before its first iteration")
     state["coef_"] = result.theta
-    state["training_"] = _training_record(result)
+    state["training_"] = training_record(result)
     if stages:
         state["training_"]["stages"] = stages
     if tracker is not None:  # the iterations count on across the stages, as the callback's
@@ -512,7 +512,7 @@ def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[T
         Progress(verbose).note("stage 1/2: supervised warm start")
         warm = minimize(Objective(supervised, params["c2"], n_threads, reuse_gradient=True),
                         theta0, **options)
-        stages["supervised"] = _training_record(warm)
+        stages["supervised"] = training_record(warm)
         if warm.stop_reason in _STOPPED:
             return warm, stages  # Ctrl-C or the callback ended training: no second stage
         theta0 = warm.theta
@@ -583,7 +583,9 @@ def _announce_second_stage(report: Progress, added_terms: Sequence[Term], params
     report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
 
 
-def _training_record(result: TrainResult) -> Dict[str, Any]:
+def training_record(result: TrainResult) -> Dict[str, Any]:
+    """``training_`` of a fitted model (one stage's): iterations, evaluations, loss, stop
+    reason, seconds, the loss history, and ``stalled`` when training stopped short."""
     record = {"iterations": result.n_iterations, "evaluations": result.n_evaluations,
               "loss": result.loss, "stop_reason": result.stop_reason,
               "seconds": result.seconds, "history": list(result.history)}
