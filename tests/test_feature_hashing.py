@@ -7,6 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
+from sscrf import CRF
+from sscrf.demo import generate_hmm_corpus
 from sscrf.errors import SscrfError, SscrfTypeError
 from sscrf.features import FeatureExtractor
 from sscrf.features.hashing import check_hash_features, hash_bucket, hash_buckets
@@ -114,3 +116,16 @@ def test_vectorised_buckets_match_an_independent_fnv() -> None:
     assert hash_buckets(strings, 2**30).tolist() == expect
     assert [hash_bucket(s, 2**30) for s in strings] == expect
     assert hash_buckets([], 4).tolist() == []
+
+
+def test_crf_records_and_tags_with_hashing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    X, y = generate_hmm_corpus(40, seed=0)
+    crf = CRF(hash_features=2**6, max_iterations=10).fit(X, y)
+    assert crf.extractor_.hash_features == 2**6 and len(crf.extractor_.attributes_) == 2**6
+    path = str(tmp_path / "m.model")
+    crf.save(path)
+    again = CRF.load(path)
+    assert again.extractor_.hash_features == 2**6
+    assert again.predict(X) == crf.predict(X)
+    # the weights see the buckets: the same rows as hashing the extractor's output
+    assert crf.extractor_.transform(X).n_attributes == 2**6

@@ -89,6 +89,10 @@ class CRF(FittedModelView):
         1 and each attribute seen with one label the two agree; an attribute
         seen with several labels is kept here by its total count where
         CRFsuite may drop its rarer pairs.
+    hash_features : int or None
+        ``2**k``: attributes go to ``2**k`` buckets by FNV-1a 64 of their
+        UTF-8 string (see :class:`~sscrf.features.FeatureExtractor`), with no
+        vocabulary; the model records it and tags with it.
     max_features : int or None
         Keep at most this many attributes, the most frequent (after
         ``min_freq``; an attribute tied at the cut is kept if it occurred
@@ -191,7 +195,7 @@ class CRF(FittedModelView):
                  verbose=False, algorithm="lbfgs", num_memories=6, linesearch="MoreThuente",
                  all_possible_states=None, all_possible_transitions=None, max_features=None,
                  dev_scoring=None, dev_period=5, proportion_weight=0.0,
-                 label_proportions="labeled"):
+                 label_proportions="labeled", hash_features=None):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -218,6 +222,7 @@ class CRF(FittedModelView):
         self.dev_period = dev_period
         self.proportion_weight = proportion_weight
         self.label_proportions = label_proportions
+        self.hash_features = hash_features
 
     # -- scikit-learn protocol ----------------------------------------------
 

@@ -13,7 +13,7 @@ from .. import _core
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_threads, is_integer
 from .csr import Features, csr_from_matrix, is_ones, ones, renumber
-from .hashing import check_hash_features, hash_buckets, hashed
+from .hashing import BucketNames, check_hash_features, hash_buckets, hashed
 from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
 from .templates import parse_templates
@@ -305,7 +305,8 @@ class FeatureExtractor:
             "templates": None if self.templates is None else list(self.templates.lines),
             "min_freq": self.min_freq,
             "value_separator": self.value_separator,
-            "attributes": None if self.attributes_ is None else list(self.attributes_),
+            "attributes": None if self.attributes_ is None
+            else [] if isinstance(self.attributes_, BucketNames) else list(self.attributes_),
             "n_columns": self.n_columns_,
             **({} if getattr(self, "hash_features", None) is None
                else {"hash_features": self.hash_features}),
@@ -343,12 +344,16 @@ class FeatureExtractor:
             self = cls(templates, state["min_freq"], separator, hash_features=hashing)
         except SscrfError as error:
             raise SscrfError(f"feature state: {error}") from None
-        self._hash_fitted = hashing is not None
         attributes = state["attributes"]
         n_columns = state["n_columns"]
         if n_columns is not None and (not is_integer(n_columns) or n_columns < 0):
             raise SscrfError(f"feature state: bad 'n_columns' {n_columns!r}")
-        if attributes is not None:
+        if self.hash_features is not None and attributes is not None:
+            if attributes != []:  # fitted: the bucket names stand for the strings
+                raise SscrfError("feature state: a hashed extractor's 'attributes' must be []")
+            self._hash_fitted = True
+            self.attributes_ = cast("list[str]", BucketNames(self.hash_features))
+        elif attributes is not None:
             if not isinstance(attributes, list) or not all(isinstance(a, str) for a in attributes):
                 raise SscrfError("feature state: 'attributes' must be a list of str or null")
             try:
@@ -424,6 +429,7 @@ class FeatureExtractor:
         _, strings, provisional, n_columns = self._provisional(corpora, "fit")
         if fit:
             self.n_columns_, self._hash_fitted = n_columns, True
+            self.attributes_ = cast("list[str]", BucketNames(n_buckets))
         bucket = hash_buckets(strings, n_buckets)
         return [hashed(f, bucket, n_buckets) for f in provisional]
 

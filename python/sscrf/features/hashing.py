@@ -15,7 +15,7 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .csr import Features, ones
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["FNV_OFFSET", "FNV_PRIME", "MAX_HASH_BITS", "check_hash_features", "fnv1a_64",
+__all__ = ["BucketNames", "FNV_OFFSET", "FNV_PRIME", "MAX_HASH_BITS", "check_hash_features", "fnv1a_64",
            "hash_bucket", "hash_buckets", "hashed"]
 
 FNV_OFFSET = 0xCBF29CE484222325
@@ -35,6 +35,33 @@ _MASK = (1 << 64) - 1
 
 #: Most bits: bucket ids are int32 in the design matrix.
 MAX_HASH_BITS = 30
+
+
+class BucketNames(Sequence[str]):
+    """The names ``"#0"``, ``"#1"``, ... of ``n`` hash buckets, built on access.
+
+    Stands for a hashed extractor's attribute list, which has no strings.
+
+    Parameters
+    ----------
+    n : int
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [f"#{b}" for b in range(*i.indices(self.n))]
+        if not -self.n <= i < self.n:
+            raise IndexError("bucket index out of range")
+        return f"#{i % self.n}"
+
+    def __repr__(self) -> str:
+        return f"BucketNames({self.n})"
 
 
 def check_hash_features(n_buckets: object, name: str = "hash_features") -> int:
