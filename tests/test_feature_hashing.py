@@ -9,8 +9,10 @@ import pytest
 
 from sscrf import CRF
 from sscrf.demo import generate_hmm_corpus
+from sscrf.cli import main
 from sscrf.errors import SscrfError, SscrfTypeError
 from sscrf.features import FeatureExtractor
+from sscrf.io import write_conll
 from sscrf.features.hashing import check_hash_features, hash_bucket, hash_buckets
 
 SENTENCES = [[["He", "PRP"], ["reckons", "VBZ"], ["the", "DT"]],
@@ -129,3 +131,15 @@ def test_crf_records_and_tags_with_hashing(tmp_path) -> None:  # type: ignore[no
     assert again.predict(X) == crf.predict(X)
     # the weights see the buckets: the same rows as hashing the extractor's output
     assert crf.extractor_.transform(X).n_attributes == 2**6
+
+
+def test_cli_train_hash_features(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    X, y = generate_hmm_corpus(30, seed=3)
+    train, model = tmp_path / "train.txt", tmp_path / "m.model"
+    write_conll(train, X, y)
+    assert main(["train", str(train), "-m", str(model), "--hash-features", "256",
+                 "--max-iterations", "5", "--quiet"]) == 0
+    assert CRF.load(str(model)).extractor_.hash_features == 256
+    capsys.readouterr()
+    assert main(["train", str(train), "-m", str(model), "--hash-features", "300"]) == 2
+    assert "hash_features must be a power of two" in capsys.readouterr().err
