@@ -28,7 +28,8 @@ def fnv(data: bytes) -> int:
     return h
 
 
-def expected(sentences: list[list[list[str]]], n: int, dicts: bool = False) -> list[dict[int, float]]:
+def expected(sentences: list[list[list[str]]], n: int,
+             dicts: bool = False) -> list[dict[int, float]]:
     """Token -> {bucket: summed value}, from the extractor's own unhashed strings."""
     fx = FeatureExtractor(None if dicts else TEMPLATES)
     rows = []
@@ -143,3 +144,9 @@ def test_cli_train_hash_features(tmp_path, capsys) -> None:  # type: ignore[no-u
     capsys.readouterr()
     assert main(["train", str(train), "-m", str(model), "--hash-features", "300"]) == 2
     assert "hash_features must be a power of two" in capsys.readouterr().err
+
+
+def test_max_features_with_hashing_is_refused() -> None:
+    X, y = generate_hmm_corpus(20, seed=4)
+    with pytest.raises(SscrfError, match="hash_features or max_features"):
+        CRF(hash_features=2**6, max_features=10, max_iterations=3).fit(X, y)

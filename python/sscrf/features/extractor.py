@@ -225,6 +225,8 @@ class FeatureExtractor:
         if not isinstance(vocabulary, Vocabulary):
             raise SscrfTypeError(
                 f"set_vocabulary takes a Vocabulary, not {type(vocabulary).__name__}")
+        if getattr(self, "hash_features", None) is not None:
+            raise SscrfError("hashing has no vocabulary: use hash_features or max_features")
         self._lookup = vocabulary.index()
         self.attributes_ = list(vocabulary.attributes)
         self.n_columns_ = vocabulary.n_columns

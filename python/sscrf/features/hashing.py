@@ -26,8 +26,8 @@ from .csr import Features, ones
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["BucketNames", "FNV_OFFSET", "FNV_PRIME", "MAX_HASH_BITS", "check_hash_features", "fnv1a_64",
-           "hash_bucket", "hash_buckets", "hashed"]
+__all__ = ["BucketNames", "FNV_OFFSET", "FNV_PRIME", "MAX_HASH_BITS", "check_hash_features",
+           "fnv1a_64", "hash_bucket", "hash_buckets", "hashed"]
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
