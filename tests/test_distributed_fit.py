@@ -151,6 +151,8 @@ def test_what_the_distributed_fit_refuses(client, data):
         fit(client, CRF(), X[:10])
     with pytest.raises(SscrfError, match="GE constraints"):
         fit(client, CRF(), labeled, constraints={"w:the": {"O": 1.0}})
+    with pytest.raises(SscrfError, match="hash_features"):
+        fit(client, CRF(hash_features=2 ** 10), labeled)
     with pytest.raises(SscrfError, match="needs unlabeled data"):
         fit(client, CRF(entropy_weight=0.1), labeled)
     with pytest.raises(SscrfTypeError, match="unlabeled ShardedCorpus"):

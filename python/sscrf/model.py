@@ -100,6 +100,10 @@ class CRF(FittedModelView):
         1 and each attribute seen with one label the two agree; an attribute
         seen with several labels is kept here by its total count where
         CRFsuite may drop its rarer pairs.
+    hash_features : int or None
+        ``2**k``: attributes go to ``2**k`` buckets by FNV-1a 64 of their
+        UTF-8 string (see :class:`~sscrf.features.FeatureExtractor`), with no
+        vocabulary; the model records it and tags with it.
     max_features : int or None
         Keep at most this many attributes, the most frequent (after
         ``min_freq``; an attribute tied at the cut is kept if it occurred
@@ -212,7 +216,8 @@ class CRF(FittedModelView):
                  all_possible_transitions: Optional[bool] = None,
                  max_features: Optional[int] = None, dev_scoring: Any = None,
                  dev_period: int = 5, proportion_weight: float = 0.0,
-                 label_proportions: Any = "labeled") -> None:
+                 label_proportions: Any = "labeled",
+                 hash_features: Optional[int] = None) -> None:
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -239,6 +244,7 @@ class CRF(FittedModelView):
         self.dev_period = dev_period
         self.proportion_weight = proportion_weight
         self.label_proportions = label_proportions
+        self.hash_features = hash_features
 
     # -- scikit-learn protocol ----------------------------------------------
 

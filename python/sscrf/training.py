@@ -411,7 +411,8 @@ def _compile(params: Params, plan: _Plan, started: float
         extractor, features = vocabulary_with(plan.unlabeled, plan.X, params["templates"],
                                               params["min_freq"])
     else:
-        extractor = FeatureExtractor(templates, params["min_freq"], n_threads=plan.n_threads)
+        extractor = FeatureExtractor(templates, params["min_freq"], n_threads=plan.n_threads,
+                                     hash_features=params.get("hash_features"))
         # the unlabeled sentences join the vocabulary at a zero weight too, so that
         # the zero-weight model is the one the semi-supervised fits start from
         corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])

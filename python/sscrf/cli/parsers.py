@@ -119,6 +119,9 @@ def add_train(commands: Any) -> None:
     sub.add_argument("--max-features", type=positive_int, default=None, metavar="N",
                      help="keep at most N attributes, the most frequent (after --min-freq): "
                           "bounds the model however often the data repeats itself")
+    sub.add_argument("--hash-features", type=positive_int, default=None, metavar="N",
+                     help="hash attributes into N = 2**k buckets (FNV-1a 64 of the UTF-8 "
+                          "string mod N) instead of counting a vocabulary")
     sub.add_argument("--labels", type=label_list, metavar="A,B,...",
                      help="the label set, in this order (default: every label in TRAIN); "
                           "another label in TRAIN is an error")

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
                 min_freq=args.min_freq, max_features=args.max_features,
-                entropy_weight=args.entropy_weight,
+                hash_features=args.hash_features, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, verbose=not args.quiet)
     caught = []

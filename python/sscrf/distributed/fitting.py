@@ -273,6 +273,9 @@ def _check_supported(params: dict[str, Any], X: Any, X_unlabeled: Any,
     if constraints is not None or params["ge_weight"] > 0:
         raise SscrfError("the distributed fit does not take GE constraints yet; fit them "
                          "in one process (CRF.fit)")
+    if params.get("hash_features") is not None:
+        raise SscrfError("the distributed fit counts a vocabulary; it does not take "
+                         "hash_features yet")
     if params["proportion_weight"] > 0:
         raise SscrfError("the distributed fit does not take proportion_weight yet")
     if not isinstance(X, ShardedCorpus) or not X.labeled:

@@ -13,6 +13,7 @@ from .. import _core
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_threads, is_integer
 from .csr import Features, csr_from_matrix, is_ones, ones, renumber
+from .hashing import BucketNames, check_hash_features, hash_buckets, hashed
 from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
 from .templates import parse_templates
@@ -69,6 +70,12 @@ class FeatureExtractor:
     n_threads : int or None
         Threads of template extraction (None: every core); the result does
         not depend on it.
+    hash_features : int or None
+        ``2**k`` (1 <= k <= 30): attribute strings go to ``2**k`` buckets by
+        FNV-1a 64 of their UTF-8 bytes mod ``2**k`` (see
+        :mod:`~sscrf.features.hashing`), with no vocabulary counted; values of
+        a token's attributes sharing a bucket add up. ``min_freq`` is not
+        applied. None (default): a counted vocabulary.
 
     Attributes
     ----------
@@ -99,7 +106,8 @@ class FeatureExtractor:
 
     def __init__(self, templates: Union[None, Templates, str, Sequence[str]] = None,
                  min_freq: int = 1, value_separator: str = SEPARATOR,
-                 n_threads: Optional[int] = None) -> None:
+                 n_threads: Optional[int] = None, hash_features: Optional[int] = None) -> None:
+        self.hash_features = None if hash_features is None else check_hash_features(hash_features)
         self.templates = None if templates is None else parse_templates(templates)
         self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
         self.n_threads = None if n_threads is None else check_threads(n_threads)
@@ -111,6 +119,7 @@ class FeatureExtractor:
                              f"':' or '=', not {value_separator!r}")
         self.value_separator = value_separator
         self.attributes_: Optional[list[str]] = None
+        self._hash_fitted = False
         self.n_columns_: Optional[int] = None
         self._lookup: Optional[_core.AttributeIndex] = None  # attribute -> id, built when needed
 
@@ -172,6 +181,10 @@ class FeatureExtractor:
         -------
         Features
         """
+        if getattr(self, "hash_features", None) is not None:
+            if not self._hash_fitted:
+                raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
+            return self._hashed([X])[0]
         if self.attributes_ is None:
             raise SscrfError("this FeatureExtractor is not fitted yet; call fit first")
         if self._lookup is None:
@@ -212,6 +225,8 @@ class FeatureExtractor:
         if not isinstance(vocabulary, Vocabulary):
             raise SscrfTypeError(
                 f"set_vocabulary takes a Vocabulary, not {type(vocabulary).__name__}")
+        if getattr(self, "hash_features", None) is not None:
+            raise SscrfError("hashing has no vocabulary: use hash_features or max_features")
         self._lookup = vocabulary.index()
         self.attributes_ = list(vocabulary.attributes)
         self.n_columns_ = vocabulary.n_columns
@@ -292,8 +307,11 @@ class FeatureExtractor:
             "templates": None if self.templates is None else list(self.templates.lines),
             "min_freq": self.min_freq,
             "value_separator": self.value_separator,
-            "attributes": None if self.attributes_ is None else list(self.attributes_),
+            "attributes": None if self.attributes_ is None
+            else [] if isinstance(self.attributes_, BucketNames) else list(self.attributes_),
             "n_columns": self.n_columns_,
+            **({} if getattr(self, "hash_features", None) is None
+               else {"hash_features": self.hash_features}),
         }
 
     @classmethod
@@ -311,7 +329,8 @@ class FeatureExtractor:
         if not isinstance(state, Mapping):
             raise SscrfError(f"feature state must be a dict, not {type(state).__name__}")
         expected = {"templates", "min_freq", "value_separator", "attributes", "n_columns"}
-        if set(state) not in (expected, expected - {"value_separator"}):
+        hashing = state.get("hash_features")
+        if set(state) - {"hash_features"} not in (expected, expected - {"value_separator"}):
             raise SscrfError(
                 f"feature state has keys {sorted(state)}, expected {sorted(expected)}"
             )
@@ -323,12 +342,20 @@ class FeatureExtractor:
             isinstance(templates, list) and all(isinstance(x, str) for x in templates)
         ):
             raise SscrfError("feature state: 'templates' must be a list of str or null")
-        self = cls(templates, state["min_freq"], separator)
+        try:
+            self = cls(templates, state["min_freq"], separator, hash_features=hashing)
+        except SscrfError as error:
+            raise SscrfError(f"feature state: {error}") from None
         attributes = state["attributes"]
         n_columns = state["n_columns"]
         if n_columns is not None and (not is_integer(n_columns) or n_columns < 0):
             raise SscrfError(f"feature state: bad 'n_columns' {n_columns!r}")
-        if attributes is not None:
+        if self.hash_features is not None and attributes is not None:
+            if attributes != []:  # fitted: the bucket names stand for the strings
+                raise SscrfError("feature state: a hashed extractor's 'attributes' must be []")
+            self._hash_fitted = True
+            self.attributes_ = cast("list[str]", BucketNames(self.hash_features))
+        elif attributes is not None:
             if not isinstance(attributes, list) or not all(isinstance(a, str) for a in attributes):
                 raise SscrfError("feature state: 'attributes' must be a list of str or null")
             try:
@@ -375,6 +402,8 @@ class FeatureExtractor:
         so that each sentence is extracted once: the provisional matrices are
         renumbered instead of extracted again.
         """
+        if getattr(self, "hash_features", None) is not None:
+            return self._hashed(corpora, fit=True)
         index, strings, provisional, n_columns = self._provisional(corpora, "fit")
         n_ids = len(index)
         order = frequency_order(token_counts(provisional, n_ids), self.min_freq)
@@ -395,6 +424,16 @@ class FeatureExtractor:
         self._lookup = index
         self.n_columns_ = n_columns
         return [renumber(f, new_id, len(attributes)) for f in provisional]
+
+    def _hashed(self, corpora: Sequence[Sequence[Any]], fit: bool = False) -> list[Features]:
+        """Each corpus' Features under ``hash_features`` buckets (no vocabulary)."""
+        n_buckets = cast(int, self.hash_features)
+        _, strings, provisional, n_columns = self._provisional(corpora, "fit")
+        if fit:
+            self.n_columns_, self._hash_fitted = n_columns, True
+            self.attributes_ = cast("list[str]", BucketNames(n_buckets))
+        bucket = hash_buckets(strings, n_buckets)
+        return [hashed(f, bucket, n_buckets) for f in provisional]
 
     def _features(self, X: Sequence[Any], index: Any, prefix: str, grow: bool = False,
                   new_strings: Optional[list[str]] = None) -> tuple[Features, Optional[int]]:

@@ -1,0 +1,152 @@
+"""Feature hashing: buckets checked against an FNV-1a written here, collisions summed."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sscrf import CRF
+from sscrf.demo import generate_hmm_corpus
+from sscrf.cli import main
+from sscrf.errors import SscrfError, SscrfTypeError
+from sscrf.features import FeatureExtractor
+from sscrf.io import write_conll
+from sscrf.features.hashing import check_hash_features, hash_bucket, hash_buckets
+
+SENTENCES = [[["He", "PRP"], ["reckons", "VBZ"], ["the", "DT"]],
+             [["Zürich", "NNP"], ["is", "VBZ"]]]
+TEMPLATES = ["U00:%x[0,0]", "U01:%x[0,1]", "U02:%x[-1,0]/%x[0,0]"]
+
+
+def fnv(data: bytes) -> int:
+    h = 14695981039346656037
+    for b in data:
+        h ^= b
+        h = (h * 1099511628211) % 2**64
+    return h
+
+
+def expected(sentences: list[list[list[str]]], n: int,
+             dicts: bool = False) -> list[dict[int, float]]:
+    """Token -> {bucket: summed value}, from the extractor's own unhashed strings."""
+    fx = FeatureExtractor(None if dicts else TEMPLATES)
+    rows = []
+    for sentence in sentences:
+        for token in fx.attribute_strings(sentence):
+            row: dict[int, float] = {}
+            for name, value in token:
+                b = fnv(name.encode("utf-8")) % n
+                row[b] = row.get(b, 0.0) + value
+            rows.append(row)
+    return rows
+
+
+def as_rows(features) -> list[dict[int, float]]:  # type: ignore[no-untyped-def]
+    return [dict(zip(features.indices[a:b].tolist(), features.values[a:b].tolist()))
+            for a, b in zip(features.indptr[:-1], features.indptr[1:])]
+
+
+@pytest.mark.parametrize("n", [2, 4, 2**20])
+def test_buckets_match_an_independent_fnv(n: int) -> None:
+    fx = FeatureExtractor(TEMPLATES, hash_features=n)
+    train, = fx.fit_transform(SENTENCES)
+    assert train.n_attributes == n
+    assert as_rows(train) == expected(SENTENCES, n)
+    assert as_rows(fx.transform(SENTENCES)) == expected(SENTENCES, n)
+    for a, b in zip(train.indptr[:-1], train.indptr[1:]):
+        assert (np.diff(train.indices[a:b]) > 0).all()
+
+
+def test_collisions_add_up() -> None:
+    rows = as_rows(FeatureExtractor(TEMPLATES, hash_features=2).fit_transform(SENTENCES)[0])
+    # 3 templates (the bigram one pads at t=0) into 2 buckets: the values sum to 3
+    assert [sum(r.values()) for r in rows] == [3.0] * 5
+    assert any(v > 1 for r in rows for v in r.values())
+
+
+def test_dict_tokens_with_values() -> None:
+    X = [[{"w": "a", "x": 2.0, "y": 0.5}, {"w": "b"}]]
+    fx = FeatureExtractor(hash_features=2)
+    rows = as_rows(fx.fit_transform(X)[0])
+    ref = []
+    for token in fx.attribute_strings(X[0]):
+        row: dict[int, float] = {}
+        for name, value in token:
+            row[fnv(name.encode()) % 2] = row.get(fnv(name.encode()) % 2, 0.0) + value
+        ref.append(row)
+    assert rows == ref
+
+
+def test_state_and_pickle_round_trip() -> None:
+    fx = FeatureExtractor(TEMPLATES, hash_features=2**8)
+    fx.fit(SENTENCES)
+    again = FeatureExtractor.from_state(fx.to_state())
+    assert again.hash_features == 2**8
+    for other in (again, pickle.loads(pickle.dumps(fx))):
+        assert as_rows(other.transform(SENTENCES)) == as_rows(fx.transform(SENTENCES))
+    assert "hash_features" not in FeatureExtractor(TEMPLATES).fit(SENTENCES).to_state()
+
+
+@pytest.mark.parametrize("bad", [0, 1, 3, 2**31, -4, 1000])
+def test_bad_bucket_counts_are_refused(bad: int) -> None:
+    with pytest.raises(SscrfError, match="hash_features must be a power of two"):
+        FeatureExtractor(TEMPLATES, hash_features=bad)
+    state = FeatureExtractor(TEMPLATES).to_state()
+    state["hash_features"] = bad
+    with pytest.raises(SscrfError, match="feature state"):
+        FeatureExtractor.from_state(state)
+
+
+def test_bad_types_are_refused() -> None:
+    for bad in (True, 4.0, "16"):
+        with pytest.raises(SscrfTypeError, match="hash_features"):
+            check_hash_features(bad)
+
+
+def test_transform_before_fit_is_refused() -> None:
+    with pytest.raises(SscrfError, match="not fitted"):
+        FeatureExtractor(TEMPLATES, hash_features=16).transform(SENTENCES)
+
+
+def test_vectorised_buckets_match_an_independent_fnv() -> None:
+    rng = np.random.default_rng(0)
+    alphabet = list("ab/:_é中") + ["\U0001f600"]
+    strings = ["", "a", "U00:the"] + ["".join(rng.choice(alphabet, rng.integers(0, 25)))
+                                      for _ in range(300)]
+    expect = [fnv(s.encode("utf-8")) % 2**30 for s in strings]
+    assert hash_buckets(strings, 2**30).tolist() == expect
+    assert [hash_bucket(s, 2**30) for s in strings] == expect
+    assert hash_buckets([], 4).tolist() == []
+
+
+def test_crf_records_and_tags_with_hashing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    X, y = generate_hmm_corpus(40, seed=0)
+    crf = CRF(hash_features=2**6, max_iterations=10).fit(X, y)
+    assert crf.extractor_.hash_features == 2**6 and len(crf.extractor_.attributes_) == 2**6
+    path = str(tmp_path / "m.model")
+    crf.save(path)
+    again = CRF.load(path)
+    assert again.extractor_.hash_features == 2**6
+    assert again.predict(X) == crf.predict(X)
+    # the weights see the buckets: the same rows as hashing the extractor's output
+    assert crf.extractor_.transform(X).n_attributes == 2**6
+
+
+def test_cli_train_hash_features(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    X, y = generate_hmm_corpus(30, seed=3)
+    train, model = tmp_path / "train.txt", tmp_path / "m.model"
+    write_conll(train, X, y)
+    assert main(["train", str(train), "-m", str(model), "--hash-features", "256",
+                 "--max-iterations", "5", "--quiet"]) == 0
+    assert CRF.load(str(model)).extractor_.hash_features == 256
+    capsys.readouterr()
+    assert main(["train", str(train), "-m", str(model), "--hash-features", "300"]) == 2
+    assert "hash_features must be a power of two" in capsys.readouterr().err
+
+
+def test_max_features_with_hashing_is_refused() -> None:
+    X, y = generate_hmm_corpus(20, seed=4)
+    with pytest.raises(SscrfError, match="hash_features or max_features"):
+        CRF(hash_features=2**6, max_features=10, max_iterations=3).fit(X, y)
