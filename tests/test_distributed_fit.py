@@ -23,9 +23,11 @@ from sscrf.io import write_conll
 
 @pytest.fixture(scope="module")
 def cluster():
-    # Processes, as on a real cluster: shards, extractor and weights are pickled.
+    # Processes, as on a real cluster: shards, extractor and weights are pickled. The
+    # HTTP server on a free port, not 8787: two test runs on one machine would collide
+    # (a UserWarning, an error under this suite's filterwarnings).
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as c:
+                                  host="127.0.0.1", dashboard_address=":0") as c:
         yield c
 
 
@@ -101,7 +103,6 @@ def test_same_bits_on_one_worker_and_from_files(client, data, tmp_path):
         write_conll(tmp_path / f"train-{k}.conll", Xk, yk)
     many = fit(client, CRF(max_iterations=10, templates="default"),
                ShardedCorpus.from_conll(client, str(tmp_path / "train-*.conll")))
-    # a second cluster beside the module's: its dashboard on a free port, not 8787
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as one_worker, \
             distributed.Client(one_worker) as alone:

@@ -21,10 +21,11 @@ from sscrf.io import write_conll
 
 @pytest.fixture(scope="module")
 def client():
-    # Processes, as on a real cluster: the model and the sentences are pickled
-    # to other interpreters.
+    # Processes, as on a real cluster: the model and the sentences are pickled. The
+    # HTTP server on a free port, not 8787: two test runs on one machine would collide
+    # (a UserWarning, an error under this suite's filterwarnings).
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+                                       host="127.0.0.1", dashboard_address=":0")
     with cluster, distributed.Client(cluster) as c:
         yield c
 

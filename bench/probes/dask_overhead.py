@@ -108,7 +108,7 @@ def main():
           f"processes x 1 thread on this machine; {args.iterations} iterations per fit")
     warnings.simplefilter("ignore")
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+                                  host="127.0.0.1", dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         task = task_round_trip(client)
         print(f"task round trip: {task * 1e3:.2f} ms")
