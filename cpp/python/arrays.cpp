@@ -164,6 +164,9 @@ VectorRef any_vector(const py::handle& o, int64_t n, bool writable, const std::s
       !(a.flags() & py::array::c_style))
     fail(name + " must be a 1-D C-contiguous float64" + (allow_single ? " or float32" : "") +
          " array");
+  // Used in place, so not copied: one that starts off its element size is refused.
+  if (!(a.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
+    fail(name + " must be an aligned array (numpy.require(a, requirements='A') copies it)");
   if (n >= 0 && a.shape(0) != n)
     fail(name + " must have " + std::to_string(n) + " entries, got " + std::to_string(a.shape(0)));
   if (writable && !a.writeable()) fail(name + " must be writable");
@@ -220,9 +223,10 @@ double* rows_buffer(const py::object& o, int64_t n_rows, int S, bool writable, c
   const auto e = py::reinterpret_borrow<py::array>(o);
   if (!py::isinstance<py::array>(o) || !e.dtype().is(py::dtype::of<double>()) || e.ndim() != 2 ||
       e.shape(0) != n_rows || e.shape(1) != S || !(e.flags() & py::array::c_style) ||
+      !(e.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) ||
       (writable && !e.writeable()))
     fail(std::string(name) + " must be a " + (writable ? "writable " : "") +
-         "C-contiguous float64 array (n_tokens, S)");
+         "aligned C-contiguous float64 array (n_tokens, S)");
   return static_cast<double*>(const_cast<void*>(e.data()));
 }
 

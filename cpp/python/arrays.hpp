@@ -26,13 +26,18 @@ namespace py = pybind11;
 // Structs holding pybind11 objects share pybind11's hidden visibility.
 #define SSCRF_HIDDEN __attribute__((visibility("hidden")))
 
-// A C-contiguous array of T converted from any argument. ensure() returns a
-// null array only when the argument cannot be read as such an array (the
-// caller names it); any other failure of the conversion, a MemoryError above
-// all, propagates as what it is instead of reading as a type mismatch.
+// A C-contiguous, aligned array of T converted from any argument (a copy when
+// the argument is not: numpy arrays unpickled from a buffer, as Dask's workers
+// receive them, can start at any byte, and a misaligned load is undefined
+// behaviour). ensure() returns a null array only when the argument cannot be
+// read as such an array (the caller names it); any other failure of the
+// conversion, a MemoryError above all, propagates as what it is instead of
+// reading as a type mismatch.
+constexpr int kArrayFlags =
+    py::array::c_style | py::array::forcecast | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
 template <class T>
-struct SSCRF_HIDDEN Array : py::array_t<T, py::array::c_style | py::array::forcecast> {
-  using Base = py::array_t<T, py::array::c_style | py::array::forcecast>;
+struct SSCRF_HIDDEN Array : py::array_t<T, kArrayFlags> {
+  using Base = py::array_t<T, kArrayFlags>;
   using Base::Base;
   Array() = default;
   Array(Base b) : Base(std::move(b)) {}  // NOLINT: implicit, as the alias was

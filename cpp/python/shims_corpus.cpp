@@ -1,5 +1,6 @@
 // Shims of the linear layer's inputs: compiled corpora, the weight layout,
 // the attribute vocabulary and CSR renumbering.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -116,7 +117,8 @@ std::shared_ptr<Corpus> make_corpus(const py::object& indptr_o, const py::object
   else check_ids(indices64.data());
   double constant = 0.0;
   if (constant_values) {
-    constant = *static_cast<const double*>(py::reinterpret_borrow<py::array>(values_o).data());
+    // memcpy: the one value may sit at any byte of an unpickled buffer
+    std::memcpy(&constant, py::reinterpret_borrow<py::array>(values_o).data(), sizeof constant);
     require_finite(&constant, 1, "feature values");
   } else {
     require_finite(values.data(), nnz, "feature values");
