@@ -19,11 +19,9 @@ the model is the same.
 
 from __future__ import annotations
 
-import glob
-import os
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
 from dask import delayed
@@ -41,8 +39,8 @@ from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from ..progress import Progress
 from ..fit_callbacks import shifted_callback
 from ..training import check_params, label_set, training_record
-from .shards import (Shard, add_results, compiled_terms, forget_fit, layout_from_pairs,
-                     make_shard, shard_counts, shard_labels, shard_pairs,
+from .shards import (PathOrPaths, Shard, add_results, compiled_terms, expand_paths, forget_fit,
+                     layout_from_pairs, make_shard, shard_counts, shard_labels, shard_pairs,
                      shard_value_and_gradient, tree_sum)
 
 if TYPE_CHECKING:
@@ -54,18 +52,6 @@ __all__ = ["ShardedCorpus", "fit"]
 #: Tries of one evaluation when the workers holding θ are lost during it.
 EVALUATION_ATTEMPTS = 5
 
-PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
-
-
-def _paths(paths: PathOrPaths) -> list[str]:
-    if isinstance(paths, (str, os.PathLike)):
-        pattern = os.fspath(paths)
-        names = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-    else:
-        names = [os.fspath(p) for p in paths]
-    if not names:
-        raise SscrfError(f"no file matches {paths!r}")
-    return names
 
 
 def _conll_shard(path: str, has_labels: bool, encoding: str) -> Shard:
@@ -155,7 +141,7 @@ class ShardedCorpus:
         workers: they must see the same paths. ``has_labels``: the last column is the
         label (False for unlabeled text in columns)."""
         futures = [client.submit(_conll_shard, path, has_labels, encoding, pure=False)
-                   for path in _paths(paths)]
+                   for path in expand_paths(paths)]
         return cls(client, futures, has_labels)
 
     @classmethod
@@ -165,7 +151,7 @@ class ShardedCorpus:
         per line; each token is the one column ``[word]`` (default templates of one
         column). Blank lines are skipped."""
         futures = [client.submit(_lines_shard, path, encoding, pure=False)
-                   for path in _paths(paths)]
+                   for path in expand_paths(paths)]
         return cls(client, futures, False)
 
     @classmethod

@@ -20,7 +20,10 @@ to Dask):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence, TypeVar
+import glob
+import os
+from typing import (TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence, TypeVar,
+                    Union)
 
 import numpy as np
 
@@ -38,11 +41,28 @@ if TYPE_CHECKING:
 
     from ..features.vocabulary import AttributeCounts
 
-__all__ = ["Shard", "ShardTerms", "add_results", "compiled_terms", "forget_fit",
+__all__ = ["PathOrPaths", "Shard", "ShardTerms", "add_results", "compiled_terms", "expand_paths",
+           "forget_fit",
            "layout_from_pairs", "make_shard", "shard_counts", "shard_labels", "shard_pairs",
            "shard_terms", "shard_value_and_gradient", "tree_sum"]
 
 _T = TypeVar("_T")
+
+#: A file, a glob pattern, or a list of files.
+PathOrPaths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
+
+
+def expand_paths(paths: PathOrPaths) -> list[str]:
+    """The files ``paths`` names: a list as given, a glob pattern expanded here (sorted),
+    one path as itself; none is an error."""
+    if isinstance(paths, (str, os.PathLike)):
+        pattern = os.fspath(paths)
+        names = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+    else:
+        names = [os.fspath(p) for p in paths]
+    if not names:
+        raise SscrfError(f"no file matches {paths!r}")
+    return names
 
 
 class Shard(NamedTuple):

@@ -16,9 +16,7 @@ lower index), so it chooses what ``select`` chooses on the whole pool.
 
 from __future__ import annotations
 
-import glob
-import os
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import dask.bag as db
 import numpy as np
@@ -28,6 +26,7 @@ from distributed import Client, Future
 from ..active.selectors import SELECTORS, check_count, check_log_q, select, short_repr
 from ..errors import SscrfError, SscrfTypeError
 from ..io import read_conll
+from .shards import PathOrPaths, expand_paths
 
 
 if TYPE_CHECKING:
@@ -220,7 +219,7 @@ def _read_partition(paths: Sequence[str], has_labels: bool, encoding: str) -> li
     return sentences
 
 
-def conll_bag(paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLike[str]]]], *,
+def conll_bag(paths: PathOrPaths, *,
               has_labels: bool = False, encoding: str = "utf-8") -> db.Bag:
     """A bag of the token sentences of CoNLL column files, one partition per file.
 
@@ -241,12 +240,6 @@ def conll_bag(paths: Union[str, os.PathLike[str], Sequence[Union[str, os.PathLik
         Each element a sentence: a list of tokens, each a list of columns,
         as :func:`sscrf.io.read_conll` gives ``tokens``.
     """
-    if isinstance(paths, (str, os.PathLike)):
-        pattern = os.fspath(paths)
-        names = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-    else:
-        names = [os.fspath(p) for p in paths]
-    if not names:
-        raise SscrfError(f"no file matches {paths!r}")
+    names = expand_paths(paths)
     files = db.from_sequence(names, npartitions=len(names))
     return files.map_partitions(_read_partition, has_labels, encoding)
