@@ -46,7 +46,7 @@ from sscrf.distributed.shards import add_results  # noqa: E402
 from sscrf.io import read_conll  # noqa: E402
 
 DATA = Path("/work/shared/data/conll2000/train.txt")
-#: The issue's condition: 10M tokens per worker, where compute should dominate.
+#: Tokens per worker at which the overhead is judged (target: at most 10% of an evaluation).
 SHARD_TOKENS = 10_000_000
 
 

@@ -189,7 +189,6 @@ class _Run:
                  n_threads: int) -> None:
         self.client, self.shards, self.fit_id = client, shards, uuid.uuid4().hex
         self.context = (extractor, classes, layout, params, n_threads)
-        self.evaluations = 0
 
     def term_counts(self) -> tuple[int, int]:
         """How many supervised terms, and terms in all, the shards have (compiling them)."""
@@ -207,7 +206,6 @@ class _Run:
         ``scatter(..., broadcast=True)``, which hangs when a worker is lost during it).
         If the workers holding θ are lost before every shard has read it, the
         evaluation is run again."""
-        self.evaluations += 1
         last: Optional[BaseException] = None
         for attempt in range(EVALUATION_ATTEMPTS):
             try:
