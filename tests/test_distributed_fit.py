@@ -8,16 +8,19 @@ follow a fixed tree over shard indices, not the workers).
 
 import os
 import signal
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
 
 import distributed
 
-from sscrf import CRF, SscrfError, SscrfTypeError
+from sscrf import CRF, SscrfError, SscrfTypeError, training
+from sscrf.annotations import Alternatives
 from sscrf.demo import generate_hmm_corpus
-from sscrf.distributed import ShardedCorpus, fit
-from sscrf.distributed.shards import add_results, tree_sum
+from sscrf.distributed import ClusterObjective, ShardedCorpus, fit
+from sscrf.objectives import Objective
+from sscrf.distributed.shards import Partial, add_results, shard_groups, tree_sum
 from sscrf.io import write_conll
 
 
@@ -46,6 +49,33 @@ def data():
 
 def relative_gap(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(a)), np.max(np.abs(b))))
+
+
+#: GE constraints on the generated corpus's words (U02: the word itself); the last
+#: is in no sentence, and is dropped with a warning on one machine and here alike
+CONSTRAINTS = {"U02:the": {"B-NP": 0.9, "I-NP": 0.1}, "U02:.": {"O": 1.0},
+               "U02:said": {"B-VP": 0.8, "I-VP": 0.1, "O": 0.1}, "U02:zzz": {"O": 1.0}}
+
+
+def with_alternatives(X, y):
+    """y with every third sentence given as two labelings that differ at its first and
+    last tokens: not representable by node and edge masks (the ``alternatives`` term)."""
+    out = [list(seq) for seq in y]
+    for s in range(0, len(out), 3):
+        if len(out[s]) >= 3:
+            other = list(out[s])
+            other[0] = other[-1] = "O" if out[s][0] != "O" else "B-NP"
+            out[s] = Alternatives([out[s], other])
+    return out
+
+
+def one_machine_objective(crf, X, y, X_u=None, constraints=None):
+    """The objective ``CRF.fit`` minimises, built by its own code: the reference."""
+    params = crf.get_params()
+    plan = training._plan_fit(params, X, y, X_u, constraints, None, None, 10)
+    extractor, features, token_labels, layout = training._compile(params, plan, 0.0)
+    _, terms, _ = training._terms(params, plan, extractor, features, token_labels, layout)
+    return Objective(terms, params["c2"]), extractor, layout
 
 
 @pytest.mark.parametrize("settings", [
@@ -96,6 +126,95 @@ def test_partial_labels_equal_one_machine(client, data):
     assert relative_gap(many.coef_, one.coef_) <= 1e-8
 
 
+@pytest.mark.parametrize("case", ["likelihood", "partial", "alternatives", "entropy", "ge",
+                                  "everything"])
+def test_each_evaluation_equals_one_machine(client, data, case):
+    X, y, X_u = data
+    labels = list(y[:40])
+    if case in ("partial", "everything"):
+        labels = [list(seq) for seq in labels]
+        for seq in labels[1::3]:
+            seq[0] = None
+    if case in ("alternatives", "everything"):
+        labels = with_alternatives(X[:40], labels)
+    params = dict(templates="default", c2=0.3)
+    params.update({"entropy": dict(entropy_weight=0.2), "ge": dict(ge_weight=2.0),
+                   "everything": dict(entropy_weight=0.2, ge_weight=2.0)}.get(case, {}))
+    unlabeled = X_u if "entropy_weight" in params or "ge_weight" in params else None
+    constraints = CONSTRAINTS if "ge_weight" in params else None
+    expect = pytest.warns(UserWarning, match="U02:zzz") if constraints else nullcontext()
+    with expect:
+        reference, extractor, layout = one_machine_objective(CRF(**params), X[:40], labels,
+                                                             unlabeled, constraints)
+    with expect:
+        objective = ClusterObjective(
+            client, CRF(**params), ShardedCorpus.from_sentences(client, X[:40], labels,
+                                                                n_shards=3),
+            None if unlabeled is None else ShardedCorpus.from_sentences(client, unlabeled,
+                                                                        n_shards=3),
+            constraints=constraints)
+    with objective:
+        assert objective.extractor.attributes_ == extractor.attributes_
+        np.testing.assert_array_equal(objective.layout.row_ptr, layout.row_ptr)
+        rng = np.random.default_rng(1)
+        for theta in (np.zeros(layout.size), rng.normal(scale=0.5, size=layout.size)):
+            want_loss, want_grad = reference(theta)
+            want_grad = want_grad.copy()
+            loss, grad = objective(theta)
+            assert abs(loss - want_loss) <= 1e-10 * abs(want_loss)
+            assert relative_gap(grad, want_grad) <= 1e-10
+
+
+def test_one_or_two_workers_give_the_same_bits_with_ge(client, data):
+    # 4 shards: two groups of two on two workers, one group of four on one worker
+    X, y, X_u = data
+    params = dict(templates="default", entropy_weight=0.1, ge_weight=1.0)
+    constraints = {k: v for k, v in CONSTRAINTS.items() if k != "U02:zzz"}
+
+    def evaluate(c):
+        with ClusterObjective(c, CRF(**params),
+                              ShardedCorpus.from_sentences(c, X[:40], y[:40], n_shards=2),
+                              ShardedCorpus.from_sentences(c, X_u, n_shards=2),
+                              constraints=constraints) as objective:
+            theta = np.random.default_rng(2).normal(size=objective.layout.size)
+            assert objective.n_groups == len(c.scheduler_info()["workers"])
+            loss, grad = objective(theta)
+            return loss, grad.copy()
+
+    two = evaluate(client)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as one_worker, \
+            distributed.Client(one_worker) as alone:
+        one = evaluate(alone)
+    assert one[0] == two[0]
+    np.testing.assert_array_equal(one[1], two[1])
+
+
+def test_ge_fit_equals_one_machine(client, data):
+    X, y, X_u = data
+    params = dict(max_iterations=20, templates="default", ge_weight=2.0)
+    with pytest.warns(UserWarning, match="U02:zzz"):
+        one = CRF(**params).fit(X[:30], y[:30], X_unlabeled=X_u, constraints=CONSTRAINTS)
+    with pytest.warns(UserWarning, match="U02:zzz"):
+        many = fit(client, CRF(**params), ShardedCorpus.from_sentences(client, X[:30], y[:30]),
+                   X_unlabeled=ShardedCorpus.from_sentences(client, X_u, n_shards=3),
+                   constraints=CONSTRAINTS)
+    assert many.constraints_ == one.constraints_ and many.classes_ == one.classes_
+    assert many.training_["stages"]["supervised"]["iterations"] == \
+        one.training_["stages"]["supervised"]["iterations"]
+    assert many.training_["iterations"] == one.training_["iterations"]
+    assert relative_gap(many.coef_, one.coef_) <= 1e-8
+
+
+def test_alternatives_fit_equals_one_machine(client, data):
+    X, y, _ = data
+    labels = with_alternatives(X[:40], y[:40])
+    one = CRF(max_iterations=20, templates="default").fit(X[:40], labels)
+    many = fit(client, CRF(max_iterations=20, templates="default"),
+               ShardedCorpus.from_sentences(client, X[:40], labels, n_shards=3))
+    assert relative_gap(many.coef_, one.coef_) <= 1e-8
+
+
 def test_same_bits_on_one_worker_and_from_files(client, data, tmp_path):
     X, y, _ = data
     parts = [(X[:45], y[:45]), (X[45:], y[45:])]
@@ -135,14 +254,39 @@ def test_a_worker_killed_mid_fit_gives_the_same_model(client, data):
 
 
 def test_tree_sum_has_a_fixed_shape():
-    pieces = [(float(k), np.full(3, 0.1 * k)) for k in range(7)]
+    pieces = [Partial(float(k), np.full(3, 0.1 * k)) for k in range(7)]
     total = tree_sum(pieces, add_results)
     want = ((pieces[0][1] + pieces[1][1]) + (pieces[2][1] + pieces[3][1])) + (
         (pieces[4][1] + pieces[5][1]) + pieces[6][1])
-    np.testing.assert_array_equal(total[1], want)
-    assert total[0] == 21.0
+    np.testing.assert_array_equal(total.grad, want)
+    assert total.loss == 21.0 and total.ge_sums is None
     with pytest.raises(SscrfError, match="no shard"):
         tree_sum([], add_results)
+
+
+@pytest.mark.parametrize("n_shards", range(1, 12))
+def test_groups_summed_then_added_give_the_bits_of_one_tree(n_shards):
+    # what lets each worker add its own shards: the result has the bits of the
+    # tree over all the shards, however many groups (workers) there are
+    rng = np.random.default_rng(n_shards)
+    pieces = [Partial(float(rng.normal()), rng.normal(size=5) * 10.0 ** rng.integers(-8, 8, 5))
+              for _ in range(n_shards)]
+    want = tree_sum(pieces, add_results)
+    for n_groups in range(1, n_shards + 2):
+        groups = shard_groups(n_shards, n_groups)
+        assert len(groups) <= n_groups and [i for g in groups for i in g] == list(range(n_shards))
+        got = tree_sum([tree_sum([pieces[i] for i in g], add_results) for g in groups],
+                       add_results)
+        assert got.loss == want.loss
+        np.testing.assert_array_equal(got.grad, want.grad)
+
+
+def test_ge_sums_missing_on_one_side_count_as_zeros():
+    a = Partial(1.0, np.ones(2), np.full((2, 3), 0.5))
+    b = Partial(2.0, np.ones(2))
+    for total in (add_results(a, b), add_results(b, a)):
+        np.testing.assert_array_equal(total.ge_sums, a.ge_sums)
+    np.testing.assert_array_equal(add_results(a, a).ge_sums, np.ones((2, 3)))
 
 
 def test_what_the_distributed_fit_refuses(client, data):
@@ -150,8 +294,12 @@ def test_what_the_distributed_fit_refuses(client, data):
     labeled = ShardedCorpus.from_sentences(client, X[:10], y[:10])
     with pytest.raises(SscrfTypeError, match="labeled ShardedCorpus"):
         fit(client, CRF(), X[:10])
-    with pytest.raises(SscrfError, match="GE constraints"):
-        fit(client, CRF(), labeled, constraints={"w:the": {"O": 1.0}})
+    with pytest.raises(SscrfError, match="proportion_weight"):
+        fit(client, CRF(proportion_weight=1.0), labeled)
+    with pytest.raises(SscrfError, match="needs constraints"):
+        fit(client, CRF(ge_weight=1.0), labeled)
+    with pytest.raises(SscrfError, match="constraints need unlabeled data"):
+        fit(client, CRF(ge_weight=1.0), labeled, constraints={"w[0]=the": {"O": 1.0}})
     with pytest.raises(SscrfError, match="hash_features"):
         fit(client, CRF(hash_features=2 ** 10), labeled)
     with pytest.raises(SscrfError, match="needs unlabeled data"):

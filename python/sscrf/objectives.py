@@ -235,8 +235,74 @@ class PartialLikelihood(Term):
         return _core.partial_likelihood(self.corpus, self.layout, theta, self.n_threads, out=out)
 
 
+def check_targets(targets: ArrayLike, n_labels: int) -> NDArray[np.float64]:
+    """GE targets as an (M ≥ 1, S) float array of rows that are distributions, or raise."""
+    checked = np.array(targets, dtype=np.float64, ndmin=2)
+    if checked.ndim != 2 or checked.shape[1] != n_labels or checked.shape[0] == 0:
+        raise SscrfError(f"ge targets must be an array (M ≥ 1, {n_labels}), got shape "
+                         f"{checked.shape}")
+    if (not np.all(np.isfinite(checked)) or np.any(checked < 0)
+            or np.any(np.abs(checked.sum(axis=1) - 1.0) > SUM_TOLERANCE)):
+        raise SscrfError("ge targets must be non-negative and each row must sum to 1 "
+                         f"(tolerance {SUM_TOLERANCE:g})")
+    return checked
+
+
+class GEPenalty:
+    """The GE criterion as a function of the expectation sums ``q`` (M, S): its value and
+    the score weights of the gradient pass (:class:`GE` documents both).
+
+    Needs no corpus, only each constraint's firing count ``C_m``: the
+    distributed fit adds the shards' ``q`` and evaluates it on the client.
+    """
+
+    DEFAULT_SMOOTHING = 1e-6
+
+    def __init__(self, targets: ArrayLike, counts: ArrayLike, penalty: str = "kl",
+                 smoothing: float = DEFAULT_SMOOTHING) -> None:
+        self.penalty = check_choice(penalty, "ge penalty", ("kl", "l2"))
+        self.smoothing = check_positive_number(smoothing, "ge smoothing")
+        self.targets = np.asarray(targets, dtype=np.float64)
+        self.counts = np.asarray(counts)
+        empty = np.flatnonzero(self.counts == 0)
+        if len(empty):
+            raise SscrfError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
+        # KL terms only where the target is positive (0·log 0 = 0).
+        self._positive = self.targets > 0
+        self._target_log = np.where(self._positive,
+                                    np.log(np.where(self._positive, self.targets, 1.0)), 0.0)
+
+    def _smoothed(self, sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        raw = sums / self.counts[:, None]
+        if self.penalty == "l2":
+            return raw
+        S = self.targets.shape[1]
+        return (raw + self.smoothing) / (1.0 + S * self.smoothing)
+
+    def _per_constraint(self, p_hat: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.penalty == "l2":
+            return ((p_hat - self.targets) ** 2).sum(axis=1)
+        log_p_hat = np.log(np.where(self._positive, p_hat, 1.0))
+        return np.where(self._positive, self.targets * (self._target_log - log_p_hat),
+                        0.0).sum(axis=1)
+
+    def score_weights(self, sums: NDArray[np.float64]) -> _Result:
+        """The penalty's value and pass 2's weights ``∂loss/∂p̂_m / C_m`` (M, S)."""
+        S = self.targets.shape[1]
+        p_hat = self._smoothed(sums)
+        value = float(self._per_constraint(p_hat).sum())
+        if self.penalty == "l2":
+            d_p_hat = 2.0 * (p_hat - self.targets)
+            d_sums = 1.0 / self.counts
+        else:
+            d_p_hat = np.where(self._positive,
+                               -self.targets / np.where(self._positive, p_hat, 1.0), 0.0)
+            d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
+        return value, np.ascontiguousarray(d_p_hat * d_sums[:, None])
+
+
 @register("ge")
-class GE(Term):
+class GE(Term, GEPenalty):
     """Generalized expectation criteria on labeled features (Mann & McCallum 2008, §4).
 
     A constraint ``m`` is an input attribute with a target label distribution
@@ -299,43 +365,21 @@ class GE(Term):
         corpus (``C_m = 0``: no model expectation; drop it first).
     """
 
-    DEFAULT_SMOOTHING = 1e-6
     EMISSION_CACHE_BYTES = 256 * 2**20
 
     def __init__(self, corpus: Any, layout: Any, n_threads: int, weight: float = 1.0, *,
                  constraint_of_attribute: ArrayLike, targets: ArrayLike, penalty: str = "kl",
-                 smoothing: float = DEFAULT_SMOOTHING) -> None:
+                 smoothing: float = GEPenalty.DEFAULT_SMOOTHING) -> None:
         super().__init__(corpus, layout, n_threads, weight)
-        penalty = check_choice(penalty, "ge penalty", ("kl", "l2"))
-        smoothing = check_positive_number(smoothing, "ge smoothing")
-        targets = np.array(targets, dtype=np.float64, ndmin=2)
-        S = layout.n_labels
-        if targets.ndim != 2 or targets.shape[1] != S or targets.shape[0] == 0:
-            raise SscrfError(f"ge targets must be an array (M ≥ 1, {S}), got shape "
-                             f"{targets.shape}")
-        if (not np.all(np.isfinite(targets)) or np.any(targets < 0)
-                or np.any(np.abs(targets.sum(axis=1) - 1.0) > SUM_TOLERANCE)):
-            raise SscrfError("ge targets must be non-negative and each row must sum to 1 "
-                             f"(tolerance {SUM_TOLERANCE:g})")
-        self.targets = targets
-        self.penalty = penalty
-        self.smoothing = smoothing
+        targets = check_targets(targets, layout.n_labels)
         self.constraint_of_attribute = np.ascontiguousarray(constraint_of_attribute,
                                                             dtype=np.int64)
-        M = targets.shape[0]
-        self.firings = _core.ConstraintFirings(corpus, self.constraint_of_attribute, M)
-        counts = self.firings.counts
-        empty = np.flatnonzero(counts == 0)
-        if len(empty):
-            raise SscrfError(f"ge constraint(s) {empty.tolist()} fire nowhere in the corpus")
-        self.counts = counts
-        # KL terms only where the target is positive (0·log 0 = 0).
-        self._positive = targets > 0
+        self.firings = _core.ConstraintFirings(corpus, self.constraint_of_attribute,
+                                               targets.shape[0])
+        GEPenalty.__init__(self, targets, self.firings.counts, penalty, smoothing)
         # pass 1's scores for pass 2, allocated when first needed
         self._emissions: Optional[NDArray[np.float64]] = None
         self._emissions_in_use = threading.Lock()
-        self._target_log = np.where(self._positive, np.log(np.where(self._positive, targets, 1.0)),
-                                    0.0)
 
     def expectations(self, theta: ArrayLike) -> NDArray[np.float64]:
         """The model's label distributions ``p̂`` (M, S), smoothed as the penalty uses them."""
@@ -344,24 +388,10 @@ class GE(Term):
                                      self.n_threads, self.firings)
         return self._smoothed(sums)
 
-    def _smoothed(self, sums: NDArray[np.float64]) -> NDArray[np.float64]:
-        raw = sums / self.counts[:, None]
-        if self.penalty == "l2":
-            return raw
-        S = self.targets.shape[1]
-        return (raw + self.smoothing) / (1.0 + S * self.smoothing)
-
     def divergences(self, theta: ArrayLike) -> NDArray[np.float64]:
         """Per-constraint penalty (M,) before the weight: KL or squared distance."""
         p_hat = self.expectations(theta)
         return self._per_constraint(p_hat)
-
-    def _per_constraint(self, p_hat: NDArray[np.float64]) -> NDArray[np.float64]:
-        if self.penalty == "l2":
-            return ((p_hat - self.targets) ** 2).sum(axis=1)
-        log_p_hat = np.log(np.where(self._positive, p_hat, 1.0))
-        return np.where(self._positive, self.targets * (self._target_log - log_p_hat),
-                        0.0).sum(axis=1)
 
     def _evaluate(self, theta: NDArray[np.float64], out: Optional[NDArray[np.float64]]
                   ) -> _Result:
@@ -377,28 +407,13 @@ class GE(Term):
             emissions = self._emissions if cached else None
             sums = _core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
                                          self.firings, emissions=emissions)
-            value, score_weights = self._score_weights(sums)
+            value, score_weights = self.score_weights(sums)
             grad = _core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
                                      self.firings, score_weights, out=out, emissions=emissions)
         finally:
             if cached:
                 self._emissions_in_use.release()
         return value, grad
-
-    def _score_weights(self, sums: NDArray[np.float64]) -> _Result:
-        """The penalty's value and pass 2's weights ``∂loss/∂p̂_m / C_m`` (M, S)."""
-        S = self.targets.shape[1]
-        p_hat = self._smoothed(sums)
-        value = float(self._per_constraint(p_hat).sum())
-        if self.penalty == "l2":
-            d_p_hat = 2.0 * (p_hat - self.targets)
-            d_sums = 1.0 / self.counts
-        else:
-            d_p_hat = np.where(self._positive,
-                               -self.targets / np.where(self._positive, p_hat, 1.0), 0.0)
-            d_sums = 1.0 / (self.counts * (1.0 + S * self.smoothing))
-        return value, np.ascontiguousarray(d_p_hat * d_sums[:, None])
-
 
 @register("alternatives")
 class AlternativesLikelihood(Term):

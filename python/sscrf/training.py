@@ -60,8 +60,8 @@ if TYPE_CHECKING:
     Params = Mapping[str, Any]
 
 __all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
-           "WARN_ABOVE", "check_params", "fit", "ge_constraints", "label_set", "labeled_terms",
-           "minimize", "training_bytes", "training_record", "variable_scale"]
+           "WARN_ABOVE", "check_params", "fit", "ge_constraints", "kept_constraints", "label_set",
+           "labeled_terms", "minimize", "model_labels", "training_bytes", "training_record", "variable_scale"]
 
 FEATURE_SETS = ("auto", "observed", "dense")
 
@@ -165,7 +165,9 @@ def label_set(labels: Optional[Sequence[str]], y: Sequence[Sequence[str]]) -> Li
     return found
 
 
-def _classes(params: Params, y: Any, use_ge: bool, constraints: Any) -> List[str]:
+def model_labels(params: Params, y: Any, use_ge: bool, constraints: Any) -> List[str]:
+    """The label set of a fit: ``labels=``, else the labels of ``y``, and with GE the
+    labels the constraints name."""
     label_source = label_view(y, params["labels"])
     if use_ge and params["labels"] is None:  # labels named by constraints join the label set
         named = _constraints.constraint_labels(constraints)
@@ -277,8 +279,16 @@ def ge_constraints(constraints: Mapping[str, Any], extractor: FeatureExtractor,
     Drops, with a warning, constraints whose attribute is not in the
     vocabulary or never fires in the unlabeled data.
     """
+    return kept_constraints(constraints, extractor,
+                            token_counts([unlabeled], unlabeled.n_attributes) > 0, classes)
+
+
+def kept_constraints(constraints: Mapping[str, Any], extractor: FeatureExtractor,
+                     fires: NDArray[np.bool_], classes: Sequence[str]
+                     ) -> Tuple[NDArray[np.int64], NDArray[np.float64], Dict[str, Any]]:
+    """:func:`ge_constraints` from ``fires`` (n_attributes,): whether each attribute is
+    present at some unlabeled token (the distributed fit adds the shards' counts)."""
     index = extractor.attribute_index()
-    fires = token_counts([unlabeled], unlabeled.n_attributes) > 0
     absent = [a for a in constraints if a not in index]
     silent = [a for a in constraints if a in index and not fires[index[a]]]
     for what, dropped in (("not in the vocabulary (never in the training data, or cut by "
@@ -294,7 +304,7 @@ def ge_constraints(constraints: Mapping[str, Any], extractor: FeatureExtractor,
                          "sentences); nothing for the ge term. Attributes are named as the "
                          f"features name them, e.g. {examples}")
     attributes, targets = _constraints.target_matrix(kept, classes)
-    constraint_of_attribute = np.full(unlabeled.n_attributes, -1, dtype=np.int64)
+    constraint_of_attribute = np.full(len(fires), -1, dtype=np.int64)
     constraint_of_attribute[[index[a] for a in attributes]] = np.arange(len(attributes))
     return constraint_of_attribute, targets, kept
 
@@ -382,7 +392,7 @@ def _plan_fit(params: Params, X: Any, y: Any, X_unlabeled: Any, constraints: Any
     if checkpoint is not None:
         check_integer(checkpoint_every, "checkpoint_every", minimum=1)
         check_writable(checkpoint)
-    classes = _classes(params, y, use_ge, constraints)
+    classes = model_labels(params, y, use_ge, constraints)
     feature_set = params["feature_set"]
     if feature_set == "auto" and params["all_possible_states"] is not None:
         feature_set = "dense" if params["all_possible_states"] else "observed"

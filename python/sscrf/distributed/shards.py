@@ -12,10 +12,17 @@ to Dask):
    ``X_unlabeled``);
 2. :func:`shard_labels` and, for ``observed``, :func:`shard_pairs` per
    shard → :func:`layout_from_pairs` on the client;
-3. :func:`shard_terms` per shard, kept where the shard lives;
-4. per evaluation, :func:`shard_value_and_gradient` per shard, then
-   :func:`tree_sum`'s fixed pairing over shard indices: the bits depend on
-   the partition only, not on which worker holds which shard.
+3. with GE constraints, :func:`shard_attribute_tokens` per unlabeled shard
+   → the constraints kept (:func:`sscrf.training.kept_constraints`) → their
+   firing counts ``C_m`` from the compiled shards (:attr:`ShardGE.counts`);
+4. :func:`shard_terms` per shard, kept where the shard lives;
+5. per evaluation, :func:`shard_partial` per shard, then :func:`tree_sum`'s
+   fixed pairing over shard indices: the bits depend on the partition only,
+   not on which worker holds which shard. With GE, the summed expectations
+   ``q`` give the score weights on the client
+   (:class:`sscrf.objectives.GEPenalty`), and a second pass,
+   :func:`with_ge_gradient`, adds each shard's GE gradient before the same
+   tree.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ import numpy as np
 from ..errors import SscrfError
 from ..features import FeatureExtractor
 from ..features.csr import large_values
+from .. import _core
+from ..annotations import label_view
+from ..features.vocabulary import token_counts
 from ..inputs import check_labeled, check_unlabeled, encode_labels
 from ..layout import ParameterLayout
 from ..objectives import Entropy, Objective, Term
@@ -41,10 +51,10 @@ if TYPE_CHECKING:
 
     from ..features.vocabulary import AttributeCounts
 
-__all__ = ["PathOrPaths", "Shard", "ShardTerms", "add_results", "compiled_terms", "expand_paths",
-           "forget_fit",
-           "layout_from_pairs", "make_shard", "shard_counts", "shard_labels", "shard_pairs",
-           "shard_terms", "shard_value_and_gradient", "tree_sum"]
+__all__ = ["FitContext", "Partial", "PathOrPaths", "Shard", "ShardGE", "ShardTerms",
+           "add_results", "compiled_terms", "expand_paths", "forget_fit", "layout_from_pairs",
+           "make_shard", "shard_attribute_tokens", "shard_counts", "shard_labels", "shard_pairs",
+           "shard_groups", "shard_partial", "shard_terms", "tree_sum", "with_ge_gradient"]
 
 _T = TypeVar("_T")
 
@@ -88,16 +98,8 @@ def shard_counts(shard: Shard, extractor: FeatureExtractor) -> AttributeCounts:
 
 
 def shard_labels(shard: Shard) -> set[str]:
-    """The labels a labeled shard uses (a set or None cell of a partial annotation adds
-    its members)."""
-    labels: set[str] = set()
-    for seq in shard.y or []:
-        for label in seq:
-            if isinstance(label, str):
-                labels.add(label)
-            elif label is not None and not isinstance(label, tuple):
-                labels.update(label)
-    return labels
+    """The labels a labeled shard names: alone, in a set or in an alternative labeling."""
+    return {label for seq in label_view(shard.y or []) for label in seq}
 
 
 def _features(shard: Shard, extractor: FeatureExtractor) -> Any:
@@ -132,30 +134,85 @@ def layout_from_pairs(keys: Sequence[NDArray[np.int64]], n_attributes: int, n_la
     return ParameterLayout(row_ptr, (merged % S).astype(np.int32), S)
 
 
+def shard_attribute_tokens(shard: Shard, extractor: FeatureExtractor,
+                           attributes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """How many tokens of the shard each of ``attributes`` (ids) is present at."""
+    features = extractor.transform(shard.X)
+    return token_counts([features], features.n_attributes)[attributes]
+
+
+class FitContext(NamedTuple):
+    """What every shard's terms are compiled with, sent to the workers once per fit.
+    ``constraint_of_attribute``: attribute id → GE constraint (−1: none), or None
+    without GE."""
+
+    extractor: FeatureExtractor
+    classes: list[str]
+    layout: ParameterLayout
+    params: dict[str, Any]
+    n_threads: int
+    constraint_of_attribute: Optional[NDArray[np.int64]] = None
+    n_constraints: int = 0
+
+
+class ShardGE:
+    """The GE passes over one unlabeled shard: expectation sums ``q`` (M, S), and the
+    gradient for the score weights computed from every shard's ``q``
+    (:class:`sscrf.objectives.GE` does both over one corpus)."""
+
+    def __init__(self, corpus: Any, layout: Any, n_threads: int,
+                 constraint_of_attribute: NDArray[np.int64], n_constraints: int) -> None:
+        self.corpus, self.layout, self.n_threads = corpus, layout, n_threads
+        self.firings = _core.ConstraintFirings(corpus, constraint_of_attribute, n_constraints)
+
+    @property
+    def counts(self) -> NDArray[np.int64]:
+        """``C_m`` in this shard: the tokens where constraint ``m`` fires."""
+        return np.asarray(self.firings.counts, dtype=np.int64)
+
+    def sums(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(_core.ge_expectations(self.corpus, self.layout, theta, self.n_threads,
+                                                self.firings))
+
+    def gradient(self, theta: NDArray[np.float64], score_weights: NDArray[np.float64]
+                 ) -> NDArray[np.float64]:
+        return np.asarray(_core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
+                                            self.firings, score_weights))
+
+
 class ShardTerms(NamedTuple):
-    """The compiled terms of one shard: the stage-1 ones (complete sentences' likelihood)
-    and every term."""
+    """The compiled terms of one shard: the stage-1 ones (complete sentences' likelihood),
+    every term but GE, and the shard's GE passes (None: no GE, or a labeled shard)."""
 
     supervised: list[Term]
     every: list[Term]
+    ge: Optional[ShardGE] = None
 
 
-def shard_terms(shard: Shard, extractor: FeatureExtractor, classes: Sequence[str],
-                layout: ParameterLayout, params: dict[str, Any], n_threads: int) -> ShardTerms:
+def shard_terms(shard: Shard, context: FitContext) -> ShardTerms:
     """Compile a shard's terms as ``CRF.fit`` would compile its sentences: labeled
-    sentences by :func:`sscrf.training.labeled_terms`; unlabeled ones as the entropy term."""
+    sentences by :func:`sscrf.training.labeled_terms`; unlabeled ones as the entropy
+    term and the GE passes."""
+    extractor, classes, layout, params, n_threads = context[:5]
     features = _features(shard, extractor)
     if shard.y is not None:
         index = {label: i for i, label in enumerate(classes)}
         supervised, partial = labeled_terms(features, shard.y, index, None, layout.core,
                                             n_threads)
         return ShardTerms(list(supervised), list(supervised) + list(partial))
-    if params["entropy_weight"] <= 0 or not len(shard.X):
+    use_ge = context.constraint_of_attribute is not None
+    if (params["entropy_weight"] <= 0 and not use_ge) or not len(shard.X):
         return ShardTerms([], [])
     corpus = compile_corpus(features, n_labels=len(classes))
-    term = Entropy(corpus, layout.core, n_threads, weight=params["entropy_weight"],
-                   method=params["entropy_method"])
-    return ShardTerms([], [term])
+    terms: list[Term] = []
+    if params["entropy_weight"] > 0:
+        terms.append(Entropy(corpus, layout.core, n_threads, weight=params["entropy_weight"],
+                             method=params["entropy_method"]))
+    ge = None
+    if context.constraint_of_attribute is not None:
+        ge = ShardGE(corpus, layout.core, n_threads, context.constraint_of_attribute,
+                     context.n_constraints)
+    return ShardTerms([], terms, ge)
 
 
 #: Compiled terms of the shards this process evaluated, by (fit, shard index).
@@ -166,14 +223,11 @@ def shard_terms(shard: Shard, extractor: FeatureExtractor, classes: Sequence[str
 _COMPILED: dict[tuple[str, int], ShardTerms] = {}
 
 
-def compiled_terms(key: tuple[str, int], shard: Shard, extractor: FeatureExtractor,
-                   classes: Sequence[str], layout: ParameterLayout, params: dict[str, Any],
-                   n_threads: int) -> ShardTerms:
+def compiled_terms(key: tuple[str, int], shard: Shard, context: FitContext) -> ShardTerms:
     """:func:`shard_terms`, compiled on first use in this process and kept under ``key``."""
     terms = _COMPILED.get(key)
     if terms is None:
-        terms = _COMPILED[key] = shard_terms(shard, extractor, classes, layout, params,
-                                             n_threads)
+        terms = _COMPILED[key] = shard_terms(shard, context)
     return terms
 
 
@@ -185,21 +239,63 @@ def forget_fit(fit: str) -> int:
     return len(keys)
 
 
-def shard_value_and_gradient(terms: ShardTerms, theta: NDArray[np.float64], stage: str
-                             ) -> tuple[float, NDArray[np.float64]]:
+class Partial(NamedTuple):
+    """A shard's (or a sum of shards') loss and gradient, and with GE its expectation
+    sums ``q`` (M, S) before the second pass (None otherwise)."""
+
+    loss: float
+    grad: NDArray[np.float64]
+    ge_sums: Optional[NDArray[np.float64]] = None
+
+
+def shard_partial(terms: ShardTerms, theta: NDArray[np.float64], stage: str) -> Partial:
     """The sum of a shard's terms (``stage``: ``"supervised"`` or ``"every"``) at θ, in
-    their fixed order; (0, zeros) for a shard with none."""
+    their fixed order, (0, zeros) for a shard with none; at ``"every"`` the GE sums too."""
     chosen = terms.supervised if stage == "supervised" else terms.every
+    ge_sums = terms.ge.sums(theta) if stage == "every" and terms.ge is not None else None
     if not chosen:
-        return 0.0, np.zeros_like(theta)
+        return Partial(0.0, np.zeros_like(theta), ge_sums)
     loss, grad = Objective(chosen, c2=0.0)(theta)
-    return float(loss), np.array(grad, dtype=np.float64)
+    return Partial(float(loss), np.array(grad, dtype=np.float64), ge_sums)
 
 
-def add_results(a: tuple[float, NDArray[np.float64]], b: tuple[float, NDArray[np.float64]]
-                ) -> tuple[float, NDArray[np.float64]]:
-    """``a + b`` of two (loss, gradient) pairs (new arrays: an engine may keep its inputs)."""
-    return a[0] + b[0], a[1] + b[1]
+def with_ge_gradient(terms: ShardTerms, partial: Partial, theta: NDArray[np.float64],
+                     score_weights: NDArray[np.float64]) -> Partial:
+    """``partial`` (this shard's first pass) with the shard's GE gradient for
+    ``score_weights`` added; λ is in the weights."""
+    if terms.ge is None:
+        return Partial(partial.loss, partial.grad)
+    return Partial(partial.loss, partial.grad + terms.ge.gradient(theta, score_weights))
+
+
+def add_results(a: Partial, b: Partial) -> Partial:
+    """``a + b``, in new arrays (an engine may keep its inputs); GE sums absent on one
+    side count as zeros."""
+    if a.ge_sums is None or b.ge_sums is None:
+        sums = a.ge_sums if b.ge_sums is None else b.ge_sums
+    else:
+        sums = a.ge_sums + b.ge_sums
+    return Partial(a.loss + b.loss, a.grad + b.grad, sums)
+
+
+def shard_groups(n_shards: int, n_groups: int) -> list[range]:
+    """Consecutive shard indices in at most ``n_groups`` groups (at least one), each an
+    aligned block of ``2^k`` indices (the last one may be shorter).
+
+    Such a block is one node of :func:`tree_sum`'s tree over the shard
+    indices: at level ``k`` the node ``i`` is the sum of the items
+    ``[i·2^k, (i+1)·2^k)``, an odd one out carried up unchanged. So summing
+    each group with :func:`tree_sum`, then the groups' sums with it again,
+    gives the bits of one :func:`tree_sum` over all the shards, for any
+    ``n_groups``: the workers can each add their group's shards without the
+    result depending on how many workers there are.
+    """
+    if n_shards < 1:
+        raise SscrfError("nothing to group: no shard")
+    size = 1
+    while -(-n_shards // size) > max(1, n_groups):
+        size *= 2
+    return [range(a, min(a + size, n_shards)) for a in range(0, n_shards, size)]
 
 
 def tree_sum(items: Sequence[_T], add: Callable[[_T, _T], _T]) -> _T:
