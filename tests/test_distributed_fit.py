@@ -15,7 +15,7 @@ import pytest
 
 import distributed
 
-from sscrf import CRF, SscrfError, SscrfTypeError, training
+from sscrf import CRF, CompiledCorpus, SscrfError, SscrfTypeError, compile_corpus_file, training
 from sscrf.annotations import Alternatives
 from sscrf.demo import generate_hmm_corpus
 from sscrf.distributed import ClusterObjective, ShardedCorpus, fit
@@ -228,6 +228,39 @@ def test_same_bits_on_one_worker_and_from_files(client, data, tmp_path):
         single = fit(alone, CRF(max_iterations=10, templates="default"),
                      ShardedCorpus.from_sentences(alone, X, y, n_shards=2))
     np.testing.assert_array_equal(many.coef_, single.coef_)
+
+
+def test_compiled_corpus_files_fit_as_one_machine_fits_them(client, data, tmp_path):
+    X, y, X_u = data
+    vocabulary = CRF(max_iterations=1, templates="default", entropy_weight=0.1).fit(
+        X[:40], y[:40], X_unlabeled=X_u)
+    labeled, unlabeled = [], []
+    for k, (a, b) in enumerate([(0, 20), (20, 40)]):
+        write_conll(tmp_path / f"l{k}.conll", X[a:b], y[a:b])
+        write_conll(tmp_path / f"u{k}.conll", X_u[30 * k:30 * (k + 1)])
+        for name, has_labels, kept in ((f"l{k}", True, labeled), (f"u{k}", False, unlabeled)):
+            compile_corpus_file(str(tmp_path / f"{name}.conll"), tmp_path / f"{name}.corpus",
+                                vocabulary=vocabulary, has_labels=has_labels)
+            kept.append(str(tmp_path / f"{name}.corpus"))
+    params = dict(max_iterations=20, entropy_weight=0.1)
+    one = CRF(**params).fit(CompiledCorpus.open(labeled), None,
+                            X_unlabeled=CompiledCorpus.open(unlabeled))
+    many = fit(client, CRF(**params),
+               ShardedCorpus.from_compiled(client, labeled, labeled=True),
+               X_unlabeled=ShardedCorpus.from_compiled(client, unlabeled))
+    assert many.attributes_ == one.attributes_ == vocabulary.attributes_
+    assert relative_gap(many.coef_, one.coef_) <= 1e-8
+    # shards of another vocabulary are refused, naming the file
+    compile_corpus_file(str(tmp_path / "u1.conll"), tmp_path / "other.corpus")
+    with pytest.raises(SscrfError, match="other.corpus: compiled under another vocabulary"):
+        fit(client, CRF(**params), ShardedCorpus.from_compiled(client, labeled, labeled=True),
+            X_unlabeled=ShardedCorpus.from_compiled(client, [unlabeled[0],
+                                                             str(tmp_path / "other.corpus")]))
+    with pytest.raises(SscrfError, match="both be compiled"):
+        fit(client, CRF(**params), ShardedCorpus.from_compiled(client, labeled, labeled=True),
+            X_unlabeled=ShardedCorpus.from_sentences(client, X_u))
+    with pytest.raises(SscrfError, match="no labels stored"):
+        ShardedCorpus.from_compiled(client, unlabeled, labeled=True).shards[0].result()
 
 
 def test_a_worker_killed_mid_fit_gives_the_same_model(client, data):

@@ -47,8 +47,8 @@ from ..progress import Progress
 from ..fit_callbacks import shifted_callback
 from ..training import (ZERO_WEIGHT_WARNING, check_params, kept_constraints, model_labels,
                         training_record)
-from .shards import (FitContext, Partial, PathOrPaths, Shard, add_results, compiled_terms,
-                     expand_paths, forget_fit, layout_from_pairs, make_shard,
+from .shards import (FitContext, Partial, PathOrPaths, Shard, add_results, compiled_extractor,
+                     compiled_shard, compiled_terms, compiled_vocabulary, expand_paths, forget_fit, layout_from_pairs, make_shard,
                      shard_attribute_tokens, shard_counts, shard_groups, shard_labels,
                      shard_pairs, shard_partial, tree_sum, with_ge_gradient)
 
@@ -105,9 +105,12 @@ class ShardedCorpus:
     shards : list of distributed.Future
         Each resolves to a :class:`sscrf.distributed.shards.Shard`.
     labeled : bool
+    compiled : bool
+        The shards are compiled corpus files (:meth:`from_compiled`).
     """
 
-    def __init__(self, client: Client, shards: Sequence[Future], labeled: bool) -> None:
+    def __init__(self, client: Client, shards: Sequence[Future], labeled: bool,
+                 compiled: bool = False) -> None:
         if not isinstance(client, Client):
             raise SscrfTypeError(f"client must be a distributed.Client, not "
                                  f"{type(client).__name__}")
@@ -116,6 +119,7 @@ class ShardedCorpus:
         self.client = client
         self.shards = list(shards)
         self.labeled = bool(labeled)
+        self.compiled = bool(compiled)
 
     def __len__(self) -> int:
         return len(self.shards)
@@ -161,6 +165,20 @@ class ShardedCorpus:
         futures = [client.submit(_lines_shard, path, encoding, pure=False)
                    for path in expand_paths(paths)]
         return cls(client, futures, False)
+
+    @classmethod
+    def from_compiled(cls, client: Client, paths: PathOrPaths, *, labeled: bool = False
+                      ) -> ShardedCorpus:
+        """One shard per compiled corpus file (``sscrf compile``, or
+        :func:`sscrf.compile_corpus_file`), memory-mapped on the workers: they must see
+        the same paths. The files must share one vocabulary (compile them with
+        ``--vocabulary`` set to the first, or to a model); a fit takes it as it is,
+        as ``CRF.fit`` takes a compiled corpus's. ``labeled``: the files store labels
+        (``sscrf compile --labeled``), for ``X``. Each file is checked where it is
+        read (:meth:`sscrf.CompiledCorpus.open`)."""
+        futures = [client.submit(compiled_shard, path, labeled, pure=False)
+                   for path in expand_paths(paths)]
+        return cls(client, futures, labeled, compiled=True)
 
     @classmethod
     def from_bag(cls, client: Client, bag: db.Bag, *, labeled: bool = False) -> ShardedCorpus:
@@ -237,7 +255,13 @@ class ClusterObjective:
         self.client, self.fit_id = client, uuid.uuid4().hex
         self.shards = X.shards + ([] if X_unlabeled is None else X_unlabeled.shards)
         unlabeled = [] if X_unlabeled is None else X_unlabeled.shards
-        extractor = self._vocabulary(params)
+        compiled = [c.compiled for c in (X, X_unlabeled) if c is not None]
+        if any(compiled) and not all(compiled):
+            raise SscrfError("X and X_unlabeled must both be compiled corpus files "
+                             "(ShardedCorpus.from_compiled), or both sentences: a compiled "
+                             "corpus brings its vocabulary, sentences have theirs counted")
+        extractor = (self._compiled_vocabulary() if any(compiled)
+                     else self._vocabulary(params))
         used: set[str] = set().union(*client.gather([client.submit(shard_labels, s)
                                                      for s in X.shards]))
         classes = model_labels(params, [sorted(used)], constraints is not None, constraints)
@@ -295,6 +319,18 @@ class ClusterObjective:
                                 for s in self.shards])
         extractor.set_vocabulary(merge_counts(counts).freeze(params["min_freq"],
                                                              params.get("max_features")))
+        return extractor
+
+    def _compiled_vocabulary(self) -> FeatureExtractor:
+        client = self.client
+        found = client.gather([client.submit(compiled_vocabulary, s) for s in self.shards])
+        for path, key in found[1:]:
+            if key != found[0][1]:
+                raise SscrfError(f"{path}: compiled under another vocabulary or templates "
+                                 f"than {found[0][0]}; compile the shards with --vocabulary "
+                                 "set to one of them")
+        extractor: FeatureExtractor = client.submit(compiled_extractor,
+                                                    self.shards[0]).result()
         return extractor
 
     # -- placement: one group per worker, where most of its shards are ----------------

@@ -44,6 +44,7 @@ from ..inputs import check_labeled, check_unlabeled, encode_labels
 from ..layout import ParameterLayout
 from ..objectives import Entropy, Objective, Term
 from ..corpus import compile_corpus
+from ..corpus_file import CompiledCorpus, labeled_input, unlabeled_input
 from ..training import RESCALE_ABOVE, labeled_terms
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
     from ..features.vocabulary import AttributeCounts
 
 __all__ = ["FitContext", "Partial", "PathOrPaths", "Shard", "ShardGE", "ShardTerms",
-           "add_results", "compiled_terms", "expand_paths", "forget_fit", "layout_from_pairs",
+           "add_results", "compiled_extractor", "compiled_shard", "compiled_terms",
+           "compiled_vocabulary", "expand_paths", "forget_fit", "layout_from_pairs",
            "make_shard", "shard_attribute_tokens", "shard_counts", "shard_labels", "shard_pairs",
            "shard_groups", "shard_partial", "shard_terms", "tree_sum", "with_ge_gradient"]
 
@@ -76,10 +78,13 @@ def expand_paths(paths: PathOrPaths) -> list[str]:
 
 
 class Shard(NamedTuple):
-    """Sentences of one shard: ``y`` None for unlabeled text."""
+    """Sentences of one shard: ``y`` None for unlabeled text. A compiled shard is a
+    corpus file (``path``, memory-mapped where it is read) with no sentences in
+    ``X``, and in ``y`` the labels it stores."""
 
     X: list[Any]
     y: Optional[list[Any]] = None
+    path: Optional[str] = None
 
 
 def make_shard(X: Sequence[Any], y: Optional[Sequence[Any]] = None, what: str = "shard"
@@ -90,6 +95,28 @@ def make_shard(X: Sequence[Any], y: Optional[Sequence[Any]] = None, what: str = 
     X_checked, y_checked = check_labeled(list(X), list(y), allow_empty_corpus=True,
                                          partial=True)
     return Shard(X_checked, y_checked)
+
+
+def compiled_shard(path: str, labeled: bool) -> Shard:
+    """A shard of a compiled corpus file (:func:`sscrf.compile_corpus_file`), checked as
+    ``CRF.fit`` checks one: a labeled one must store labels; no empty sentences."""
+    corpus = CompiledCorpus.open(path)
+    if labeled:
+        return Shard([], labeled_input(corpus, None), path)
+    unlabeled_input(corpus)
+    return Shard([], None, path)
+
+
+def compiled_vocabulary(shard: Shard) -> tuple[str, tuple[bytes, Optional[list[str]], int]]:
+    """A compiled shard's path, and its vocabulary checksum, templates and attribute
+    count: shards fitted together must agree."""
+    corpus = CompiledCorpus.open(str(shard.path), validate=False)
+    return str(shard.path), (corpus.checksum, corpus.templates, corpus.n_attributes)
+
+
+def compiled_extractor(shard: Shard) -> FeatureExtractor:
+    """The extractor frozen to a compiled shard's vocabulary (the fitted model's)."""
+    return CompiledCorpus.open(str(shard.path), validate=False).extractor()
 
 
 def shard_counts(shard: Shard, extractor: FeatureExtractor) -> AttributeCounts:
@@ -103,7 +130,10 @@ def shard_labels(shard: Shard) -> set[str]:
 
 
 def _features(shard: Shard, extractor: FeatureExtractor) -> Any:
-    features = extractor.transform(shard.X)
+    if shard.path is not None:
+        features = CompiledCorpus.open(shard.path, validate=False).features_for(extractor)
+    else:
+        features = extractor.transform(shard.X)
     ids, values = large_values(features, RESCALE_ABOVE)
     if len(ids):  # one machine rescales such weights (training.variable_scale)
         name = (extractor.attributes_ or [])[int(ids[0])]
@@ -137,7 +167,7 @@ def layout_from_pairs(keys: Sequence[NDArray[np.int64]], n_attributes: int, n_la
 def shard_attribute_tokens(shard: Shard, extractor: FeatureExtractor,
                            attributes: NDArray[np.int64]) -> NDArray[np.int64]:
     """How many tokens of the shard each of ``attributes`` (ids) is present at."""
-    features = extractor.transform(shard.X)
+    features = _features(shard, extractor)
     return token_counts([features], features.n_attributes)[attributes]
 
 
@@ -201,7 +231,7 @@ def shard_terms(shard: Shard, context: FitContext) -> ShardTerms:
                                             n_threads)
         return ShardTerms(list(supervised), list(supervised) + list(partial))
     use_ge = context.constraint_of_attribute is not None
-    if (params["entropy_weight"] <= 0 and not use_ge) or not len(shard.X):
+    if (params["entropy_weight"] <= 0 and not use_ge) or len(features.offsets) < 2:
         return ShardTerms([], [])
     corpus = compile_corpus(features, n_labels=len(classes))
     terms: list[Term] = []
