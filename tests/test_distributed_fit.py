@@ -20,7 +20,7 @@ from sscrf.annotations import Alternatives
 from sscrf.demo import generate_hmm_corpus
 from sscrf.distributed import ClusterObjective, ShardedCorpus, fit
 from sscrf.objectives import Objective
-from sscrf.distributed.shards import Partial, add_results, shard_groups, tree_sum
+from sscrf.distributed.shards import Partial, add_into, add_results, shard_groups, tree_sum
 from sscrf.io import write_conll
 
 
@@ -320,6 +320,30 @@ def test_ge_sums_missing_on_one_side_count_as_zeros():
     for total in (add_results(a, b), add_results(b, a)):
         np.testing.assert_array_equal(total.ge_sums, a.ge_sums)
     np.testing.assert_array_equal(add_results(a, a).ge_sums, np.ones((2, 3)))
+
+
+def test_adding_into_the_first_gives_the_same_bits_and_leaves_the_second():
+    rng = np.random.default_rng(3)
+
+    def piece(with_sums):
+        return Partial(float(rng.normal()), rng.normal(size=6) * 10.0 ** rng.integers(-9, 9, 6),
+                       rng.normal(size=(2, 3)) if with_sums else None)
+
+    for first, second in ((True, True), (True, False), (False, True), (False, False)):
+        a, b = piece(first), piece(second)
+        want = add_results(a, b)
+        b_before = (b.grad.copy(), None if b.ge_sums is None else b.ge_sums.copy())
+        got = add_into(Partial(a.loss, a.grad.copy(),
+                               None if a.ge_sums is None else a.ge_sums.copy()), b)
+        assert got.loss == want.loss
+        np.testing.assert_array_equal(got.grad, want.grad)
+        if want.ge_sums is None:
+            assert got.ge_sums is None
+        else:
+            np.testing.assert_array_equal(got.ge_sums, want.ge_sums)
+        np.testing.assert_array_equal(b.grad, b_before[0])
+        if second:
+            np.testing.assert_array_equal(b.ge_sums, b_before[1])
 
 
 def test_what_the_distributed_fit_refuses(client, data):

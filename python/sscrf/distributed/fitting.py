@@ -47,8 +47,9 @@ from ..progress import Progress
 from ..fit_callbacks import shifted_callback
 from ..training import (ZERO_WEIGHT_WARNING, check_params, kept_constraints, model_labels,
                         training_record)
-from .shards import (FitContext, Partial, PathOrPaths, Shard, add_results, compiled_extractor,
-                     compiled_shard, compiled_terms, compiled_vocabulary, expand_paths, forget_fit, layout_from_pairs, make_shard,
+from .shards import (FitContext, Partial, PathOrPaths, Shard, add_into, add_results,
+                     compiled_extractor, compiled_shard, compiled_terms, compiled_vocabulary,
+                     expand_paths, forget_fit, layout_from_pairs, make_shard,
                      shard_attribute_tokens, shard_counts, shard_groups, shard_labels,
                      shard_pairs, shard_partial, tree_sum, with_ge_gradient)
 
@@ -476,7 +477,7 @@ def _group_total(fit_id: str, first: int, shards: Sequence[Shard], context: FitC
                  theta: NDArray[np.float64], stage: str) -> Partial:
     """The group's shards at θ, added along their part of the fixed tree."""
     terms = _group_terms(fit_id, first, shards, context)
-    return tree_sum([shard_partial(t, theta, stage) for t in terms], add_results)
+    return tree_sum([shard_partial(t, theta, stage) for t in terms], add_into)
 
 
 def _group_first_pass(fit_id: str, first: int, shards: Sequence[Shard], context: FitContext,
@@ -489,7 +490,7 @@ def _group_first_pass(fit_id: str, first: int, shards: Sequence[Shard], context:
 
 def _group_sums(partials: list[Partial]) -> Optional[NDArray[np.float64]]:
     """The group's GE sums, added along the tree (None for a group without GE)."""
-    return tree_sum(partials, add_results).ge_sums
+    return tree_sum([p.ge_sums for p in partials], _add_sums)
 
 
 def _add_sums(a: Optional[NDArray[np.float64]], b: Optional[NDArray[np.float64]]
@@ -503,7 +504,7 @@ def _group_second_pass(fit_id: str, first: int, shards: Sequence[Shard], context
                        score_weights: NDArray[np.float64]) -> Partial:
     terms = _group_terms(fit_id, first, shards, context)
     return tree_sum([with_ge_gradient(t, p, theta, score_weights)
-                     for t, p in zip(terms, partials)], add_results)
+                     for t, p in zip(terms, partials)], add_into)
 
 
 def _check_supported(params: dict[str, Any], X: Any, X_unlabeled: Any, constraints: Any

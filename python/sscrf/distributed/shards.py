@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from ..features.vocabulary import AttributeCounts
 
 __all__ = ["FitContext", "Partial", "PathOrPaths", "Shard", "ShardGE", "ShardTerms",
-           "add_results", "compiled_extractor", "compiled_shard", "compiled_terms",
+           "add_into", "add_results", "compiled_extractor", "compiled_shard", "compiled_terms",
            "compiled_vocabulary", "expand_paths", "forget_fit", "layout_from_pairs",
            "make_shard", "shard_attribute_tokens", "shard_counts", "shard_labels", "shard_pairs",
            "shard_groups", "shard_partial", "shard_terms", "tree_sum", "with_ge_gradient"]
@@ -285,16 +285,16 @@ def shard_partial(terms: ShardTerms, theta: NDArray[np.float64], stage: str) -> 
     ge_sums = terms.ge.sums(theta) if stage == "every" and terms.ge is not None else None
     if not chosen:
         return Partial(0.0, np.zeros_like(theta), ge_sums)
-    loss, grad = Objective(chosen, c2=0.0)(theta)
-    return Partial(float(loss), np.array(grad, dtype=np.float64), ge_sums)
+    loss, grad = Objective(chosen, c2=0.0)(theta)  # a new array, this shard's own
+    return Partial(float(loss), grad, ge_sums)
 
 
 def with_ge_gradient(terms: ShardTerms, partial: Partial, theta: NDArray[np.float64],
                      score_weights: NDArray[np.float64]) -> Partial:
     """``partial`` (this shard's first pass) with the shard's GE gradient for
     ``score_weights`` added; λ is in the weights."""
-    if terms.ge is None:
-        return Partial(partial.loss, partial.grad)
+    if terms.ge is None:  # a copy: the first pass's result is kept as it is
+        return Partial(partial.loss, partial.grad.copy())
     return Partial(partial.loss, partial.grad + terms.ge.gradient(theta, score_weights))
 
 
@@ -326,6 +326,17 @@ def shard_groups(n_shards: int, n_groups: int) -> list[range]:
     while -(-n_shards // size) > max(1, n_groups):
         size *= 2
     return [range(a, min(a + size, n_shards)) for a in range(0, n_shards, size)]
+
+
+def add_into(a: Partial, b: Partial) -> Partial:
+    """:func:`add_results` written into ``a``'s arrays, with the same bits: for results
+    nothing else holds, such as a worker's own shards' before they leave it."""
+    np.add(a.grad, b.grad, out=a.grad)
+    if a.ge_sums is None:
+        return Partial(a.loss + b.loss, a.grad, b.ge_sums)
+    if b.ge_sums is not None:
+        np.add(a.ge_sums, b.ge_sums, out=a.ge_sums)
+    return Partial(a.loss + b.loss, a.grad, a.ge_sums)
 
 
 def tree_sum(items: Sequence[_T], add: Callable[[_T, _T], _T]) -> _T:
