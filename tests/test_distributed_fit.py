@@ -286,6 +286,36 @@ def test_a_worker_killed_mid_fit_gives_the_same_model(client, data):
     client.wait_for_workers(2, timeout=60)  # the nanny restarts it, for the next tests
 
 
+def test_the_worker_holding_theta_killed_before_it_is_read(client, data, monkeypatch):
+    # θ goes to one worker and the others copy it from there: killing that worker
+    # right after θ lands loses θ mid-broadcast; the evaluation must run again
+    X, y, _ = data
+    with ClusterObjective(client, CRF(templates="default"),
+                          ShardedCorpus.from_sentences(client, X, y, n_shards=4)) as objective:
+        theta = np.random.default_rng(4).normal(size=objective.layout.size)
+        want_loss, want_grad = objective(theta)
+        want_grad = want_grad.copy()
+        scatter, killed = client.scatter, []
+
+        def scatter_then_kill(value, **options):
+            future = scatter(value, **options)
+            if isinstance(value, np.ndarray) and value.shape == theta.shape and not killed:
+                distributed.wait(future)
+                holder = next(iter(client.who_has([future])[future.key]))
+                client.run(lambda dask_worker: os.kill(dask_worker.process.process.pid,
+                                                       signal.SIGKILL),
+                           workers=[holder], nanny=True)
+                killed.append(holder)
+            return future
+
+        monkeypatch.setattr(client, "scatter", scatter_then_kill)
+        loss, grad = objective(theta)
+        assert killed
+        assert loss == want_loss
+        np.testing.assert_array_equal(grad, want_grad)
+    client.wait_for_workers(2, timeout=60)
+
+
 def test_tree_sum_has_a_fixed_shape():
     pieces = [Partial(float(k), np.full(3, 0.1 * k)) for k in range(7)]
     total = tree_sum(pieces, add_results)
