@@ -15,7 +15,8 @@ import distributed
 from sscrf import CRF, SscrfError, SscrfTypeError
 from sscrf.active import select
 from sscrf.demo import generate_hmm_corpus
-from sscrf.distributed import broadcast_model, conll_bag, predict, predict_marginals, score_pool
+from sscrf.distributed import (ShardedCorpus, broadcast_model, conll_bag, predict,
+                               predict_marginals, score_pool)
 from sscrf.io import write_conll
 
 
@@ -123,3 +124,15 @@ def test_bad_input_is_refused_with_its_name(client, data, tmp_path):
         conll_bag(str(tmp_path / "nothing-*.conll"))
     with pytest.raises(FileNotFoundError, match="missing.conll"):  # as read_conll in one process
         predict(client, crf, conll_bag(str(tmp_path / "missing.conll"))).compute()
+
+
+def test_a_sharded_corpus_is_tagged_and_scored_where_its_shards_lie(client, data):
+    crf, pool = data
+    sharded = ShardedCorpus.from_sentences(client, pool, n_shards=3)
+    assert predict(client, crf, sharded).compute() == crf.predict(pool)
+    got = predict_marginals(client, crf, sharded).compute()
+    assert got == crf.predict_marginals(pool)
+    chosen, scores = score_pool(client, crf, sharded, "sequence_entropy", 7)
+    want_chosen, want_scores = select(crf, pool, "sequence_entropy", 7)
+    np.testing.assert_array_equal(chosen, want_chosen)
+    np.testing.assert_array_equal(scores, want_scores)

@@ -30,6 +30,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
+import dask.bag as db
 from dask import delayed
 from distributed import Client, Future
 from distributed.client import FutureCancelledError
@@ -54,7 +55,6 @@ from .shards import (FitContext, Partial, PathOrPaths, Shard, add_into, add_resu
                      shard_pairs, shard_partial, tree_sum, with_ge_gradient)
 
 if TYPE_CHECKING:
-    import dask.bag as db
     from numpy.typing import NDArray
 
 __all__ = ["ClusterObjective", "ShardedCorpus", "fit"]
@@ -83,6 +83,10 @@ def _partition_shard(partition: Sequence[Any], labeled: bool) -> Shard:
             raise SscrfError(f"a labeled bag holds (sentence, labels) pairs; element {k} of a "
                              f"partition is {type(pair).__name__}")
     return make_shard([p[0] for p in pairs], [p[1] for p in pairs], "a bag partition")
+
+
+def _shard_sentences(shard: Shard) -> list[Any]:
+    return list(shard.X)
 
 
 def _n_columns(shard: Shard) -> Optional[int]:
@@ -128,6 +132,16 @@ class ShardedCorpus:
     def __repr__(self) -> str:
         kind = "labeled" if self.labeled else "unlabeled"
         return f"ShardedCorpus({len(self.shards)} {kind} shards)"
+
+    def to_bag(self) -> db.Bag:
+        """The shards' sentences as a ``dask.bag.Bag``, one partition per shard, read
+        where the shards lie: what :func:`sscrf.distributed.predict` and
+        :func:`sscrf.distributed.score_pool` take (they take the corpus itself too)."""
+        if self.compiled:
+            raise SscrfError("compiled corpus files hold features, not sentences: tag the "
+                             "sentences they were compiled from (conll_bag(paths))")
+        part = delayed(_shard_sentences, pure=True)
+        return db.from_delayed([part(shard) for shard in self.shards])
 
     @classmethod
     def from_sentences(cls, client: Client, X: Sequence[Any], y: Optional[Sequence[Any]] = None,

@@ -26,6 +26,7 @@ from distributed import Client, Future
 from ..active.selectors import SELECTORS, check_count, check_log_q, select, short_repr
 from ..errors import SscrfError, SscrfTypeError
 from ..io import read_conll
+from .fitting import ShardedCorpus
 from .shards import PathOrPaths, expand_paths
 
 
@@ -49,9 +50,12 @@ def _check_model(crf: Any) -> None:
 
 
 def _check_bag(sentences: Any, what: str = "sentences") -> db.Bag:
+    if isinstance(sentences, ShardedCorpus):
+        return sentences.to_bag()
     if not isinstance(sentences, db.Bag):
         raise SscrfTypeError(f"{what} must be a dask.bag.Bag of sentences (e.g. "
-                             "dask.bag.from_sequence(X, npartitions=k) or conll_bag(paths)), "
+                             "dask.bag.from_sequence(X, npartitions=k) or conll_bag(paths)) "
+                             "or a ShardedCorpus, "
                              f"not {type(sentences).__name__}")
     return sentences
 
@@ -102,9 +106,10 @@ def predict(client: Client, crf: Any, sentences: db.Bag) -> db.Bag:
         by each worker), or the future :func:`broadcast_model` returned, to
         send it to every worker once for several calls; keep that future
         referenced until the bag is computed.
-    sentences : dask.bag.Bag
+    sentences : dask.bag.Bag or ShardedCorpus
         Sentences in any input format the model takes (lists of feature
-        dicts, of attribute strings, or of CoNLL columns for template models).
+        dicts, of attribute strings, or of CoNLL columns for template models);
+        a sharded corpus's sentences are tagged where its shards lie.
 
     Returns
     -------
@@ -116,8 +121,7 @@ def predict(client: Client, crf: Any, sentences: db.Bag) -> db.Bag:
     _check_client(client)
     if not isinstance(crf, Future):
         _check_model(crf)
-    _check_bag(sentences)
-    return sentences.map_partitions(_predict_partition, _model_in_graph(crf))
+    return _check_bag(sentences).map_partitions(_predict_partition, _model_in_graph(crf))
 
 
 def predict_marginals(client: Client, crf: Any, sentences: db.Bag) -> db.Bag:
@@ -129,8 +133,7 @@ def predict_marginals(client: Client, crf: Any, sentences: db.Bag) -> db.Bag:
     _check_client(client)
     if not isinstance(crf, Future):
         _check_model(crf)
-    _check_bag(sentences)
-    return sentences.map_partitions(_marginals_partition, _model_in_graph(crf))
+    return _check_bag(sentences).map_partitions(_marginals_partition, _model_in_graph(crf))
 
 
 def _score_partition(sentences: Sequence[Any], crf: Any, strategy: str,
@@ -153,8 +156,8 @@ def score_pool(client: Client, crf: Any, pool: db.Bag, strategy: str, m: int, *,
     crf : sscrf.CRF, distributed.Future or None
         A fitted model (or its broadcast future); None for ``random`` and
         ``quota_sampling``.
-    pool : dask.bag.Bag
-        The candidate sentences; indices count in the bag's order.
+    pool : dask.bag.Bag or ShardedCorpus
+        The candidate sentences; indices count in the bag's (or the shards') order.
     strategy, m, log_q, random_state, **options
         As in :func:`sscrf.active.select`. ``exclude`` (for
         ``most_uncertain_span``) is not taken here: drop labeled tokens'
@@ -167,7 +170,7 @@ def score_pool(client: Client, crf: Any, pool: db.Bag, strategy: str, m: int, *,
         What ``select`` returns for the same pool collected in one list.
     """
     _check_client(client)
-    _check_bag(pool, "pool")
+    pool = _check_bag(pool, "pool")
     if strategy not in SELECTORS:
         raise SscrfError(f"unknown strategy {short_repr(strategy)}; known: "
                          f"{', '.join(sorted(SELECTORS))}")
