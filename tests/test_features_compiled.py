@@ -64,6 +64,27 @@ def test_random_templates_and_corpora_match_the_reference(lines, corpus, other, 
     assert compiled.count(corpus, other) == reference.count(corpus, other)
 
 
+@pytest.mark.parametrize("n_templates", [1, 2, 7, 16, 17, 19, 31, 32, 33, 45])
+def test_many_templates_sorted_per_token_as_the_reference(n_templates):
+    # each token's ids are sorted by a sorting network over 16 tokens at a
+    # time for up to 32 templates, by std::sort above: sizes on both sides of
+    # the powers of two, token counts that are not multiples of 16, repeats
+    rng = np.random.default_rng(n_templates)
+    words = [f"w{k}" for k in range(25)]
+    corpus = [[[str(rng.choice(words)), str(rng.choice(["A", "B", "C"]))]
+               for _ in range(int(rng.integers(1, 30)))] for _ in range(23)]
+    lines = [f"U{k}:%x[{int(rng.integers(-3, 4))},{int(rng.integers(0, 2))}]"
+             + ("" if k % 3 else f"/%x[{int(rng.integers(-1, 2))},1]")
+             for k in range(n_templates)]
+    if n_templates > 1:  # a repeat of the first template: one entry of value 2
+        lines[-1] = lines[0]
+    compiled, reference = extractors(lines)
+    (f,), (g,) = compiled.fit_transform(corpus), reference.fit_transform(corpus)
+    assert_same(f, g)
+    assert (np.asarray(f.values) == 2.0).any() == (n_templates > 1)
+    assert_same(compiled.transform(corpus[::-1]), reference.transform(corpus[::-1]))
+
+
 def test_repeated_templates_count_and_reading_order():
     # two templates giving one string make one entry of value 2; new
     # attributes are numbered by token, then template
