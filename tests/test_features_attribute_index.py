@@ -101,8 +101,16 @@ floats = st.one_of(
     st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.1, 1e308, 5e-324]),
 )
 leaf = st.one_of(strings, floats, st.integers(-2**70, 2**70), st.booleans())
+# vectors: float64 arrays are read in C++, other dtypes go the Python way
+vector = st.one_of(
+    st.lists(floats, max_size=4).map(lambda v: np.array(v, dtype=np.float64)),
+    st.lists(st.floats(-1e6, 1e6, width=32), max_size=3).map(
+        lambda v: np.array(v, dtype=np.float32)),
+    st.lists(st.integers(-5, 5), max_size=3).map(lambda v: np.array(v, dtype=np.int64)),
+)
 dict_value = st.one_of(
     leaf,
+    vector,
     st.lists(strings, max_size=3),
     st.dictionaries(st.sampled_from(["k", "m", "x"]), leaf, max_size=3),
 )
@@ -178,6 +186,63 @@ def test_many_entries_in_one_token_sort_stably():
     token = {"list": items, "n": 2.5, "list=v3": 0.25, "t": ("v1", "v2", "v1")}
     corpus = [[token, {"list": items[::-1]}]]
     assert_fits_like_the_reference(corpus)
+
+
+def test_array_values_are_one_attribute_per_position():
+    vec = np.array([0.5, -0.0, 2.0])
+    tokens = [{"w": "a", "emb": vec, "emb1": 0.25}, {"emb": vec[::-1].copy(), "b": True}]
+    expanded = [{"w": "a", "emb0": 0.5, "emb1": -0.0, "emb2": 2.0, "emb1#": 0.0},
+                {"emb0": 2.0, "emb1": -0.0, "emb2": 0.5, "b": True}]
+    del expanded[0]["emb1#"]
+    expanded[0]["emb1"] = -0.0 + 0.25  # "emb1" is both a position and a key: summed
+    fx = FeatureExtractor()
+    (a,) = fx.fit_transform([tokens])
+    assert csr_dicts(a, fx.attributes_) == [
+        {"w:a": 1.0, "emb0": 0.5, "emb1": 0.25, "emb2": 2.0},
+        {"emb0": 2.0, "emb1": -0.0, "emb2": 0.5, "b": 1.0}]
+    assert_fits_like_the_reference([tokens])
+    # float32, int and non-contiguous arrays take the Python path: the same result
+    other = [{"w": "a", "emb": vec.astype(np.float32), "emb1": 0.25},
+             {"emb": np.array([2.0, -0.0, 0.5, 9.0])[:3], "b": True}]
+    assert_same_bits(fx.transform([other]), a)
+    assert_same_bits(fx.transform([[{"emb": np.arange(6.0)[::2]}]]),
+                     fx.transform([[{"emb0": 0.0, "emb1": 2.0, "emb2": 4.0}]]))
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (np.array([1.0, np.nan]), SscrfError, "array value 1 is nan, not finite"),
+    (np.array([np.inf]), SscrfError, "not finite"),
+    (np.zeros((2, 2)), TypeError, "one-dimensional, of real numbers"),
+    (np.array(["x"]), TypeError, "one-dimensional, of real numbers"),
+])
+def test_bad_array_values_name_sentence_and_token(bad, error, message):
+    X = [[{"w": "a"}], [{"w": "b"}, {"emb": bad}]]
+    with pytest.raises(error, match="sentence 1, token 1.*" + message):
+        FeatureExtractor().fit(X)
+
+
+def test_key_objects_repeated_over_many_tokens_and_many_keys():
+    # the ids of (key object, position) are cached within a call: keys shared
+    # by every token, arrays, and more distinct keys than the cache holds
+    rng = np.random.default_rng(5)
+    shared = ["bias", "len", "emb"]
+    corpus = []
+    for s in range(60):
+        sentence = []
+        for t in range(int(rng.integers(1, 200))):
+            token = {shared[0]: True, shared[1]: float(t), shared[2]: rng.normal(size=7)}
+            token[f"u{int(rng.integers(0, 20000))}"] = 1.5  # new str objects, mostly distinct
+            token["w"] = f"w{int(rng.integers(0, 50))}"
+            sentence.append(token)
+        corpus.append(sentence)
+    # positions of one key that share cache slots (more of them than slots)
+    corpus[3][0]["big"] = rng.normal(size=20000)
+    corpus[7][-1]["big"] = rng.normal(size=20000)
+    assert_fits_like_the_reference(corpus)
+    fx = FeatureExtractor(min_freq=2)
+    fx.fit(corpus[:30])
+    _, (want,) = reference_fit_transform([corpus[:30]], min_freq=2)
+    assert_same_bits(fx.transform(corpus[:30]), want)
 
 
 def test_mapping_tokens_take_the_python_path_with_the_same_result():

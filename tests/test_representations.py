@@ -14,6 +14,7 @@ from sscrf import _core
 from sscrf.cli import main
 from sscrf.demo import run_demo
 from sscrf.errors import SscrfError, SscrfTypeError
+from sscrf.features import FeatureExtractor
 from sscrf.representations import (WordRepresentations, _randomized_svd_vectors,
                                    word_shape_class)
 
@@ -180,9 +181,28 @@ def test_features_keys_and_fallback(fitted):
     assert f[0]["rep.c4[0]"] == str(fitted.clusters_[fitted.row("the"), 1])
     assert f[2]["rep.c4[0]"] == word_shape_class("Zq9") == "~Xxd"
     assert f[0]["rep.c2[-1]"] == "<s>" and f[2]["rep.c8[+1]"] == "</s>"
-    assert "rep.v0" in f[1] and "rep.v0" not in f[2]
-    v = np.array([f[1][f"rep.v{j}"] for j in range(fitted.vectors_.shape[1])])
+    assert "rep.v" in f[1] and "rep.v" not in f[2]
+    v = f[1]["rep.v"]
+    assert v.dtype == np.float64 and v.shape == (fitted.vectors_.shape[1],)
+    assert not v.flags.writeable  # one array shared by every token of the word
     np.testing.assert_allclose(np.linalg.norm(v), 3.0)
+    # the extractor makes it one attribute per dimension, as a key per dimension would
+    fx = FeatureExtractor()
+    (got,) = fx.fit_transform([f])
+    spelled = []
+    for token in f:
+        d = {}
+        for k, x in token.items():
+            if k == "rep.v":
+                d.update({f"rep.v{j}": float(e) for j, e in enumerate(x)})
+            else:
+                d[k] = x
+        spelled.append(d)
+    fy = FeatureExtractor()
+    (want,) = fy.fit_transform([spelled])
+    assert fx.attributes_ == fy.attributes_ and "rep.v0" in fx.attributes_
+    for name in ("indptr", "indices", "values"):
+        assert np.array_equal(np.asarray(getattr(got, name)), np.asarray(getattr(want, name)))
     assert f[1].get("rep.proto[N]") == 1.0 and "rep.proto[D]" not in f[1]
     assert fitted.columns(["cat", "Zq9"]) == [[str(c) for c in cat], ["~Xxd"] * len(ks)]
     assert set(fitted.features(["cat"], context=0, vectors=False)[0]) == {
@@ -192,10 +212,11 @@ def test_features_keys_and_fallback(fitted):
     got = fitted.features(["cat", "cat"], into=mine)
     assert got is mine and got[0]["w"] == "cat" and got[0]["rep.c8[+1]"] == str(cat[2])
     assert got[0] is not got[1]
-    alone = {k: v for k, v in f[1].items() if k.startswith("rep.v") or k.endswith("[0]")}
+    alone = {k: v for k, v in f[1].items() if k.endswith("[0]")}
     for k in ks:
         alone[f"rep.c{k}[-1]"], alone[f"rep.c{k}[+1]"] = "<s>", "</s>"
-    assert fitted.features(["cat"])[0] == alone
+    single = fitted.features(["cat"])[0]
+    assert np.array_equal(single.pop("rep.v"), f[1]["rep.v"]) and single == alone
 
 
 def test_save_load_round_trip_and_refusals(fitted, tmp_path):
@@ -204,7 +225,9 @@ def test_save_load_round_trip_and_refusals(fitted, tmp_path):
     back = WordRepresentations.load(path)
     assert back.vocabulary_ == fitted.vocabulary_
     assert np.array_equal(back.vectors_, fitted.vectors_)
-    assert back.features(["a", "cat"]) == fitted.features(["a", "cat"])
+    for a, b in zip(back.features(["a", "cat"]), fitted.features(["a", "cat"])):
+        assert a.keys() == b.keys()
+        assert all(np.array_equal(a[k], b[k]) if k == "rep.v" else a[k] == b[k] for k in a)
     data = path.read_bytes()
     bad = tmp_path / "bad.rep"
     bad.write_bytes(data[:-100])

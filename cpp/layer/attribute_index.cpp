@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "runtime/errors.hpp"
 
@@ -173,38 +175,120 @@ template <class T>
 class Blocks {
  public:
   void push(T x) {
-    if (blocks_.empty() || blocks_.back().size() == kBlock) {
-      blocks_.emplace_back();
-      blocks_.back().reserve(kBlock);
-    }
-    blocks_.back().push_back(x);
-    ++size_;
+    if (next_ == end_) grow();
+    *next_++ = x;
   }
-  int64_t size() const { return size_; }
+  int64_t size() const { return full_ + (blocks_.empty() ? 0 : next_ - blocks_.back().data()); }
   // Moves the contents into `out` (size() elements), freeing blocks as it goes.
   void drain(T* out) {
-    for (auto& b : blocks_) {
-      std::copy(b.begin(), b.end(), out);
-      out += b.size();
-      std::vector<T>().swap(b);
+    const int64_t n = size();
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      const int64_t m = std::min<int64_t>(kBlock, n - static_cast<int64_t>(b * kBlock));
+      std::copy(blocks_[b].data(), blocks_[b].data() + m, out);
+      out += m;
+      std::vector<T>().swap(blocks_[b]);
     }
     blocks_.clear();
-    size_ = 0;
+    full_ = 0;
+    next_ = end_ = nullptr;
   }
 
  private:
   static constexpr size_t kBlock = size_t(1) << 16;
+  void grow() {
+    if (!blocks_.empty()) full_ += kBlock;
+    blocks_.emplace_back(kBlock);
+    next_ = blocks_.back().data();
+    end_ = next_ + kBlock;
+  }
   std::vector<std::vector<T>> blocks_;
-  int64_t size_ = 0;
+  int64_t full_ = 0;  // elements in the blocks before the last
+  T* next_ = nullptr;
+  T* end_ = nullptr;
 };
 
 // One (attribute, value) pair of a token before interning: the attribute is
-// `name` alone, or name, separator, value when `joined` is set (a borrowed
-// reference).
+// `name` alone, or name, separator, value when `joined` is set; or, with
+// `array` set, a vector value: `length` attributes named by `name` and a
+// position ("emb" and 3 make "emb3") with the values array[0..length)
+// (borrowed references, read while no Python code runs). `id` is the
+// attribute's id once known (kUnresolved before; not used for arrays).
+constexpr int32_t kUnresolved = INT32_MIN;
 struct Pair {
   PyObject* name;
   PyObject* joined;
   double value;
+  int32_t id = kUnresolved;
+  const double* array = nullptr;
+  int64_t length = 0;
+};
+
+// The ids a call has found, by the str object of an attribute's name (pairs
+// without a joined value): the same key objects recur token after token (a
+// dict literal's keys), and a hit skips encoding, hashing and probing. A
+// cached name is held (a new reference), so that no other str can take its
+// address during the call.
+class KeyCache {
+ public:
+  KeyCache() : slots_(kSlots) {}
+  KeyCache(const KeyCache&) = delete;
+  KeyCache& operator=(const KeyCache&) = delete;
+  ~KeyCache() {
+    for (Slot& s : slots_) Py_XDECREF(s.name);
+  }
+  // The cached id of `name` (-1: not in the index), or kUnresolved.
+  int32_t find(PyObject* name) const {
+    const Slot& s = slots_[at(name)];
+    return s.name == name ? s.id : kUnresolved;
+  }
+  void put(PyObject* name, int32_t id) {
+    Slot& s = slots_[at(name)];
+    Py_INCREF(name);
+    Py_XDECREF(s.name);
+    s = {name, id};
+  }
+
+ private:
+  static constexpr int kBits = 12;
+  static constexpr size_t kSlots = size_t(1) << kBits;
+  struct Slot {
+    PyObject* name = nullptr;
+    int32_t id = kUnresolved;
+  };
+  static size_t at(PyObject* name) {
+    const uint64_t h = (reinterpret_cast<uintptr_t>(name) >> 4) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(h >> (64 - kBits));
+  }
+  std::vector<Slot> slots_;
+};
+
+// The ids of the positions of array values, by the str object of their key:
+// a vector's attributes are looked up once a call, not once a token (tagging
+// with 100-dimension word vectors took 3x the time without them when each
+// dimension was a key of its own). Keys are held as in KeyCache; past
+// kMaxKeys key objects (a key built anew for every token) it starts afresh.
+class ArrayIds {
+ public:
+  ArrayIds() = default;
+  ArrayIds(const ArrayIds&) = delete;
+  ArrayIds& operator=(const ArrayIds&) = delete;
+  ~ArrayIds() { clear(); }
+  // The ids found so far for key `name` (position j at [j]), to extend.
+  std::vector<int32_t>& of(PyObject* name) {
+    const auto found = ids_.find(name);
+    if (found != ids_.end()) return found->second;
+    if (ids_.size() >= kMaxKeys) clear();
+    Py_INCREF(name);
+    return ids_[name];
+  }
+
+ private:
+  static constexpr size_t kMaxKeys = 1024;
+  void clear() {
+    for (auto& held : ids_) Py_DECREF(held.first);
+    ids_.clear();
+  }
+  std::unordered_map<PyObject*, std::vector<int32_t>> ids_;
 };
 
 // One token on its way through the pipeline of dict_tokens_to_csr.
@@ -259,6 +343,22 @@ bool fast_pairs(TokenWork& w) {
         return false;
       }
       w.pairs.push_back({key, nullptr, v});
+    } else if (py::detail::npy_api::get().PyArray_Check_(value)) {
+      // a vector: one attribute per position; other dtypes and shapes, and
+      // non-finite entries, go the Python way (which converts or names them)
+      // read through numpy's struct, without a reference taken per token
+      const auto* array = py::detail::array_proxy(value);
+      const auto* descr = py::detail::array_descriptor_proxy(array->descr);
+      const char order = descr->byteorder;
+      const bool native = order == '=' || order == (PY_LITTLE_ENDIAN ? '<' : '>');
+      if (array->nd != 1 || descr->type_num != py::detail::npy_api::NPY_DOUBLE_ || !native ||
+          !(array->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_))
+        return false;
+      const double* x = reinterpret_cast<const double*>(array->data);
+      const int64_t n = array->dimensions[0];
+      for (int64_t j = 0; j < n; ++j)
+        if (!std::isfinite(x[j])) return false;
+      w.pairs.push_back({key, nullptr, 0.0, kUnresolved, x, n});
     } else {
       return false;
     }
@@ -293,13 +393,21 @@ void slow_pairs(const py::object& slow, Py_ssize_t i, TokenWork& w) {
   }
 }
 
-// The keys of the pairs and their hashes; their slots prefetched.
-void make_keys(const AttributeIndex& index, const std::string& separator, TokenWork& w) {
+// The keys of the pairs and their hashes, their slots prefetched; or their
+// ids, when the cache has them (their keys are then empty).
+void make_keys(const AttributeIndex& index, const std::string& separator, const KeyCache& cache,
+               TokenWork& w) {
   w.keys.clear();
   w.key_end.clear();
   w.hashes.clear();
-  for (const Pair& p : w.pairs) {
+  for (Pair& p : w.pairs) {
     const size_t begin = w.keys.size();
+    p.id = p.joined || p.array ? kUnresolved : cache.find(p.name);
+    if (p.id != kUnresolved || p.array) {  // an array's ids are found when written
+      w.key_end.push_back(begin);
+      w.hashes.push_back(0);
+      continue;
+    }
     append_str_key(w.keys, p.name);
     if (p.joined) {
       w.keys += separator;
@@ -314,44 +422,50 @@ void make_keys(const AttributeIndex& index, const std::string& separator, TokenW
 // Appends the CSR row of a token (ids and, once one differs from 1.0, values).
 class RowWriter {
  public:
-  RowWriter(AttributeIndex& index, bool grow, py::list new_strings, const std::string& separator)
-      : index_(index), grow_(grow), new_strings_(std::move(new_strings)), separator_(separator) {}
+  RowWriter(AttributeIndex& index, bool grow, py::list new_strings, const std::string& separator,
+            KeyCache& cache)
+      : index_(index), grow_(grow), new_strings_(std::move(new_strings)), separator_(separator),
+        cache_(cache) {}
 
   void write(const TokenWork& w) {
     entries_.clear();
+    segments_.clear();
     for (size_t k = 0; k < w.pairs.size(); ++k) {
       const Pair& p = w.pairs[k];
-      const size_t begin = k ? w.key_end[k - 1] : 0;
-      const std::string_view key(w.keys.data() + begin, w.key_end[k] - begin);
-      int32_t id;
-      if (grow_) {
-        bool added;
-        id = index_.insert(key, w.hashes[k], added);
-        if (added) {
-          PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(), p.joined)
-                                 : (Py_INCREF(p.name), p.name);
-          if (!s) throw py::error_already_set();
-          new_strings_.append(py::reinterpret_steal<py::object>(s));
-        }
-      } else {
-        id = index_.find(key, w.hashes[k]);
-        if (id < 0) continue;
+      // an array's entries are a segment of their own, the pairs between
+      // arrays another: each is sorted alone, then they are merged
+      if (k == 0 || p.array || w.pairs[k - 1].array) segments_.push_back(entries_.size());
+      if (p.array) {
+        std::vector<int32_t>& ids = arrays_.of(p.name);
+        while (static_cast<int64_t>(ids.size()) < p.length)
+          ids.push_back(position_id(p.name, static_cast<int64_t>(ids.size())));
+        for (int64_t j = 0; j < p.length; ++j)
+          if (ids[j] >= 0) entries_.emplace_back(ids[j], p.array[j]);
+        continue;
       }
+      int32_t id = p.id;
+      if (id == kUnresolved) {
+        const size_t begin = k ? w.key_end[k - 1] : 0;
+        const std::string_view key(w.keys.data() + begin, w.key_end[k] - begin);
+        if (grow_) {
+          bool added;
+          id = index_.insert(key, w.hashes[k], added);
+          if (added) {
+            PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(), p.joined)
+                                   : (Py_INCREF(p.name), p.name);
+            if (!s) throw py::error_already_set();
+            new_strings_.append(py::reinterpret_steal<py::object>(s));
+          }
+        } else {
+          id = index_.find(key, w.hashes[k]);
+        }
+        if (!p.joined) cache_.put(p.name, id);
+      }
+      if (id < 0) continue;
       entries_.emplace_back(id, p.value);
     }
-    // by id, equal ids in token order (stable; insertion sort for the usual
-    // tens of entries); repeated ids summed as numpy does
-    if (entries_.size() <= 64) {
-      for (size_t k = 1; k < entries_.size(); ++k) {
-        const auto e = entries_[k];
-        size_t j = k;
-        for (; j > 0 && entries_[j - 1].first > e.first; --j) entries_[j] = entries_[j - 1];
-        entries_[j] = e;
-      }
-    } else {
-      std::stable_sort(entries_.begin(), entries_.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-    }
+    // by id, equal ids in token order; repeated ids summed as numpy does
+    sort_entries();
     for (size_t k = 0; k < entries_.size();) {
       size_t end = k + 1;
       while (end < entries_.size() && entries_[end].first == entries_[k].first) ++end;
@@ -373,6 +487,55 @@ class RowWriter {
 
   int64_t size() const { return ids_.size(); }
 
+ private:
+  using Entry = std::pair<int32_t, double>;
+
+  // The id of attribute name + position j (an array's entry), added when
+  // growing.
+  int32_t position_id(PyObject* name, int64_t j) {
+    key_.clear();
+    append_str_key(key_, name);
+    key_ += std::to_string(j);
+    const uint64_t h = AttributeIndex::hash(key_);
+    if (!grow_) return index_.find(key_, h);
+    bool added;
+    const int32_t id = index_.insert(key_, h, added);
+    if (added) {
+      PyObject* s = PyUnicode_FromFormat("%U%lld", name, static_cast<long long>(j));
+      if (!s) throw py::error_already_set();
+      new_strings_.append(py::reinterpret_steal<py::object>(s));
+    }
+    return id;
+  }
+
+  // entries_ stably by id: each segment sorted (insertion sort for the usual
+  // tens of entries; an array's entries are mostly in id order already), then
+  // merged into the entries before it, which win ties.
+  void sort_entries() {
+    const auto by_id = [](const Entry& a, const Entry& b) { return a.first < b.first; };
+    segments_.push_back(entries_.size());
+    for (size_t g = 0; g + 1 < segments_.size(); ++g) {
+      const auto begin = entries_.begin() + static_cast<std::ptrdiff_t>(segments_[g]);
+      const auto end = entries_.begin() + static_cast<std::ptrdiff_t>(segments_[g + 1]);
+      if (std::is_sorted(begin, end, by_id)) {
+      } else if (end - begin <= 64) {
+        for (auto k = begin + 1; k < end; ++k) {
+          const Entry e = *k;
+          auto j = k;
+          for (; j > begin && (j - 1)->first > e.first; --j) *j = *(j - 1);
+          *j = e;
+        }
+      } else {
+        std::stable_sort(begin, end, by_id);
+      }
+      if (g == 0) continue;
+      merged_.clear();
+      std::merge(entries_.begin(), begin, begin, end, std::back_inserter(merged_), by_id);
+      std::copy(merged_.begin(), merged_.end(), entries_.begin());
+    }
+  }
+
+ public:
   // (indices, values or None), the buffers handed over
   std::pair<py::array_t<int32_t>, py::object> finish() {
     py::array_t<int32_t> indices(ids_.size());
@@ -388,10 +551,15 @@ class RowWriter {
   const bool grow_;
   py::list new_strings_;
   const std::string& separator_;
+  KeyCache& cache_;
+  ArrayIds arrays_;
+  std::string key_;
   Blocks<int32_t> ids_;
   Blocks<double> values_;  // filled only once a summed value differs from 1.0
   bool all_ones_ = true;
-  std::vector<std::pair<int32_t, double>> entries_;  // (id, value) of one token
+  std::vector<Entry> entries_;   // (id, value) of one token
+  std::vector<size_t> segments_;  // where each segment of entries_ starts
+  std::vector<Entry> merged_;
   std::vector<double> run_;
 };
 
@@ -406,7 +574,8 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
   py::array_t<int64_t> indptr(n + 1);
   int64_t* ip = indptr.mutable_data();
   ip[0] = 0;
-  RowWriter out(index, grow, new_strings, separator);
+  KeyCache cache;  // before `out`, which refers to it
+  RowWriter out(index, grow, new_strings, separator, cache);
   // A software pipeline over tokens, so that the cache misses of several
   // tokens overlap: while token i is classified and its keys are hashed
   // (their table slots prefetched), the values of token i+1 are on their
@@ -447,7 +616,7 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
       check_size(tokens, n);
       if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
     }
-    make_keys(index, separator, cur);
+    make_keys(index, separator, cache, cur);
     if (i >= 1 && written <= i - 1)
       for (uint64_t h : w[(i - 1) % kDepth].hashes) index.prefetch_entry(h);
     write_until(i - 1);

@@ -53,9 +53,12 @@ if TYPE_CHECKING:
 #: A file path.
 _Path = Union[str, "os.PathLike[str]"]
 
-__all__ = ["REPRESENTATIONS_KIND", "WordRepresentations", "file_digest"]
+__all__ = ["REPRESENTATIONS_KIND", "VECTOR_KEY", "WordRepresentations", "file_digest"]
 
 REPRESENTATIONS_KIND = "sscrf.WordRepresentations"
+
+#: The feature key of the current word's vector (attributes "rep.v0", "rep.v1", ...).
+VECTOR_KEY = "rep.v"
 
 #: Tokens counted per call into the core while streaming: the batch's words
 #: and pairs (about 2 x window pairs a token, 16 bytes each) stay near 100 MB.
@@ -135,8 +138,10 @@ class WordRepresentations:
     Feature keys (stable): ``"rep.c{k}[{d:+d}]"`` (``"rep.c128[-1]"``, ``"rep.c128[0]"``,
     ``"rep.c128[+1]"``) hold the cluster id, as a string, of the word at
     offset ``d`` at granularity ``k`` (``"<s>"`` / ``"</s>"`` beyond the
-    sentence); ``"rep.v{j}"`` the ``j``-th vector dimension of the current
-    word times ``scale``; ``"rep.proto[{label}]"`` is 1.0 when a prototype
+    sentence); ``"rep.v"`` the current word's vector times ``scale``, a
+    read-only float64 array that :class:`sscrf.features.FeatureExtractor`
+    makes into one attribute per dimension, ``"rep.v0"``, ``"rep.v1"``, ...;
+    ``"rep.proto[{label}]"`` is 1.0 when a prototype
     of ``label`` has cosine at least ``threshold`` with the current word.
 
     Memory: :meth:`fit` holds a batch of about a million tokens, the words
@@ -437,10 +442,14 @@ class WordRepresentations:
     def _own_dict(self, r: int, values: Sequence[str], vectors: bool, scale: float,
                   cache: dict[int, dict[str, Any]]) -> dict[str, Any]:
         """The features of a word of row r (-1: unseen) at offset 0."""
-        f = dict(zip(self._zero_names(), values))
+        f: dict[str, Any] = dict(zip(self._zero_names(), values))
         if r >= 0:
             if vectors:
-                f.update(zip(self._vector_names(), (self.vectors_[r] * scale).tolist()))
+                # one array, not a key per dimension: the extractor reads it in C++
+                # (tagging with 100 dimensions took 3x the time without them)
+                vector = np.asarray(self.vectors_[r] * scale, dtype=np.float64)
+                vector.flags.writeable = False  # shared by every token of the word
+                f[VECTOR_KEY] = vector
             if len(cache) >= self._OWN_CACHE_WORDS:
                 cache.clear()
             cache[r] = f
@@ -448,12 +457,6 @@ class WordRepresentations:
 
     def _zero_names(self) -> list[str]:
         return [f"rep.c{k}[0]" for k in self.clusters]
-
-    def _vector_names(self) -> list[str]:
-        names = getattr(self, "_vector_keys", None)
-        if names is None or len(names) != self.vectors_.shape[1]:
-            names = self._vector_keys = [f"rep.v{j}" for j in range(self.vectors_.shape[1])]
-        return names
 
     def _prototypes(self, prototypes: dict[str, Sequence[str]]
                     ) -> tuple[list[str], NDArray[Any]]:

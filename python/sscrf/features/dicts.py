@@ -208,6 +208,18 @@ def _flatten_other(key: str, value: Any, names: list[str], values: list[float], 
             raise _ValueProblem(f"feature {key} has non-finite value {value!r}")
         names.append(key)
         values.append(v)
+    elif isinstance(value, np.ndarray):
+        # a vector: one attribute per position, named by the key and the
+        # position ("emb" → "emb0", "emb1", ...), zeros included
+        if value.ndim != 1 or value.dtype.kind not in "fiu":
+            raise _TypeProblem(f"feature {key}: an array value must be one-dimensional, of "
+                               f"real numbers, got shape {value.shape} of {value.dtype}")
+        vector = value.astype(np.float64)
+        if not np.isfinite(vector).all():
+            j = int(np.flatnonzero(~np.isfinite(vector))[0])
+            raise _ValueProblem(f"feature {key}: array value {j} is {float(vector[j])!r}, not finite")
+        names.extend(f"{key}{j}" for j in range(len(vector)))
+        values.extend(vector.tolist())
     elif isinstance(value, Mapping):
         flatten_dict(value, key + ":", names, values, depth + 1, separator)
     elif isinstance(value, (list, tuple, set, frozenset)):
@@ -222,5 +234,6 @@ def _flatten_other(key: str, value: Any, names: list[str], values: list[float], 
     else:
         raise _TypeProblem(
             f"feature {key} has a value of type {type(value).__name__}; expected str, "
-            "int, float, bool, a list/tuple/set of str, or a nested dict"
+            "int, float, bool, a list/tuple/set of str, a 1-D numpy array of numbers, or a "
+            "nested dict"
         )

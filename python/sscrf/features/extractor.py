@@ -53,6 +53,11 @@ class FeatureExtractor:
         - ``"name": True`` → ``name`` with 1.0; ``False`` → no attribute;
         - ``"name": ["a", "b"]`` (list, tuple or set of str) → ``name:a`` and
           ``name:b``, 1.0 each (a set in sorted order);
+        - ``"name": np.array([0.5, -1.0])`` (a 1-D numpy array of numbers, a
+          vector such as a word embedding) → ``name0`` with 0.5, ``name1``
+          with −1.0, one attribute per position (zeros included): what the
+          dict ``{"name0": 0.5, "name1": -1.0}`` gives, without a key per
+          dimension (float64 arrays are read in C++);
         - ``"name": {"k": v}`` → the same rules under the name ``name:k``
           (sklearn-crfsuite's flattening), recursively.
 
@@ -480,7 +485,8 @@ class FeatureExtractor:
                 tokens, grow, slow, [] if new_strings is None else new_strings, separator)
             if values is None:
                 values = ones(len(indices))
-            elif not (np.abs(values) <= _core.MAX_SCORE).all():
+            elif len(values) and not (values.max() <= _core.MAX_SCORE
+                                      and values.min() >= -_core.MAX_SCORE):  # NaN: False
                 # refused here, where the sentence and token can be named,
                 # rather than by the core
                 k = int(np.flatnonzero(~(np.abs(values) <= _core.MAX_SCORE))[0])
