@@ -23,6 +23,9 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   of labeled tokens), ``self-training`` (c2 tuned on dev, rounds capped),
   ``ge`` (constraints from the labeled slice only: the 10 most frequent
   words of each label, targets from their labeled counts, smoothed),
+  ``ge-prototypes`` (Mann & McCallum 2008's setting: ``--prototypes`` words
+  a label, the most frequent whose majority label it is over the whole
+  training split, the 0.99 majority targets; meant for EWT POS),
   ``representations`` and ``representations+ge`` (only where
   ``sscrf.WordRepresentations`` exists: its features merged into every
   token's dict; otherwise a "not available" row);
@@ -57,12 +60,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sscrf  # noqa: E402
 from bench.lib.host import DATA_ROOT, machine_line  # noqa: E402
 from bench.lib.tables import markdown_table  # noqa: E402
-from sscrf.constraints import estimate_constraints, propose_features  # noqa: E402
+from sscrf.constraints import (estimate_constraints, majority_constraints,  # noqa: E402
+                               propose_features)
 from sscrf.features import word_features  # noqa: E402
 from sscrf.metrics import chunks  # noqa: E402
 
 METHODS = ("observed", "dense", "entropy", "entropy+prop", "self-training", "ge",
-           "representations", "representations+ge")
+           "ge-prototypes", "representations", "representations+ge")
 
 
 # -- corpora ------------------------------------------------------------------------------
@@ -234,6 +238,18 @@ def ge_constraints(XA, yA):
     return estimate_constraints(XA, yA, attrs, 10 ** 6, smoothing=0.1) if attrs else {}
 
 
+def prototype_constraints(train, k):
+    """Mann & McCallum's prototypes: for each label, the ``k`` most frequent words of the
+    whole training split whose majority label it is (what a person listing a few
+    typical words per label would give), targets by the 0.99 majority heuristic."""
+    X = [word_features(words) for words, _, _ in train]
+    y = [tags for _, tags, _ in train]
+    labels = sorted({t for tags in y for t in tags})
+    proposed = propose_features(X, y, k, labels=labels, prefix="w=")
+    majority = {a: label for label, found in proposed.items() for a, _, _ in found}
+    return majority_constraints(majority, labels)
+
+
 def grid_units(settings, L, U, n_constraints):
     """The chosen settings in the grid's units: γ·U/L, λ_prop/L, λ_ge·M/L."""
     out = {}
@@ -252,7 +268,10 @@ def grid_units(settings, L, U, n_constraints):
 def run_method(method, args, XA, yA, XU, dev, reps):
     """(fitted model or None, chosen settings in the grid's units, fits)."""
     model, settings, fits = _run_method(method, args, XA, yA, XU, dev, reps)
-    n_constraints = len(ge_constraints(XA, yA)) if "ge_weight" in settings else 1
+    n_constraints = 1
+    if "ge_weight" in settings:
+        n_constraints = len(args.prototype_constraints if method == "ge-prototypes"
+                            else ge_constraints(XA, yA))
     return model, grid_units(settings, sum(map(len, XA)), max(1, sum(map(len, XU))),
                              n_constraints), fits
 
@@ -286,6 +305,10 @@ def _run_method(method, args, XA, yA, XU, dev, reps):
         constraints = ge_constraints(XA, yA)
         if not constraints:
             return select(base.set_params(feature_set="dense"), c2, XA, yA, dev)
+        grid = dict(c2, ge_weight=[h * L / len(constraints) for h in args.ge_weights])
+        return select(base, grid, XA, yA, dev, X_unlabeled=XU, constraints=constraints)
+    if method == "ge-prototypes":
+        constraints = args.prototype_constraints
         grid = dict(c2, ge_weight=[h * L / len(constraints) for h in args.ge_weights])
         return select(base, grid, XA, yA, dev, X_unlabeled=XU, constraints=constraints)
     if method == "representations":
@@ -322,6 +345,10 @@ def run(args):
         test = [test[i] for i in sorted(rng.choice(len(test), args.test_sentences,
                                                    replace=False))]
     has_reps = hasattr(sscrf, "WordRepresentations")
+    if "ge-prototypes" in args.methods:
+        args.prototype_constraints = prototype_constraints(train, args.prototypes)
+        log(f"{len(args.prototype_constraints)} prototype constraints ({args.prototypes} a "
+            "label, from the whole training split)")
     results = []  # dicts: slice, size, method, counts, settings, seconds
     slices = slices_of(train, args.labeled, args.slices, args.seed)
     log(f"{what}: {len(train):,} train sentences, {len(dev):,} dev, {len(test):,} test; "
@@ -425,6 +452,8 @@ def parse_args(argv=None):
                    help="proportion_weight in units of labeled tokens (0 is added)")
     p.add_argument("--ge-weights", default="0.01,0.1",
                    help="ge_weight in units of labeled tokens per constraint (0 is added)")
+    p.add_argument("--prototypes", type=int, default=3,
+                   help="prototype words per label for ge-prototypes")
     p.add_argument("--max-iterations", type=int, default=100)
     p.add_argument("--dev-period", type=int, default=5)
     p.add_argument("--self-training-rounds", type=int, default=3)
