@@ -296,8 +296,9 @@ class ClusterObjective:
         context = FitContext(extractor, classes, layout, params, self.n_threads)
         targets = None
         if constraints is not None:
-            wanted = np.array(sorted({extractor.attribute_index()[a] for a in constraints
-                                      if a in extractor.attribute_index()}), dtype=np.int64)
+            index = extractor.attribute_index()
+            wanted = np.array(sorted({index[a] for a in constraints if a in index}),
+                              dtype=np.int64)
             fires = np.zeros(n_attributes, dtype=bool)
             if len(wanted):
                 found = client.gather([client.submit(shard_attribute_tokens, s,
