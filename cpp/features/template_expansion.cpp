@@ -6,12 +6,11 @@
 #include "features/template_expansion.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string_view>
 
-#include "runtime/dense_kernels.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/parallel.hpp"
+#include "runtime/sorting_network.hpp"
 
 namespace sscrf {
 
@@ -33,52 +32,19 @@ inline uint64_t mix(uint64_t h) {
   return h;
 }
 
-// The comparators of Batcher's odd-even merge sort of n values, for the next
-// power of two with the comparators that touch a position >= n dropped: with
-// those positions holding +infinity such a comparator never moves a value.
-std::vector<std::pair<int, int>> sorting_network(int n) {
-  int size = 1;
-  while (size < n) size *= 2;
-  std::vector<std::pair<int, int>> out;
-  for (int p = 1; p < size; p *= 2)
-    for (int k = p; k >= 1; k /= 2)
-      for (int j = k % p; j <= size - 1 - k; j += 2 * k)
-        for (int i = 0; i <= std::min(k - 1, size - j - k - 1); ++i)
-          if ((i + j) / (2 * p) == (i + j + k) / (2 * p) && i + j + k < n)
-            out.emplace_back(i + j, i + j + k);
-  return out;
-}
-
-// Tokens whose ids are sorted together, one per lane: each comparator of the
-// network is a min and a max over vectors of lanes (GCC vector types: the
-// plain loop over lanes was not vectorised). CoNLL-2000's 19 templates: 98
-// comparators for 16 tokens, 5 ms a corpus where a rank sort per token
-// took 17.
-constexpr int kLanes = 16;
-typedef int32_t Lanes8 __attribute__((vector_size(32)));
-
-// Sorts the ids of tokens [a, a + lanes) of a slice (entry: [J][n], J <= 32)
-// and writes each token's J ids, ascending, to rows[(a + l) * J ...].
-SSCRF_SIMD_CLONES void sort_token_ids(const std::vector<std::pair<int, int>>& network,
-                                      const int32_t* entry, int64_t n, int64_t J, int64_t a,
-                                      int lanes, int32_t* rows) {
-  Lanes8 v[32][kLanes / 8];
+// Sorts the ids of tokens [a, a + lanes) of a slice (entry: [J][n], J <=
+// kSortWidth) and writes each token's J ids, ascending, to rows[(a + l) * J ...].
+void sort_token_ids(const std::vector<std::pair<int, int>>& network, const int32_t* entry,
+                    int64_t n, int64_t J, int64_t a, int lanes, int32_t* rows) {
+  int32_t v[kSortWidth][kSortLanes];
   for (int64_t j = 0; j < J; ++j) {
     const int32_t* from = entry + j * n + a;
-    alignas(32) int32_t loaded[kLanes];
-    for (int l = 0; l < kLanes; ++l) loaded[l] = l < lanes ? from[l] : 0;
-    std::memcpy(&v[j][0], loaded, sizeof loaded);
+    for (int l = 0; l < kSortLanes; ++l) v[j][l] = l < lanes ? from[l] : 0;
   }
-  for (const auto& [x, y] : network)
-    for (int h = 0; h < kLanes / 8; ++h) {
-      const Lanes8 p = v[x][h], q = v[y][h];
-      const Lanes8 less = p < q;
-      v[x][h] = less ? p : q;
-      v[y][h] = less ? q : p;
-    }
+  sort_lanes(network, v);
   for (int l = 0; l < lanes; ++l) {
     int32_t* row = rows + (a + l) * J;
-    for (int64_t j = 0; j < J; ++j) row[j] = v[j][l / 8][l % 8];
+    for (int64_t j = 0; j < J; ++j) row[j] = v[j][l];
   }
 }
 
@@ -290,7 +256,8 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
   std::vector<int32_t> row_nnz;
   std::vector<int64_t> bucket;     // counting sort of new attributes by first token
   std::vector<std::pair<int32_t, int32_t>> order;
-  const std::vector<std::pair<int, int>> network = sorting_network(static_cast<int>(std::min<int64_t>(J, 32)));
+  const std::vector<std::pair<int, int>> network =
+      sorting_network(static_cast<int>(std::min<int64_t>(J, kSortWidth)));
   bool any_repeats = false;
   for (int64_t s_begin = 0; s_begin < n_sentences;) {
     // a slice of whole sentences
@@ -450,13 +417,13 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t b = 0; b < n_blocks; ++b) {
       const int64_t a0 = b * kBlockTokens, a1 = std::min(n, a0 + kBlockTokens);
-      if (J <= 32)
-        for (int64_t a = a0; a < a1; a += kLanes)
+      if (J <= kSortWidth)
+        for (int64_t a = a0; a < a1; a += kSortLanes)
           sort_token_ids(network, entry.data(), n, J, a,
-                         static_cast<int>(std::min<int64_t>(kLanes, a1 - a)), rows.data());
+                         static_cast<int>(std::min<int64_t>(kSortLanes, a1 - a)), rows.data());
       for (int64_t a = a0; a < a1; ++a) {
         int32_t* row = rows.data() + a * J;
-        if (J > 32) {
+        if (J > kSortWidth) {
           for (int64_t j = 0; j < J; ++j) row[j] = entry[j * n + a];
           std::sort(row, row + J);
         }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "runtime/errors.hpp"
+#include "runtime/sorting_network.hpp"
 
 namespace py = pybind11;
 
@@ -678,9 +679,36 @@ int64_t renumber_csr(const int64_t* indptr, int64_t n_tokens, const int32_t* ind
   // Ids are unique within a token, so any sort gives the same order.
   constexpr int64_t kInsertionSortMax = 64;
   std::vector<std::pair<int32_t, double>> long_token;
+  // binary features: 16 tokens of at most kSortWidth ids at a time through a
+  // sorting network (an insertion sort per token mispredicted on every
+  // other id: 31 ms of a 0.19 s fit_transform on CoNLL-2000)
+  std::vector<std::vector<std::pair<int, int>>> networks(kSortWidth + 1);
+  int32_t lanes[kSortWidth][kSortLanes];
   int64_t nnz = 0;
   out_indptr[0] = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
+    if (!values && t % kSortLanes == 0 && t + kSortLanes <= n_tokens) {
+      int64_t width = 0;
+      for (int l = 0; l < kSortLanes; ++l) width = std::max(width, indptr[t + l + 1] - indptr[t + l]);
+      if (width <= kSortWidth) {
+        for (int64_t i = 0; i < width; ++i)
+          for (int l = 0; l < kSortLanes; ++l) {
+            const int64_t k = indptr[t + l] + i;
+            const int64_t id = k < indptr[t + l + 1] ? new_id[indices[k]] : -1;
+            lanes[i][l] = id >= 0 ? static_cast<int32_t>(id) : INT32_MAX;  // dropped: last
+          }
+        auto& network = networks[width];
+        if (network.empty() && width > 1) network = sorting_network(static_cast<int>(width));
+        sort_lanes(network, lanes);
+        for (int l = 0; l < kSortLanes; ++l) {
+          for (int64_t i = 0; i < width && lanes[i][l] != INT32_MAX; ++i)
+            out_indices[nnz++] = lanes[i][l];
+          out_indptr[t + l + 1] = nnz;
+        }
+        t += kSortLanes - 1;
+        continue;
+      }
+    }
     const int64_t begin = nnz;
     if (indptr[t + 1] - indptr[t] > kInsertionSortMax) {
       long_token.clear();
