@@ -354,6 +354,33 @@ def test_attribute_index_object():
     assert indices.tolist() == [0, 1, 2, 4] and new == ["zz=new"] and len(index) == 5
 
 
+def test_the_strings_of_ids_in_any_order_and_after_renumbering():
+    words = ["a", "b=c", "\ud800", "", "é\U0001f600"]
+    index = _core.AttributeIndex(words)
+    order = np.array([4, 0, 3, 3, 1, 2])
+    assert index.strings(order) == [words[i] for i in order.tolist()]
+    assert index.strings(np.zeros(0, dtype=np.int64)) == []
+    index.renumber(np.array([2, 0, 1, 4, 3]))  # word i is now id new_id[i]
+    assert index.strings(np.arange(5)) == ["b=c", "\ud800", "a", "é\U0001f600", ""]
+    for bad in (np.array([5]), np.array([-1])):
+        with pytest.raises(ValueError, match="is not an id of the index"):
+            index.strings(bad)
+
+
+def test_templates_without_strings_give_the_same_rows_and_index():
+    # None: the new attributes' strings are not made; the index holds them
+    columns, offsets, _ = _core.encode_columns([[["a", "X"], ["b", "Y"]], [["a", "Z"]]], [0, 1])
+    pieces = [["U0:", (0, 0)], ["U1:", (-1, 1)], ["U2:", (0, 0), "/", (0, 1)]]
+    made, none = _core.AttributeIndex(), _core.AttributeIndex()
+    strings = []
+    got = made.templates_to_csr(pieces, columns, offsets, True, 1, strings)
+    want = none.templates_to_csr(pieces, columns, offsets, True, 1, None)
+    for a, b in zip(got, want):
+        assert (a is None and b is None) or np.array_equal(a, b)
+    assert none.strings(np.arange(len(none))) == strings == made.strings(np.arange(len(made)))
+    assert strings[:3] == ["U0:a", "U1:_B-1", "U2:a/X"]
+
+
 def test_the_index_grows_past_many_rehashes():
     words = [f"w{k}" for k in range(50000)]
     corpus = [[{"w": w, "s": w[-2:]} for w in words]]

@@ -140,7 +140,9 @@ PYBIND11_MODULE(_core, m) {
            py::arg("slice_entries") = 0,
            "(indptr, indices int32, values or None) of template attributes; see template_expansion.hpp.")
       .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
-           "int64 ids of a list of str (-1: absent); with grow, absent ones are added.");
+           "int64 ids of a list of str (-1: absent); with grow, absent ones are added.")
+      .def("strings", &attribute_strings_shim, py::arg("ids"),
+           "The attribute strs of int ids, in their order.");
   m.def("encode_strings", &encode_strings_shim, py::arg("strings"),
         "(uint8 data, int64 offsets [n + 1]) of a list of str: the byte keys, one after the other.");
   m.def("encode_columns", &encode_columns_shim, py::arg("sentences"), py::arg("columns"),

@@ -135,7 +135,8 @@ py::tuple encode_strings_shim(const py::list& strings);
 py::object encode_columns_shim(const py::list& sentences, const py::list& columns);
 py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates,
                                 const py::list& columns, const py::object& sentence_offsets,
-                                bool grow, int n_threads, py::list new_strings,
+                                bool grow, int n_threads, const py::object& new_strings,
                                 int64_t slice_entries);
+py::list attribute_strings_shim(const AttributeIndex& index, const py::object& ids);
 
 }  // namespace sscrf::python

@@ -150,10 +150,44 @@ py::object encode_columns_shim(const py::list& sentences, const py::list& column
                         n_tokens ? py::object(py::int_(shortest)) : py::object(py::none()));
 }
 
+namespace {
+
+// Appends to `to` the strs of the UTF-8 (surrogates allowed) keys one after
+// the other in `keys`, key k ending at ends[k].
+void append_decoded(py::list to, const std::string& keys, const std::vector<int64_t>& ends) {
+  int64_t begin = 0;
+  for (const int64_t end : ends) {
+    PyObject* s = PyUnicode_DecodeUTF8(keys.data() + begin, end - begin, "surrogatepass");
+    if (!s) throw py::error_already_set();
+    to.append(py::reinterpret_steal<py::object>(s));
+    begin = end;
+  }
+}
+
+}  // namespace
+
+py::list attribute_strings_shim(const AttributeIndex& index, const py::object& ids_o) {
+  auto ids = int64_array(ids_o, "ids");
+  if (ids.ndim() != 1) fail("ids must be a 1-D int array");
+  const int64_t* id = ids.data();
+  for (int64_t k = 0; k < ids.size(); ++k)
+    if (id[k] < 0 || id[k] >= index.size())
+      fail("ids[" + std::to_string(k) + "] = " + std::to_string(id[k]) + " is not an id of the "
+           "index (" + std::to_string(index.size()) + " attributes)");
+  std::string keys;
+  std::vector<int64_t> ends;
+  index.keys_of(id, ids.size(), keys, ends);
+  py::list out;
+  append_decoded(out, keys, ends);
+  return out;
+}
+
 py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates_o,
                                 const py::list& columns_o, const py::object& sentence_offsets_o,
-                                bool grow, int n_threads, py::list new_strings,
+                                bool grow, int n_threads, const py::object& new_strings,
                                 int64_t slice_entries) {
+  if (!new_strings.is_none() && !py::isinstance<py::list>(new_strings))
+    fail("new_strings must be a list or None");
   checked_threads(n_threads);
   if (slice_entries < 0) fail("slice_entries must be >= 0");
   std::vector<CheckedColumn> columns;
@@ -212,12 +246,8 @@ py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates
     expand_templates(templates, bytes, sentence_offsets.data(), n_sentences, index, grow,
                      n_threads, slice_entries, out);
   }
-  int64_t begin = 0;
-  for (const int64_t end : out.new_ends) {
-    PyObject* s = PyUnicode_DecodeUTF8(out.new_keys.data() + begin, end - begin, "surrogatepass");
-    if (!s) throw py::error_already_set();
-    new_strings.append(py::reinterpret_steal<py::object>(s));
-    begin = end;
+  if (!new_strings.is_none()) {  // None: the caller reads them later, in the order it needs
+    append_decoded(py::reinterpret_borrow<py::list>(new_strings), out.new_keys, out.new_ends);
   }
   py::object values = out.values.empty() && !out.indices.empty()
                           ? py::object(py::none())

@@ -214,6 +214,8 @@ class FeatureExtractor:
         AttributeCounts
         """
         index, strings, provisional, n_columns = self._provisional(corpora, "count")
+        if strings is None:
+            strings = index.strings(np.arange(len(index)))
         return AttributeCounts(strings, token_counts(provisional, len(index)), n_columns)
 
     def set_vocabulary(self, vocabulary: Vocabulary) -> FeatureExtractor:
@@ -373,14 +375,18 @@ class FeatureExtractor:
 
     # -- extraction -----------------------------------------------------------
 
-    def _provisional(self, corpora: Sequence[Sequence[Any]], what: str
-                     ) -> tuple[Any, list[str], list[Features], Optional[int]]:
+    def _provisional(self, corpora: Sequence[Sequence[Any]], what: str,
+                     keep_strings: bool = True
+                     ) -> tuple[Any, Optional[list[str]], list[Features], Optional[int]]:
         """Each corpus' Features under ids handed out in first-occurrence order.
+
+        ``keep_strings=False``: compiled templates do not make the attribute
+        strings (None is returned; ``index.strings(ids)`` makes them later).
 
         Returns
         -------
         index : _core.AttributeIndex
-        strings : list of str
+        strings : list of str or None
             Id → attribute string.
         features : list of Features
         n_columns : int or None
@@ -394,10 +400,12 @@ class FeatureExtractor:
         for k, corpus in enumerate(corpora):
             prefix = f"corpus {k}, " if len(corpora) > 1 else ""
             features, shortest = self._features(corpus, index, prefix, grow=True,
-                                                new_strings=strings)
+                                                new_strings=strings, keep_strings=keep_strings)
             provisional.append(features)
             if shortest is not None:
                 n_columns = shortest if n_columns is None else min(n_columns, shortest)
+        if not keep_strings and len(strings) != len(index):  # some paths made them all
+            return index, None, provisional, n_columns
         return index, strings, provisional, n_columns
 
     def _fit(self, corpora: Sequence[Sequence[Any]]) -> list[Features]:
@@ -409,17 +417,21 @@ class FeatureExtractor:
         """
         if getattr(self, "hash_features", None) is not None:
             return self._hashed(corpora, fit=True)
-        index, strings, provisional, n_columns = self._provisional(corpora, "fit")
+        # compiled templates make the strings once, in the final order, below
+        index, strings, provisional, n_columns = self._provisional(
+            corpora, "fit", keep_strings=self.templates is None)
         n_ids = len(index)
         order = frequency_order(token_counts(provisional, n_ids), self.min_freq)
         new_id = np.full(n_ids, -1, dtype=np.int64)
         new_id[order] = np.arange(len(order))
         if len(order) == n_ids and (np.diff(order) > 0).all():
-            self.attributes_ = strings  # the provisional ids are the final ones
+            # the provisional ids are the final ones
+            self.attributes_ = strings if strings is not None else index.strings(order)
             self._lookup = index
             self.n_columns_ = n_columns
             return [f._replace(n_attributes=n_ids) for f in provisional]
-        attributes = [strings[i] for i in order.tolist()]
+        attributes = (index.strings(order) if strings is None
+                      else [strings[i] for i in order.tolist()])
         del strings
         if len(order) == n_ids:
             index.renumber(new_id)
@@ -433,7 +445,9 @@ class FeatureExtractor:
     def _hashed(self, corpora: Sequence[Sequence[Any]], fit: bool = False) -> list[Features]:
         """Each corpus' Features under ``hash_features`` buckets (no vocabulary)."""
         n_buckets = cast(int, self.hash_features)
-        _, strings, provisional, n_columns = self._provisional(corpora, "fit")
+        index, strings, provisional, n_columns = self._provisional(corpora, "fit")
+        if strings is None:
+            strings = index.strings(np.arange(len(index)))
         if fit:
             self.n_columns_, self._hash_fitted = n_columns, True
             self.attributes_ = cast("list[str]", BucketNames(n_buckets))
@@ -441,14 +455,16 @@ class FeatureExtractor:
         return [hashed(f, bucket, n_buckets) for f in provisional]
 
     def _features(self, X: Sequence[Any], index: Any, prefix: str, grow: bool = False,
-                  new_strings: Optional[list[str]] = None) -> tuple[Features, Optional[int]]:
+                  new_strings: Optional[list[str]] = None, keep_strings: bool = True
+                  ) -> tuple[Features, Optional[int]]:
         """CSR matrix of a corpus under ``index`` (attribute -> id).
 
         ``index`` is an ``_core.AttributeIndex``. With ``grow`` (fitting), new
         attributes are added to ``index`` in order of first occurrence: token
         by token, and within a token in template or dict order; their strings
-        are appended to ``new_strings``. Without, attributes outside ``index``
-        are dropped.
+        are appended to ``new_strings`` (compiled templates with
+        ``keep_strings=False`` do not make them). Without, attributes outside
+        ``index`` are dropped.
 
         Returns
         -------
@@ -463,7 +479,8 @@ class FeatureExtractor:
             # enough) goes the checked way below, which names the problem.
             encoded = _core.encode_columns(X, self.templates.columns)
             if encoded is not None:
-                return self._expand(*encoded, index, grow, new_strings)
+                return self._expand(*encoded, index, grow,
+                                    new_strings if keep_strings else None)
         tokens, lengths = flatten_corpus(X, prefix)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -503,7 +520,8 @@ class FeatureExtractor:
         if self._compiled_templates:
             buffers = [_core.encode_strings(columns[c]) for c in self.templates.columns]
             del columns, tokens
-            return self._expand(buffers, offsets, shortest, index, grow, new_strings)
+            return self._expand(buffers, offsets, shortest, index, grow,
+                                new_strings if keep_strings else None)
         # Slices of whole sentences of about TEMPLATE_SLICE_TOKENS tokens:
         # the factorisation's per-token temporaries (int64 per cell and per
         # template) then exist for one slice at a time. Interning slice after

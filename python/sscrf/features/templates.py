@@ -165,6 +165,8 @@ class Templates:
             occurrence (token by token, then template order), appending their
             strings to ``new_strings``; without, they are dropped.
         new_strings : list of str or None
+            None: the new strings are not made (``index.strings(ids)`` gives
+            them later, in any order).
         n_threads : int or None
             None: every core.
 
@@ -178,8 +180,7 @@ class Templates:
             each attribute at the token.
         """
         return index.templates_to_csr(self._core_pieces, columns, offsets, grow,
-                                      check_threads(n_threads),
-                                      [] if new_strings is None else new_strings)
+                                      check_threads(n_threads), new_strings)
 
     def apply(self, columns: dict[int, list[str]], lengths: NDArray[np.int64]
               ) -> list[_Factor]:
