@@ -404,7 +404,7 @@ class FeatureExtractor:
             provisional.append(features)
             if shortest is not None:
                 n_columns = shortest if n_columns is None else min(n_columns, shortest)
-        if not keep_strings and len(strings) != len(index):  # some paths made them all
+        if not keep_strings and len(strings) != len(index):  # the compiled path made none
             return index, None, provisional, n_columns
         return index, strings, provisional, n_columns
 
