@@ -106,6 +106,12 @@ def test_sokolovska_weights_by_hand():
     assert w.mean() == pytest.approx(1.0)
     with pytest.raises(SscrfError, match="one value per sentence"):
         sokolovska_weights(X, np.log(q[:3]))
+    # vector values (word representations): equal arrays make equal sentences
+    v = np.array([0.5, -1.0])
+    X_vec = [[{"w": "a", "v": v}], [{"w": "a", "v": v.copy()}], [{"w": "a", "v": -v}]]
+    w = sokolovska_weights(X_vec, np.log(np.full(3, 0.1)))
+    raw = np.array([0.1 / 2, 0.1 / 2, 0.1])
+    np.testing.assert_allclose(w, raw / raw.mean(), rtol=1e-12)
 
 
 def test_sample_weight_two_equals_a_duplicated_sentence():

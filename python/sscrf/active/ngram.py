@@ -220,11 +220,14 @@ def _token_sequences(sequences: Any) -> Any:
 # -- weighted likelihood (Sokolovska eq. 2 / 17) ---------------------------------------
 
 def _freeze(token: Any) -> Hashable:
-    """A hashable stand-in for a token (string, column list, feature dict)."""
+    """A hashable stand-in for a token (string, column list, feature dict, a dict's
+    vector value)."""
     if isinstance(token, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in token.items()))
     if isinstance(token, (list, tuple)):
         return tuple(_freeze(v) for v in token)
+    if isinstance(token, np.ndarray):  # equal arrays give equal keys
+        return ("ndarray", token.dtype.str, token.shape, token.tobytes())
     return token
 
 
