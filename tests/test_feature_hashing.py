@@ -119,6 +119,12 @@ def test_vectorised_buckets_match_an_independent_fnv() -> None:
     assert hash_buckets(strings, 2**30).tolist() == expect
     assert [hash_bucket(s, 2**30) for s in strings] == expect
     assert hash_buckets([], 4).tolist() == []
+    # a lone surrogate (a Python str may hold one) hashes as its surrogatepass bytes
+    lone = "w:\udc80x"
+    assert hash_bucket(lone, 2**30) == fnv(lone.encode("utf-8", "surrogatepass")) % 2**30
+    assert hash_buckets([lone, "a"], 2**30).tolist() == [hash_bucket(lone, 2**30),
+                                                         hash_bucket("a", 2**30)]
+    FeatureExtractor(hash_features=2**8).fit([[{lone: True}]])
 
 
 def test_crf_records_and_tags_with_hashing(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sscrf.errors import SscrfError
-from sscrf.io import ConllCorpus, label_inventory, read_conll, read_conllu, write_conll
+from sscrf.io import (ConllCorpus, label_inventory, read_conll, read_conllu, text_sentences,
+                      write_conll)
 
 
 def write_text(tmp_path, text, name="data.txt"):
@@ -515,3 +516,14 @@ def test_a_first_cell_starting_with_a_byte_order_mark_reads_back(tmp_path):
     write_conll(path, [[["\ufeff"], ["b"]]], [[":", "O"]])
     corpus = read_conll(path)
     assert corpus.tokens == [[["\ufeff"], ["b"]]] and corpus.labels == [[":", "O"]]
+
+
+def test_text_sentences_one_a_line(tmp_path):
+    path = tmp_path / "raw.txt"
+    path.write_bytes("\ufeffThe cat  sat\n\n  \nOn\tthe mat .\r\nEnd".encode("utf-8"))
+    assert list(text_sentences(str(path))) == [["The", "cat", "sat"], ["On", "the", "mat", "."],
+                                               ["End"]]
+    assert list(text_sentences(io.BytesIO(b"a b\n"))) == [["a", "b"]]
+    path.write_bytes(b"fine\nbad \xff byte\n")
+    with pytest.raises(SscrfError, match=r"raw.txt:2: cannot decode as utf-8"):
+        list(text_sentences(str(path)))

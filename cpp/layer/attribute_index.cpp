@@ -484,7 +484,8 @@ class RowWriter {
           bool added;
           id = index_.insert(key, w.hashes[k], added);
           if (added) {
-            PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(), p.joined)
+            PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(),
+                                                          p.joined)
                                    : (Py_INCREF(p.name), p.name);
             if (!s) throw py::error_already_set();
             new_strings_.append(py::reinterpret_steal<py::object>(s));
@@ -718,7 +719,8 @@ int64_t renumber_csr(const int64_t* indptr, int64_t n_tokens, const int32_t* ind
   for (int64_t t = 0; t < n_tokens; ++t) {
     if (!values && t % kSortLanes == 0 && t + kSortLanes <= n_tokens) {
       int64_t width = 0;
-      for (int l = 0; l < kSortLanes; ++l) width = std::max(width, indptr[t + l + 1] - indptr[t + l]);
+      for (int l = 0; l < kSortLanes; ++l)
+        width = std::max(width, indptr[t + l + 1] - indptr[t + l]);
       if (width <= kSortWidth) {
         for (int64_t i = 0; i < width; ++i)
           for (int l = 0; l < kSortLanes; ++l) {

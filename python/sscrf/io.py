@@ -35,6 +35,7 @@ __all__ = [
     "read_conll",
     "write_conll",
     "read_conllu",
+    "text_sentences",
     "label_inventory",
     "CONLLU_COLUMNS",
 ]
@@ -169,6 +170,17 @@ class _Source:
 
     def error(self, lineno: int, message: str) -> SscrfError:
         return SscrfError(f"{self.name}:{lineno}: {message}")
+
+
+def text_sentences(path: Source, encoding: str = "utf-8") -> Iterator[list[str]]:
+    """The words of raw text, one sentence a line, split on whitespace; blank lines are
+    skipped. Read as a stream, with the CoNLL readers' checks (the line of an
+    undecodable byte, a byte-order mark, line lengths)."""
+    with _Source(path, encoding) as src:
+        for _, line in src.lines():
+            words = line.split()
+            if words:
+                yield words
 
 
 @contextlib.contextmanager

@@ -429,10 +429,11 @@ class CRF(FittedModelView):
         fitted attributes are replaced at once, as :meth:`fit` replaces them.
         Returns self.
         """
-        missing = [name for name in _FITTED if name != "constraints_" and name not in state]
+        required = [name for name in _FITTED if name != "constraints_"]
+        missing = [name for name in required if name not in state]
         unknown = [name for name in state if name not in _FITTED]
         if missing or unknown:
-            raise SscrfError(f"a fitted state needs {', '.join(_FITTED[:-1])}; missing: "
+            raise SscrfError(f"a fitted state needs {', '.join(required)}; missing: "
                              f"{missing or 'none'}, unknown: {unknown or 'none'}")
         with self._lock("_fit_lock"):
             self._commit(dict(state))

@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FEATURE_SETS", "HISTORY_PAIRS", "NonFiniteLoss", "RESCALE_ABOVE", "TrainResult",
            "WARN_ABOVE", "check_params", "fit", "ge_constraints", "kept_constraints", "label_set",
-           "labeled_terms", "minimize", "model_labels", "training_bytes", "training_record", "variable_scale"]
+           "labeled_terms", "minimize", "model_labels", "training_bytes", "training_record",
+           "variable_scale"]
 
 FEATURE_SETS = ("auto", "observed", "dense")
 

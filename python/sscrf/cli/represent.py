@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
-from ..io import conll_sentences
+from ..io import conll_sentences, text_sentences
 from ..representations import WordRepresentations
 from .reading import file_name, readable
 
@@ -17,20 +17,7 @@ __all__ = ["run"]
 
 def _raw_sentences(path: str) -> Iterator[list[str]]:
     """Whitespace-separated words, one sentence a line (blank lines skipped)."""
-    source = readable(path)
-    opened = source if hasattr(source, "read") else open(source, "rb")
-    try:
-        for lineno, line in enumerate(opened, 1):
-            try:
-                text = line.decode("utf-8") if isinstance(line, bytes) else line
-            except UnicodeDecodeError as e:
-                raise SscrfError(f"{file_name(path)}:{lineno}: not UTF-8 ({e.reason})") from None
-            words = text.split()
-            if words:
-                yield words
-    finally:
-        if opened is not source:
-            opened.close()
+    return text_sentences(readable(path))
 
 
 def _conll_sentences(path: str) -> Iterator[list[str]]:

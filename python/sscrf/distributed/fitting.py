@@ -39,7 +39,7 @@ from .. import constraints as _constraints
 from ..errors import SscrfError, SscrfTypeError
 from ..features import FeatureExtractor, default_templates
 from ..features.vocabulary import merge_counts
-from ..io import read_conll
+from ..io import read_conll, text_sentences
 from ..layout import ParameterLayout
 from ..minimizer import minimize
 from ..objectives import GEPenalty, Objective, Term
@@ -69,8 +69,7 @@ def _conll_shard(path: str, has_labels: bool, encoding: str) -> Shard:
 
 
 def _lines_shard(path: str, encoding: str) -> Shard:
-    with open(path, encoding=encoding) as f:
-        sentences = [[[word] for word in line.split()] for line in f if line.strip()]
+    sentences = [[[word] for word in words] for words in text_sentences(path, encoding)]
     return make_shard(sentences, None, path)
 
 
@@ -311,7 +310,6 @@ class ClusterObjective:
                                        n_constraints=len(targets))
         self.context = client.scatter(context, broadcast=True, hash=False)
         self.groups = shard_groups(len(self.shards), len(client.scheduler_info()["workers"]))
-        self.n_groups = len(self.groups)
         self._placement = self._initial_placement()
         self.n_supervised, self.n_terms, ge_counts = self._count_terms()
         self.penalty = None
@@ -323,6 +321,10 @@ class ClusterObjective:
                          f"{layout.core.n_parameters:,} parameters ({feature_set} feature "
                          f"set), {len(self.shards)} shards in {len(self.groups)} groups, "
                          f"{time.perf_counter() - started:.1f} s")
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
 
     def _vocabulary(self, params: dict[str, Any]) -> FeatureExtractor:
         client, templates = self.client, params["templates"]

@@ -224,14 +224,16 @@ def shard_terms(shard: Shard, context: FitContext) -> ShardTerms:
     sentences by :func:`sscrf.training.labeled_terms`; unlabeled ones as the entropy
     term and the GE passes."""
     extractor, classes, layout, params, n_threads = context[:5]
+    use_ge = context.constraint_of_attribute is not None
+    if shard.y is None and params["entropy_weight"] <= 0 and not use_ge:
+        return ShardTerms([], [])  # unlabeled text no term reads
     features = _features(shard, extractor)
     if shard.y is not None:
         index = {label: i for i, label in enumerate(classes)}
         supervised, partial = labeled_terms(features, shard.y, index, None, layout.core,
                                             n_threads)
         return ShardTerms(list(supervised), list(supervised) + list(partial))
-    use_ge = context.constraint_of_attribute is not None
-    if (params["entropy_weight"] <= 0 and not use_ge) or len(features.offsets) < 2:
+    if len(features.offsets) < 2:  # no sentence
         return ShardTerms([], [])
     corpus = compile_corpus(features, n_labels=len(classes))
     terms: list[Term] = []

@@ -217,7 +217,8 @@ def _flatten_other(key: str, value: Any, names: list[str], values: list[float], 
         vector = value.astype(np.float64)
         if not np.isfinite(vector).all():
             j = int(np.flatnonzero(~np.isfinite(vector))[0])
-            raise _ValueProblem(f"feature {key}: array value {j} is {float(vector[j])!r}, not finite")
+            raise _ValueProblem(f"feature {key}: array value {j} is {float(vector[j])!r}, "
+                                "not finite")
         names.extend(f"{key}{j}" for j in range(len(vector)))
         values.extend(vector.tolist())
     elif isinstance(value, Mapping):

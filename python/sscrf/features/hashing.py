@@ -1,6 +1,9 @@
 """Feature hashing: attribute strings to ``2**k`` buckets, with no vocabulary.
 
-An attribute string ``s`` goes to bucket ``fnv1a_64(s.encode("utf-8")) mod 2**k``,
+An attribute string ``s`` goes to bucket
+``fnv1a_64(s.encode("utf-8", "surrogatepass")) mod 2**k`` (a lone surrogate, which
+a Python str may hold, is encoded like any other code point, as the vocabulary's
+keys are),
 where ``fnv1a_64`` is the 64-bit FNV-1a hash (offset basis
 ``0xcbf29ce484222325``, prime ``0x100000001b3``). It is fixed, documented and
 platform-independent, so a model trained with ``2**k`` buckets tags text
@@ -125,7 +128,7 @@ def hash_bucket(attribute: str, n_buckets: int) -> int:
     -------
     int
     """
-    return fnv1a_64(attribute.encode("utf-8")) & (n_buckets - 1)
+    return fnv1a_64(attribute.encode("utf-8", "surrogatepass")) & (n_buckets - 1)
 
 
 def hash_buckets(attributes: Sequence[str], n_buckets: int) -> NDArray[np.int64]:
@@ -145,7 +148,7 @@ def hash_buckets(attributes: Sequence[str], n_buckets: int) -> NDArray[np.int64]
     ndarray of int64
     """
     n_buckets = check_hash_features(n_buckets)
-    encoded = [a.encode("utf-8") for a in attributes]
+    encoded = [a.encode("utf-8", "surrogatepass") for a in attributes]
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
     data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.uint64)
     del encoded
