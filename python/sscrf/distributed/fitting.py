@@ -84,6 +84,14 @@ def _partition_shard(partition: Sequence[Any], labeled: bool) -> Shard:
     return make_shard([p[0] for p in pairs], [p[1] for p in pairs], "a bag partition")
 
 
+def _fit_context(*fields: Any) -> FitContext:
+    return FitContext(*fields)
+
+
+def _held(value: Any) -> Any:
+    return value
+
+
 def _shard_sentences(shard: Shard) -> list[Any]:
     return list(shard.X)
 
@@ -283,7 +291,7 @@ class ClusterObjective:
         if feature_set == "auto":
             feature_set = "dense" if X_unlabeled is not None else "observed"
         n_attributes = len(extractor.attributes_ or [])
-        extractor_future = client.scatter(extractor, broadcast=True, hash=False)
+        extractor_future = client.submit(_held, extractor, pure=False)  # as the context, below
         if feature_set == "dense":
             layout = ParameterLayout.every_pair(n_attributes, len(classes))
         else:
@@ -308,7 +316,9 @@ class ClusterObjective:
                 constraints, extractor, fires, classes)
             context = context._replace(constraint_of_attribute=constraint_of_attribute,
                                        n_constraints=len(targets))
-        self.context = client.scatter(context, broadcast=True, hash=False)
+        # a task's result, not scattered data: lost with a worker, it is computed again
+        # elsewhere from the task itself (scattered data lost with every copy is gone)
+        self.context = client.submit(_fit_context, *context, pure=False)
         self.groups = shard_groups(len(self.shards), len(client.scheduler_info()["workers"]))
         self._placement = self._initial_placement()
         self.n_supervised, self.n_terms, ge_counts = self._count_terms()
