@@ -15,7 +15,9 @@ Design:
 - both rows: ``feature_set="dense"``, the same ``--max-iterations``, ``c2``
   from ``--c2`` picked on the dev split (``devel.tsv``) by gene-mention F1;
 - reported: test-split (``test.tsv``) exact-match gene-mention F1,
-  precision, recall, predictions, paired Δ F1 per slice and its median;
+  precision, recall, predictions, paired Δ F1 per slice and its median,
+  and a 95% bootstrap interval of the mean Δ over slices (test sentences
+  resampled, one resample for every slice and both models);
   seconds to learn the representations; tagging seconds of the test split
   (features and Viterbi) with and without them, measured side by side.
 
@@ -47,6 +49,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import numpy as np  # noqa: E402
 
@@ -54,6 +57,7 @@ from sscrf import CRF  # noqa: E402
 from sscrf.features import word_features  # noqa: E402
 from sscrf.metrics import chunk_scores  # noqa: E402
 from sscrf.representations import WordRepresentations  # noqa: E402
+from bench.papers.semisupervised_ner import paired_bootstrap, sentence_counts  # noqa: E402
 
 
 def read_columns(path, sep=None, conllu=False):
@@ -219,13 +223,16 @@ def main():
                 times[name].append(time.perf_counter() - t)
                 if name == "base":
                     s_base = chunk_scores(y_test, pred)
+                    counts_base = sentence_counts("chunk", y_test, pred)
                 else:
                     s_rep = chunk_scores(y_test, pred)
+                    counts_rep = sentence_counts("chunk", y_test, pred)
         row = {"seed": seed, "rep_s": rep_seconds, "tokens": rep.n_tokens_,
                "c2_base": c2_base, "c2_rep": c2_rep, "base": s_base, "rep": s_rep,
                "dev_base": f_base, "dev_rep": f_rep,
                "tag_base": statistics.median(times["base"]),
-               "tag_rep": statistics.median(times["rep"])}
+               "tag_rep": statistics.median(times["rep"]),
+               "counts_base": counts_base, "counts_rep": counts_rep}
         rows.append(row)
         print(f"slice {seed}: representations from {rep.n_tokens_:,} tokens in "
               f"{rep_seconds:.1f} s; dense c2={c2_base}: F1 {100 * s_base['f1']:.2f} (P "
@@ -237,8 +244,10 @@ def main():
               f"{row['tag_base']:.1f} s vs {row['tag_rep']:.1f} s "
               f"(x{row['tag_rep'] / row['tag_base']:.2f})", flush=True)
     deltas = [100 * (r["rep"]["f1"] - r["base"]["f1"]) for r in rows]
+    lo, hi = paired_bootstrap([r["counts_rep"] for r in rows], [r["counts_base"] for r in rows])
     print(f"median Δ F1 {statistics.median(deltas):+.2f} over {len(rows)} slices "
-          f"({', '.join(f'{d:+.2f}' for d in deltas)}); tagging ratio median "
+          f"({', '.join(f'{d:+.2f}' for d in deltas)}); mean {statistics.mean(deltas):+.2f}, "
+          f"95% bootstrap CI [{lo:+.2f}, {hi:+.2f}]; tagging ratio median "
           f"x{statistics.median(r['tag_rep'] / r['tag_base'] for r in rows):.2f}")
 
 
