@@ -176,6 +176,30 @@ def test_predict_is_a_brute_force_argmax(model):
         assert model.predict_single(sentence) == labels
 
 
+@pytest.mark.parametrize("chunk", [1, 4, 7])
+def test_predict_in_chunks_is_a_brute_force_argmax(model, monkeypatch, chunk):
+    # chunks of a few tokens: sentences longer than a chunk, several in one,
+    # and empty ones between them
+    monkeypatch.setattr(sscrf.decoding, "TAG_CHUNK_TOKENS", chunk)
+    sentences = held_out_sentences()
+    sentences = [sentences[0], [], *sentences[1:], []]
+    predicted = model.predict(sentences)
+    assert [len(p) for p in predicted] == [len(s) for s in sentences]
+    index = {label: i for i, label in enumerate(model.classes_)}
+    for sentence, labels in zip(sentences, predicted):
+        if sentence:
+            assert tuple(index[label] for label in labels) in brute_force_of(model, sentence)[0].best
+    assert model.predict([]) == []
+
+
+def test_predict_in_chunks_names_a_bad_sentence_by_its_index_in_X(model, monkeypatch):
+    monkeypatch.setattr(sscrf.decoding, "TAG_CHUNK_TOKENS", 3)
+    sentences = held_out_sentences()
+    bad = [*sentences, [dict(sentence_features(["the"])[0], x=float("nan"))]]
+    with pytest.raises(SscrfError, match=rf"sentence {len(sentences)}, token 0\b"):
+        model.predict(bad)
+
+
 def test_predict_learns_the_language(model, data):
     X, y = data
     assert model.score(X, y) > 0.85

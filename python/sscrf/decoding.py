@@ -10,7 +10,7 @@ scoring each listed labeling.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,6 +24,26 @@ from .inputs import check_integer, check_labeled, check_sentences, encode_labels
 from .layout import ParameterLayout
 
 __all__ = ["Decoder", "labelings_with_log_p"]
+
+#: Unconstrained tagging runs this many tokens at a time (whole sentences):
+#: the memory of a chunk's features is reused by the next instead of every
+#: page of one corpus-sized matrix being faulted in fresh (a fifth of
+#: tagging with 100-dimension word vectors, 130 entries a token), and it
+#: bounds the memory of tagging a large corpus.
+TAG_CHUNK_TOKENS = 1 << 14
+
+
+def _sentence_chunks(X: Sequence[Any], size: int) -> Iterator[tuple[int, int]]:
+    """``(begin, end)`` of consecutive runs of whole sentences of at most ``size`` tokens (a
+    longer sentence alone); one empty run for no sentences."""
+    begin = tokens = 0
+    for i, sentence in enumerate(X):
+        n = len(sentence) if hasattr(sentence, "__len__") else 0
+        if i > begin and tokens + n > size:
+            yield begin, i
+            begin, tokens = i, 0
+        tokens += n
+    yield begin, len(X)
 
 
 def labelings_with_log_p(paths: NDArray[Any], scores: NDArray[Any], log_z: float,
@@ -114,12 +134,31 @@ class Decoder:
     def viterbi(self, X: Sequence[Any], allowed: Optional[Sequence[Any]] = None
                 ) -> list[list[str]]:
         """Per sentence, the best labeling (among those ``allowed``), as label strings."""
+        if allowed is None and not isinstance(X, CompiledCorpus):
+            return self._viterbi_chunked(check_sentences(X, "X"))
         corpus, offsets, features, inexact = self._constrained(X, allowed)
         labels, _ = _core.viterbi_corpus(corpus, self.layout.core, self.coef, self.n_threads)
         for s, (ids, lp) in self._exact_alternatives(features, inexact).items():
             labels[offsets[s]:offsets[s + 1]] = ids[int(np.argmax(lp))]
         names = np.asarray(self.classes, dtype=object)[labels]
         return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
+
+    def _viterbi_chunked(self, X: list[Any]) -> list[list[str]]:
+        """:meth:`viterbi` without ``allowed``, ``TAG_CHUNK_TOKENS`` at a time."""
+        names = np.asarray(self.classes, dtype=object)
+        out: list[list[str]] = []
+        for begin, end in _sentence_chunks(X, TAG_CHUNK_TOKENS):
+            try:
+                features = self.extractor.transform(X[begin:end])
+            except SscrfError:
+                if begin:  # raised again by the whole of X, to name the sentence by its index
+                    self.extractor.transform(X)
+                raise
+            labels, _ = _core.viterbi_corpus(compile_corpus(features), self.layout.core,
+                                             self.coef, self.n_threads)
+            offsets, tags = features.offsets, names[labels]
+            out.extend(list(tags[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1))
+        return out
 
     def marginals(self, X: Sequence[Any], allowed: Optional[Sequence[Any]] = None
                   ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
