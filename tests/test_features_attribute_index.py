@@ -94,7 +94,8 @@ def assert_same_bits(got, want):
 
 # -- corpora ------------------------------------------------------------------
 
-names = st.sampled_from(["a", "b", "a=x", "c", "é", "a:k", "€=", "\U0001f600", "\ud800"])
+# "a1": a scalar key that is also position 1 of an array under key "a"
+names = st.sampled_from(["a", "b", "a=x", "c", "é", "a:k", "€=", "\U0001f600", "\ud800", "a1"])
 strings = st.sampled_from(["x", "y", "x=", "", "é", "€", "\U0001f600", "\udfff", "x|y"])
 floats = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
@@ -207,6 +208,14 @@ def test_array_values_are_one_attribute_per_position():
     assert_same_bits(fx.transform([other]), a)
     assert_same_bits(fx.transform([[{"emb": np.arange(6.0)[::2]}]]),
                      fx.transform([[{"emb0": 0.0, "emb1": 2.0, "emb2": 4.0}]]))
+    # tagging: an id both a position's and a scalar key's, before or after the
+    # array, and arrays shorter, longer and twice in one token
+    tagged = [{"emb1": 0.25, "emb": vec}, {"emb": vec, "emb1": 0.25, "w": "a"},
+              {"emb": vec[:2].copy()}, {"emb": np.arange(5.0), "b": True},
+              {"e": vec, "emb": vec}]
+    _, (want,) = reference_fit_transform([[tokens, tagged]])
+    fx = FeatureExtractor().fit([tokens, tagged])
+    assert_same_bits(fx.transform([tokens, tagged]), want)
 
 
 @pytest.mark.parametrize("bad, error, message", [

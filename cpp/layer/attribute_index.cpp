@@ -210,6 +210,7 @@ class Grown {
     data_[size_++] = x;
   }
   int64_t size() const { return size_; }
+  void truncate(int64_t n) { size_ = std::min(size_, n); }
   // The contents as a numpy array that owns the buffer; this is left empty.
   py::array_t<T> release() {
     const int64_t n = size_;
@@ -302,17 +303,30 @@ class KeyCache {
 // kMaxKeys key objects (a key built anew for every token) it starts afresh.
 class ArrayIds {
  public:
+  // An array key's position ids: position j's at ids[j] (-1: not in the
+  // index), and (id, j) of the positions in the index by id, which is the
+  // order a row is written in.
+  struct Key {
+    std::vector<int32_t> ids;
+    std::vector<std::pair<int32_t, int32_t>> by_id;
+  };
   ArrayIds() = default;
   ArrayIds(const ArrayIds&) = delete;
   ArrayIds& operator=(const ArrayIds&) = delete;
   ~ArrayIds() { clear(); }
-  // The ids found so far for key `name` (position j at [j]), to extend.
-  std::vector<int32_t>& of(PyObject* name) {
+  // The ids found so far for key `name`, to extend (then `sort` it).
+  Key& of(PyObject* name) {
     const auto found = ids_.find(name);
     if (found != ids_.end()) return found->second;
     if (ids_.size() >= kMaxKeys) clear();
     Py_INCREF(name);
     return ids_[name];
+  }
+  static void sort(Key& key) {
+    key.by_id.clear();
+    for (size_t j = 0; j < key.ids.size(); ++j)
+      if (key.ids[j] >= 0) key.by_id.emplace_back(key.ids[j], static_cast<int32_t>(j));
+    std::sort(key.by_id.begin(), key.by_id.end());
   }
 
  private:
@@ -321,7 +335,7 @@ class ArrayIds {
     for (auto& held : ids_) Py_DECREF(held.first);
     ids_.clear();
   }
-  std::unordered_map<PyObject*, std::vector<int32_t>> ids_;
+  std::unordered_map<PyObject*, Key> ids_;
 };
 
 // One token on its way through the pipeline of dict_tokens_to_csr.
@@ -461,68 +475,146 @@ class RowWriter {
         cache_(cache) {}
 
   void write(const TokenWork& w) {
+    // the ids in token order (insertions into a growing index happen in this
+    // order, whatever path writes the row)
     entries_.clear();
-    segments_.clear();
+    const ArrayIds::Key* array = nullptr;
+    const Pair* array_pair = nullptr;
+    size_t n_arrays = 0;
     for (size_t k = 0; k < w.pairs.size(); ++k) {
       const Pair& p = w.pairs[k];
-      // an array's entries are a segment of their own, the pairs between
-      // arrays another: each is sorted alone, then they are merged
-      if (k == 0 || p.array || w.pairs[k - 1].array) segments_.push_back(entries_.size());
       if (p.array) {
-        std::vector<int32_t>& ids = arrays_.of(p.name);
-        while (static_cast<int64_t>(ids.size()) < p.length)
-          ids.push_back(position_id(p.name, static_cast<int64_t>(ids.size())));
-        for (int64_t j = 0; j < p.length; ++j)
-          if (ids[j] >= 0) entries_.emplace_back(ids[j], p.array[j]);
+        array = &array_key(p);
+        array_pair = &p;
+        ++n_arrays;
         continue;
       }
-      int32_t id = p.id;
-      if (id == kUnresolved) {
-        const size_t begin = k ? w.key_end[k - 1] : 0;
-        const std::string_view key(w.keys.data() + begin, w.key_end[k] - begin);
-        if (grow_) {
-          bool added;
-          id = index_.insert(key, w.hashes[k], added);
-          if (added) {
-            PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(),
-                                                          p.joined)
-                                   : (Py_INCREF(p.name), p.name);
-            if (!s) throw py::error_already_set();
-            new_strings_.append(py::reinterpret_steal<py::object>(s));
-          }
-        } else {
-          id = index_.find(key, w.hashes[k]);
-        }
-        if (!p.joined) cache_.put(p.name, id);
-      }
-      if (id < 0) continue;
-      entries_.emplace_back(id, p.value);
+      const int32_t id = scalar_id(w, k);
+      if (id >= 0) entries_.emplace_back(id, p.value);
     }
-    // by id, equal ids in token order; repeated ids summed as numpy does
-    sort_entries();
-    for (size_t k = 0; k < entries_.size();) {
-      size_t end = k + 1;
-      while (end < entries_.size() && entries_[end].first == entries_[k].first) ++end;
-      double v = entries_[k].second;
-      if (end - k > 1) {
-        run_.clear();
-        for (size_t j = k + 1; j < end; ++j) run_.push_back(entries_[j].second);
-        v += numpy_pairwise_sum(run_.data(), static_cast<int64_t>(run_.size()));
-      }
-      if (all_ones_ && v != 1.0) {
-        all_ones_ = false;
-        for (int64_t j = 0; j < ids_.size(); ++j) values_.push(1.0);
-      }
-      ids_.push(entries_[k].first);
-      if (!all_ones_) values_.push(v);
-      k = end;
+    if (n_arrays == 0) {
+      sort_segment(entries_.begin(), entries_.end());
+      emit_sorted(entries_);
+      return;
     }
+    if (n_arrays == 1 && static_cast<int64_t>(array->ids.size()) == array_pair->length &&
+        write_with_array(*array, array_pair->array))
+      return;
+    write_in_segments(w);
   }
 
   int64_t size() const { return ids_.size(); }
 
  private:
   using Entry = std::pair<int32_t, double>;
+
+  const ArrayIds::Key& array_key(const Pair& p) {
+    ArrayIds::Key& key = arrays_.of(p.name);
+    if (static_cast<int64_t>(key.ids.size()) < p.length) {
+      while (static_cast<int64_t>(key.ids.size()) < p.length)
+        key.ids.push_back(position_id(p.name, static_cast<int64_t>(key.ids.size())));
+      ArrayIds::sort(key);
+    }
+    return key;
+  }
+
+  // The id of scalar pair k (-1: not in the index), added when growing.
+  int32_t scalar_id(const TokenWork& w, size_t k) {
+    const Pair& p = w.pairs[k];
+    if (p.id != kUnresolved) return p.id;
+    const size_t begin = k ? w.key_end[k - 1] : 0;
+    const std::string_view key(w.keys.data() + begin, w.key_end[k] - begin);
+    int32_t id;
+    if (grow_) {
+      bool added;
+      id = index_.insert(key, w.hashes[k], added);
+      if (added) {
+        PyObject* s = p.joined ? PyUnicode_FromFormat("%U%s%U", p.name, separator_.c_str(),
+                                                      p.joined)
+                               : (Py_INCREF(p.name), p.name);
+        if (!s) throw py::error_already_set();
+        new_strings_.append(py::reinterpret_steal<py::object>(s));
+      }
+    } else {
+      id = index_.find(key, w.hashes[k]);
+    }
+    if (!p.joined) cache_.put(p.name, id);
+    return id;
+  }
+
+  // The row of a token with one array: its scalars (entries_, in token
+  // order) sorted, merged with the array's positions in id order straight
+  // into the output. An id both a scalar's and a position's is summed in
+  // token order, which this merge does not know: the row is then taken back
+  // and false returned.
+  bool write_with_array(const ArrayIds::Key& array, const double* x) {
+    sort_segment(entries_.begin(), entries_.end());
+    const int64_t start = ids_.size();
+    size_t i = 0;
+    for (const auto& [id, j] : array.by_id) {
+      while (i < entries_.size() && entries_[i].first < id) i = emit_run(entries_, i);
+      if (i < entries_.size() && entries_[i].first == id) {
+        ids_.truncate(start);
+        if (!all_ones_) values_.truncate(start);
+        return false;
+      }
+      emit(id, x[j]);
+    }
+    while (i < entries_.size()) i = emit_run(entries_, i);
+    return true;
+  }
+
+  // Any token: an array's entries are a segment of their own, the pairs
+  // between arrays another: each is sorted alone, then they are merged,
+  // earlier segments winning ties.
+  void write_in_segments(const TokenWork& w) {
+    entries_.clear();
+    segments_.clear();
+    for (size_t k = 0; k < w.pairs.size(); ++k) {
+      const Pair& p = w.pairs[k];
+      if (k == 0 || p.array || w.pairs[k - 1].array) segments_.push_back(entries_.size());
+      if (p.array) {
+        const std::vector<int32_t>& ids = array_key(p).ids;
+        for (int64_t j = 0; j < p.length; ++j)
+          if (ids[j] >= 0) entries_.emplace_back(ids[j], p.array[j]);
+        continue;
+      }
+      const int32_t id = scalar_id(w, k);  // resolved by write(): no insertion here
+      if (id >= 0) entries_.emplace_back(id, p.value);
+    }
+    sort_entries();
+    emit_sorted(entries_);
+  }
+
+  // Entries sorted by id, equal ids in token order, into the output:
+  // repeated ids summed as numpy does.
+  void emit_sorted(const std::vector<Entry>& sorted) {
+    for (size_t k = 0; k < sorted.size();) k = emit_run(sorted, k);
+  }
+
+  // The run of entries of sorted[k]'s id as one output entry; returns its end.
+  size_t emit_run(const std::vector<Entry>& sorted, size_t k) {
+    size_t end = k + 1;
+    while (end < sorted.size() && sorted[end].first == sorted[k].first) ++end;
+    double v = sorted[k].second;
+    if (end - k > 1) {
+      run_.clear();
+      for (size_t j = k + 1; j < end; ++j) run_.push_back(sorted[j].second);
+      v += numpy_pairwise_sum(run_.data(), static_cast<int64_t>(run_.size()));
+    }
+    emit(sorted[k].first, v);
+    return end;
+  }
+
+  void emit(int32_t id, double v) {
+    if (all_ones_ && v != 1.0) {
+      all_ones_ = false;
+      for (int64_t j = 0; j < ids_.size(); ++j) values_.push(1.0);
+    }
+    ids_.push(id);
+    if (!all_ones_) values_.push(v);
+  }
+
 
   // The id of attribute name + position j (an array's entry), added when
   // growing.
@@ -542,26 +634,33 @@ class RowWriter {
     return id;
   }
 
-  // entries_ stably by id: each segment sorted (insertion sort for the usual
-  // tens of entries; an array's entries are mostly in id order already), then
-  // merged into the entries before it, which win ties.
+  // [begin, end) stably by id: insertion sort for the usual tens of
+  // entries; an array's entries are mostly in id order already.
+  template <class It>
+  static void sort_segment(It begin, It end) {
+    const auto by_id = [](const Entry& a, const Entry& b) { return a.first < b.first; };
+    if (std::is_sorted(begin, end, by_id)) {
+    } else if (end - begin <= 64) {
+      for (auto k = begin + 1; k < end; ++k) {
+        const Entry e = *k;
+        auto j = k;
+        for (; j > begin && (j - 1)->first > e.first; --j) *j = *(j - 1);
+        *j = e;
+      }
+    } else {
+      std::stable_sort(begin, end, by_id);
+    }
+  }
+
+  // entries_ stably by id: each segment sorted, then merged into the
+  // entries before it, which win ties.
   void sort_entries() {
     const auto by_id = [](const Entry& a, const Entry& b) { return a.first < b.first; };
     segments_.push_back(entries_.size());
     for (size_t g = 0; g + 1 < segments_.size(); ++g) {
       const auto begin = entries_.begin() + static_cast<std::ptrdiff_t>(segments_[g]);
       const auto end = entries_.begin() + static_cast<std::ptrdiff_t>(segments_[g + 1]);
-      if (std::is_sorted(begin, end, by_id)) {
-      } else if (end - begin <= 64) {
-        for (auto k = begin + 1; k < end; ++k) {
-          const Entry e = *k;
-          auto j = k;
-          for (; j > begin && (j - 1)->first > e.first; --j) *j = *(j - 1);
-          *j = e;
-        }
-      } else {
-        std::stable_sort(begin, end, by_id);
-      }
+      sort_segment(begin, end);
       if (g == 0) continue;
       merged_.clear();
       std::merge(entries_.begin(), begin, begin, end, std::back_inserter(merged_), by_id);
