@@ -264,3 +264,119 @@ def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):
     got = _core.entropy_objective(mapped, layout, theta, 2)
     assert got[0] == expected[0]
     np.testing.assert_array_equal(got[1], expected[1])
+
+
+# -- feature hashing ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("templates", ["default", None])
+def test_a_hashed_corpus_holds_the_rows_hashing_gives_in_memory(corpora, tmp_path, templates):
+    X, _, U, _ = corpora
+    source = [[[w.upper() if k % 3 else w for w in tok] for k, tok in enumerate(s)] for s in U]
+    fx = FeatureExtractor(default_templates(2) if templates else None, hash_features=64)
+    expected, = fx.fit_transform(source)
+    assert not np.all(np.asarray(expected.values) == 1.0)  # 64 buckets: collisions add up
+    for buffer_tokens in (7, 1 << 20):
+        path = tmp_path / f"h{buffer_tokens}.corpus"
+        info = compile_corpus_file(source, path, templates=templates, hash_features=64,
+                                   buffer_tokens=buffer_tokens)
+        c = CompiledCorpus.open(path)
+        assert (c.hash_features, c.n_attributes, c.attributes) == (64, 64, [])
+        assert info["n_attributes"] == 64
+        assert_same_features(c.features(), expected)
+    assert (tmp_path / "h7.corpus").read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("feature_set", ["dense", "observed"])
+def test_training_on_a_hashed_corpus_is_training_on_its_sentences(corpora, tmp_path,
+                                                                  feature_set):
+    X, y, U, T = corpora
+    compiled = CompiledCorpus.build(U, tmp_path / "u.corpus", templates=None,
+                                    hash_features=256)
+    params = dict(hash_features=256, entropy_weight=0.02, feature_set=feature_set,
+                  max_iterations=15)
+    a = CRF(**params).fit(X, y, X_unlabeled=U)
+    b = CRF(**params).fit(X, y, X_unlabeled=compiled)
+    assert a.coef_.tobytes() == b.coef_.tobytes()
+    tagged = CompiledCorpus.build(T, tmp_path / "t.corpus", vocabulary=b)
+    assert tagged.hash_features == 256
+    assert b.predict(tagged) == a.predict(T)
+
+
+def test_hashing_and_vocabularies_do_not_mix(corpora, tmp_path):
+    X, y, U, _ = corpora
+    hashed = CompiledCorpus.build(U, tmp_path / "h.corpus", templates=None, hash_features=256)
+    counted = CompiledCorpus.build(U, tmp_path / "c.corpus", templates=None)
+    cases = [
+        (lambda: CRF(entropy_weight=0.1).fit(X, y, X_unlabeled=hashed),
+         "hash_features=256, the estimator has hash_features=None"),
+        (lambda: CRF(entropy_weight=0.1, hash_features=128).fit(X, y, X_unlabeled=hashed),
+         "hash_features=256, the estimator has hash_features=128"),
+        (lambda: CRF(entropy_weight=0.1, hash_features=256).fit(X, y, X_unlabeled=counted),
+         "hash_features=None, the estimator has hash_features=256"),
+        (lambda: CRF(max_iterations=2).fit(X, y).predict(hashed),
+         "compiled with feature hashing into 256 buckets, the model has a vocabulary"),
+        (lambda: CRF(max_iterations=2, hash_features=256).fit(X, y).predict(counted),
+         "compiled with a vocabulary of attribute strings, the model has feature hashing"),
+        (lambda: CRF(max_iterations=2, hash_features=512).fit(X, y).predict(hashed),
+         "into 256 buckets, the model has feature hashing into 512"),
+        (lambda: compile_corpus_file(U, tmp_path / "x.corpus", hash_features=256,
+                                     max_features=10), "hash_features has no vocabulary"),
+        (lambda: compile_corpus_file(U, tmp_path / "x.corpus", hash_features=256,
+                                     vocabulary=counted), "hash_features has no vocabulary"),
+        (lambda: compile_corpus_file(U, tmp_path / "x.corpus", hash_features=100),
+         "power of two"),
+    ]
+    for call, message in cases:
+        with pytest.raises(SscrfError, match=message):
+            call()
+    from sscrf.distributed.shards import compiled_shard
+    with pytest.raises(SscrfError, match="hashing, which the cluster"):
+        compiled_shard(str(hashed.path), labeled=False)
+
+
+def test_a_hashed_file_whose_meta_disagrees_with_its_header_is_refused(corpora, tmp_path):
+    _, _, U, _ = corpora
+    path = tmp_path / "h.corpus"
+    compile_corpus_file(U, path, hash_features=256)
+    data = path.read_bytes()
+    at = data.index(b'"hash_features": 256')
+    bad = tmp_path / "bad.corpus"
+    for forged in (b'"hash_features": 512', b'"hash_features": 2.5', b'"hash_features": 1e3'):
+        bad.write_bytes(data[:at] + forged + data[at + len(forged):])
+        with pytest.raises(SscrfError, match="corrupt meta"):
+            CompiledCorpus.open(bad)
+    # the header's count agreeing with a forged meta: the checksum does not
+    forged = data[:at] + b'"hash_features": 512' + data[at + 20:]
+    bad.write_bytes(rewritten_header(forged, n_attributes=512))
+    with pytest.raises(SscrfError, match="does not match its checksum"):
+        CompiledCorpus.open(bad)
+
+
+def test_cli_compiles_with_hashing_and_trains_on_it(capsys, tmp_path):
+    X, y = generate_hmm_corpus(40, seed=41)
+    U, _ = generate_hmm_corpus(80, seed=42)
+    train, unl = tmp_path / "train.txt", tmp_path / "u.txt"
+    write_conll(train, X, y)
+    write_conll(unl, U)
+    out = tmp_path / "u.corpus"
+    code, stdout, err = run(capsys, "compile", unl, "-o", out, "--hash-features", "1024",
+                            "--quiet")
+    assert code == 0, err
+    assert "1,024 attributes" in stdout and CompiledCorpus.open(out).hash_features == 1024
+    model = tmp_path / "m.model"
+    code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,
+                       "--entropy-weight", "0.05", "--hash-features", "1024",
+                       "--max-iterations", "3", "--quiet")
+    assert code == 0, err
+    tagged = tmp_path / "t.corpus"
+    code, _, err = run(capsys, "compile", unl, "-o", tagged, "--vocabulary", model, "--quiet")
+    assert code == 0, err
+    m = CRF.load(model)
+    assert m.predict(CompiledCorpus.open(tagged)) == m.predict(U)
+    code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,
+                       "--entropy-weight", "0.05", "--quiet")
+    assert_error(code, err, "hash_features=1024")
+    code, _, err = run(capsys, "compile", unl, "-o", tagged, "--vocabulary", model,
+                       "--hash-features", "1024")
+    assert_error(code, err, "--hash-features go with a vocabulary of FILE's own")

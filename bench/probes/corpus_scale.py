@@ -28,12 +28,17 @@ CoNLL file and runs, each in its own child process:
   (lists, as before compiled corpora), under the same vocabulary, for
   the ratio of time per evaluation mapped / in memory.
 
-Feature hashing is not implemented, so there is no hashing row.
+With ``hashed`` among ``--models``, the text is also compiled with feature
+hashing into ``2**--hash-bits`` buckets (no vocabulary pass, no
+``max_features``), and trained ``dense`` over the buckets with the same
+``hash_features``. A hashed corpus stores values (two attributes of one
+token in one bucket add up), so its entries take 12 bytes, not 4.
 
 Usage::
 
     python bench/probes/corpus_scale.py [--sizes 1e6,3e6,1e7] [--iterations 5]
-        [--max-features 200000] [--threads 2] [--workdir DIR] [--json OUT]
+        [--max-features 200000] [--models observed,dense,hashed] [--hash-bits 18]
+        [--threads 2] [--workdir DIR] [--json OUT]
 """
 
 import argparse
@@ -120,8 +125,10 @@ def child_compile(opts):
     import sscrf
 
     started = time.perf_counter()
+    hashing = opts.get("hash_features")
     info = sscrf.compile_corpus_file(opts["text"], opts["corpus"], templates="default",
-                                     max_features=opts["max_features"])
+                                     max_features=None if hashing else opts["max_features"],
+                                     hash_features=hashing)
     stop.set()
     info.update(wall=time.perf_counter() - started, peak_anon=peak["anon"],
                 peak_rss=_status("VmHWM"))
@@ -174,15 +181,17 @@ def child_train(opts):
         unlabeled = [[[w] for w in s] for s in read_words(opts["text"])]
     n_unlabeled = opts["n_tokens"]
     n_labeled = sum(map(len, X))
+    hashed = opts["model"] == "hashed"
     params = dict(templates="default", max_iterations=opts["iterations"],
-                  n_threads=opts["threads"], feature_set=opts["model"], verbose=False)
+                  n_threads=opts["threads"], feature_set="dense" if hashed else opts["model"],
+                  hash_features=opts["hash_features"] if hashed else None, verbose=False)
     constraints = None
     if opts["term"] == "entropy":
         params["entropy_weight"] = 0.1 * n_labeled / n_unlabeled
     else:
         params["ge_weight"] = 1.0
         constraints = ge_targets(X, y, classes)
-    if opts["in_memory"]:
+    if opts["in_memory"] and not hashed:
         params["max_features"] = opts["max_features"]
     started = time.perf_counter()
     model = sscrf.CRF(**params).fit(X, y, X_unlabeled=unlabeled, constraints=constraints)
@@ -215,7 +224,8 @@ def main():
     p.add_argument("--max-features", type=int, default=200_000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--terms", default="entropy,ge")
-    p.add_argument("--models", default="observed,dense")
+    p.add_argument("--models", default="observed,dense,hashed")
+    p.add_argument("--hash-bits", type=int, default=18)
     p.add_argument("--workdir", default=None)
     p.add_argument("--timeout", type=int, default=3600)
     p.add_argument("--json", default=None)
@@ -242,26 +252,37 @@ def main():
         text = os.path.join(work, f"u{size}.txt")
         corpus = os.path.join(work, f"u{size}.corpus")
         n_tokens, n_sent, tiles = write_tiled(sentences, size, text)
-        c = run_child("compile", dict(text=text, corpus=corpus,
-                                      max_features=args.max_features), args.timeout)
-        if "error" in c:
-            print(f"{size:,}: compile failed: {c['error']}")
+        hashed_corpus = os.path.join(work, f"u{size}.hashed.corpus")
+        hashing = 1 << args.hash_bits
+        compiles = [("max_features", corpus, None)]
+        if "hashed" in args.models.split(","):
+            compiles.append((f"hashed into {hashing:,}", hashed_corpus, hashing))
+        failed = False
+        for what, path, buckets in compiles:
+            c = run_child("compile", dict(text=text, corpus=path, hash_features=buckets,
+                                          max_features=args.max_features), args.timeout)
+            if "error" in c:
+                print(f"{size:,}: compile ({what}) failed: {c['error']}")
+                failed = True
+                continue
+            print(f"{n_tokens:,} tokens ({tiles:.2f} tiles), {n_sent:,} sentences, {what}: "
+                  f"compiled in {c['wall']:.1f} s ({n_tokens / c['wall']:,.0f} tokens/s, peak "
+                  f"anon {c['peak_anon'] / mb:.0f} MB), {c['bytes'] / n_tokens:.2f} bytes/token, "
+                  f"{c['array_bytes'] / c['nnz']:.2f} bytes/entry (arrays), "
+                  f"{c['bytes'] / c['nnz']:.2f} with the vocabulary; {c['nnz']:,} entries, "
+                  f"{c['n_attributes']:,} attributes", flush=True)
+        if failed:
             continue
-        print(f"{n_tokens:,} tokens ({tiles:.2f} tiles), {n_sent:,} sentences: compiled in "
-              f"{c['wall']:.1f} s ({n_tokens / c['wall']:,.0f} tokens/s, peak anon "
-              f"{c['peak_anon'] / mb:.0f} MB), {c['bytes'] / n_tokens:.2f} bytes/token, "
-              f"{c['array_bytes'] / c['nnz']:.2f} bytes/entry (arrays), "
-              f"{c['bytes'] / c['nnz']:.2f} with the vocabulary; {c['nnz']:,} entries, "
-              f"{c['n_attributes']:,} attributes", flush=True)
         sources = [False] + ([True] if size == min(int(float(s)) for s in
                                                    args.sizes.split(",")) else [])
         for term in args.terms.split(","):
             for model in args.models.split(","):
                 for in_memory in sources:
-                    opts = dict(text=text, corpus=corpus, term=term, model=model,
-                                in_memory=in_memory, iterations=args.iterations,
-                                labeled=args.labeled, threads=args.threads,
-                                n_tokens=n_tokens, max_features=args.max_features)
+                    opts = dict(text=text, corpus=hashed_corpus if model == "hashed" else corpus,
+                                term=term, model=model, in_memory=in_memory,
+                                iterations=args.iterations, labeled=args.labeled,
+                                threads=args.threads, n_tokens=n_tokens,
+                                max_features=args.max_features, hash_features=hashing)
                     r = run_child("train", opts, args.timeout)
                     row = dict(tokens=n_tokens, term=term, model=model,
                                source="memory" if in_memory else "mapped", **r)

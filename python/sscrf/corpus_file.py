@@ -14,7 +14,8 @@ time: the first pass counts attributes (:meth:`FeatureExtractor.count
 :class:`~sscrf.features.AttributeCounts` gives them); the second interns the
 sentences under that vocabulary and appends them to spill files, assembled
 into the output at the end. With ``vocabulary=`` (a fitted CRF, a fitted
-extractor or a model file) there is no first pass.
+extractor or a model file) or ``hash_features=`` (attributes hashed into
+buckets, :mod:`sscrf.features.hashing`) there is no first pass.
 
 The file format is :mod:`sscrf.corpus_format`'s.
 
@@ -32,7 +33,7 @@ import glob
 import os
 import tempfile
 import time
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +44,7 @@ from .corpus_format import (FLAG_LABELS, FLAG_ONES, HEADER_SIZE, MAGIC, MAX_META
 from .errors import SscrfError, SscrfTypeError
 from .features import FeatureExtractor, Features, default_templates
 from .features.csr import is_ones, ones
+from .features.hashing import BucketNames, check_hash_features
 from .features.vocabulary import AttributeCounts, Vocabulary
 from .inputs import check_integer, check_unlabeled
 from .io import conll_sentences
@@ -50,11 +52,17 @@ from .progress import Progress
 
 __all__ = ["CompiledCorpus", "MAGIC", "MAX_META_BYTES", "VERSION", "compile_corpus_file",
            "is_compiled_corpus", "labeled_input", "n_tokens_of", "unlabeled_input",
-           "vocabulary_checksum", "vocabulary_with"]
+           "hashed_with", "vocabulary_checksum", "vocabulary_with"]
 
 #: Entries per slice when validating or copying: bounds the temporaries.
 _SLICE = 1 << 22
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _mapping(n_buckets: Optional[int]) -> str:
+    """How a corpus or a model maps attributes to ids, for a message."""
+    return ("a vocabulary of attribute strings" if n_buckets is None
+            else f"feature hashing into {n_buckets:,} buckets")
 
 
 def is_compiled_corpus(path: PathLike) -> bool:
@@ -74,7 +82,11 @@ class CompiledCorpus:
     path : str
     n_tokens, n_sentences, nnz, n_attributes : int
     checksum : bytes
-        The vocabulary's :func:`vocabulary_checksum`.
+        The vocabulary's :func:`vocabulary_checksum` (a hashed corpus's:
+        :func:`~sscrf.corpus_format.hashed_checksum`).
+    hash_features : int or None
+        The number of hash buckets of a corpus compiled with feature hashing
+        (``n_attributes``); None for one compiled under a vocabulary.
     paths : list of str
         The file, or the shards opened as this corpus.
     label_names : list of str or None
@@ -93,6 +105,7 @@ class CompiledCorpus:
         self._arrays = arrays
         self.labels = arrays.get("labels")
         self.label_names = meta.get("labels")
+        self.hash_features: Optional[int] = meta["features"].get("hash_features")
         self.paths = [path]
 
     def __len__(self) -> int:
@@ -110,7 +123,8 @@ class CompiledCorpus:
 
     @property
     def attributes(self) -> list[str]:
-        """Id → attribute string: the vocabulary the corpus was compiled under."""
+        """Id → attribute string: the vocabulary the corpus was compiled under (empty for a
+        hashed corpus)."""
         return self._meta["features"]["attributes"]
 
     @property
@@ -142,7 +156,9 @@ class CompiledCorpus:
 
         The corpus's vocabulary must be the first ``n_attributes`` strings of
         ``attributes`` (a model trained on it may add its labeled data's
-        attributes after them), and its templates the same.
+        attributes after them), and its templates the same; a hashed corpus
+        takes the same number of buckets (``attributes`` a
+        :class:`~sscrf.features.hashing.BucketNames`).
 
         Raises
         ------
@@ -152,8 +168,13 @@ class CompiledCorpus:
                 templates is not None and list(templates) != list(self.templates or ())):
             raise SscrfError(f"{self.path}: compiled with other templates than {what}'s; "
                              "compile it again with --vocabulary set to the model")
-        if len(attributes) < self.n_attributes or vocabulary_checksum(
-                attributes[:self.n_attributes]) != self.checksum:
+        hashing = len(attributes) if isinstance(attributes, BucketNames) else None
+        if hashing != self.hash_features:
+            raise SscrfError(f"{self.path}: compiled with {_mapping(self.hash_features)}, "
+                             f"{what} has {_mapping(hashing)}: compile it again with "
+                             "--vocabulary set to the model")
+        if hashing is None and (len(attributes) < self.n_attributes or vocabulary_checksum(
+                attributes[:self.n_attributes]) != self.checksum):
             raise SscrfError(f"{self.path}: compiled under another vocabulary than {what}'s "
                              f"({self.n_attributes:,} attributes against {len(attributes):,}); "
                              "compile it again with --vocabulary set to the model")
@@ -336,7 +357,8 @@ def _extractor_of(vocabulary: Any) -> FeatureExtractor:
 
 def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "default",
                         vocabulary: Any = None, min_freq: int = 1,
-                        max_features: Optional[int] = None, has_labels: bool = False,
+                        max_features: Optional[int] = None,
+                        hash_features: Optional[int] = None, has_labels: bool = False,
                         encoding: str = "utf-8", buffer_tokens: int = 1 << 18,
                         verbose: bool = False) -> dict[str, Any]:
     """Compile sentences into a corpus file (see the module's documentation for the format).
@@ -359,6 +381,11 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
         source's attributes first.
     min_freq, max_features : int, int or None
         The cut of a counted vocabulary (see :class:`sscrf.CRF`).
+    hash_features : int or None
+        Hash attributes into this many buckets (a power of two; see
+        :mod:`sscrf.features.hashing`) instead of counting a vocabulary:
+        one pass, no vocabulary held or stored. A model trained on the
+        corpus takes the same ``hash_features``.
     has_labels : bool
         The CoNLL file's last column is the label; labels are stored.
     encoding : str
@@ -385,8 +412,20 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
         source = check_unlabeled(source, "source")
     report = Progress(verbose)
     name = os.fsdecode(source) if isinstance(source, (str, bytes, os.PathLike)) else "sentences"
+    if hash_features is not None:
+        hash_features = check_hash_features(hash_features)
+        if vocabulary is not None or max_features is not None or min_freq != 1:
+            raise SscrfError("hash_features has no vocabulary: vocabulary=, min_freq and "
+                             "max_features go without it (a hashed model's vocabulary= "
+                             "brings its hashing)")
     if vocabulary is not None:
         extractor = _extractor_of(vocabulary)
+    elif hash_features is not None:
+        if isinstance(templates, str) and templates.strip() == "default":
+            first = _first_sentence(source, has_labels, encoding)
+            templates = default_templates(1 if not first else len(first[0]))
+        extractor = FeatureExtractor(templates, hash_features=hash_features)
+        extractor.set_hashing()
     else:
         if isinstance(templates, str) and templates.strip() == "default":
             first = _first_sentence(source, has_labels, encoding)
@@ -395,7 +434,8 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
         counts = _count(source, extractor, has_labels, encoding, buffer_tokens, report)
         extractor.set_vocabulary(counts.freeze(min_freq, max_features))
         del counts
-    report.note(f"vocabulary: {len(extractor.attributes_ or ()):,} attributes")
+    if extractor.hash_features is None:
+        report.note(f"vocabulary: {len(extractor.attributes_ or ()):,} attributes")
     out = _write(source, path, name, extractor, has_labels, encoding, buffer_tokens, report)
     out["seconds"] = time.perf_counter() - started
     report.note(f"compiled {name} to {os.fsdecode(path)}: {out['n_tokens']:,} tokens, "
@@ -575,6 +615,34 @@ def n_tokens_of(sentences: Any) -> int:
     return sum(map(len, sentences))
 
 
+def _templates_of(compiled: CompiledCorpus, templates: Any) -> Optional[list[str]]:
+    """The compiled corpus's template lines, refused unless ``templates`` (a model's
+    ``templates=``) is ``"default"`` or the same."""
+    lines = compiled.templates
+    if not (isinstance(templates, str) and templates.strip() == "default"):
+        parsed = None if templates is None else FeatureExtractor(templates).templates
+        given = None if parsed is None else parsed.lines
+        if (given is None) != (lines is None) or (given is not None
+                                                  and list(given) != list(lines or ())):
+            raise SscrfError(f"{compiled.path}: compiled with other templates than the "
+                             "model's templates=; give templates='default' to take the "
+                             "corpus's, or compile it again")
+    return lines
+
+
+def hashed_with(compiled: CompiledCorpus, X: Sequence[Any], templates: Any,
+                n_threads: Optional[int] = None) -> tuple[FeatureExtractor, list[Features]]:
+    """The hashing extractor of training on ``X`` with a hashed compiled unlabeled corpus
+    (:attr:`CompiledCorpus.hash_features` buckets, its templates), and both matrices."""
+    hashing = cast(int, compiled.hash_features)
+    extractor = FeatureExtractor(_templates_of(compiled, templates), hash_features=hashing,
+                                 n_threads=n_threads)
+    (features,) = extractor.fit_transform(X)
+    widths = [w for w in (compiled.extractor().n_columns_, extractor.n_columns_) if w is not None]
+    extractor.set_hashing(min(widths) if widths else None)
+    return extractor, [features, compiled.features()]
+
+
 def vocabulary_with(compiled: CompiledCorpus, X: Sequence[Any], templates: Any, min_freq: int
                     ) -> tuple[FeatureExtractor, list[Features]]:
     """The vocabulary of training on ``X`` with a compiled unlabeled corpus, and both matrices.
@@ -587,15 +655,7 @@ def vocabulary_with(compiled: CompiledCorpus, X: Sequence[Any], templates: Any, 
     -------
     (FeatureExtractor, [Features of X, Features of the compiled corpus])
     """
-    lines = compiled.templates
-    if not (isinstance(templates, str) and templates.strip() == "default"):
-        parsed = None if templates is None else FeatureExtractor(templates).templates
-        given = None if parsed is None else parsed.lines
-        if (given is None) != (lines is None) or (given is not None
-                                                  and list(given) != list(lines or ())):
-            raise SscrfError(f"{compiled.path}: compiled with other templates than the "
-                             "model's templates=; give templates='default' to take the "
-                             "corpus's, or compile it again")
+    lines = _templates_of(compiled, templates)
     base = compiled.attributes
     counts = FeatureExtractor(lines, min_freq).count(X)
     known = set(base)

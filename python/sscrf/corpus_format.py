@@ -10,14 +10,17 @@ File format (version 1), little-endian throughout::
         16     8  n_tokens (int64)
         24     8  n_sentences (int64)
         32     8  nnz, stored (token, attribute) entries (int64)
-        40     8  n_attributes (int64), the vocabulary's size
+        40     8  n_attributes (int64), the vocabulary's size (with feature
+                  hashing, the number of buckets)
         48     8  meta_bytes (int64), the length of the meta section
         56    16  the vocabulary's checksum: BLAKE2b-128 of the attribute
-                  strings as compact JSON (``vocabulary_checksum``)
+                  strings as compact JSON (``vocabulary_checksum``); with
+                  hashing, of ``{"hash_features":n}`` (``hashed_checksum``)
         72     8  BLAKE2b-64 of bytes 0..72 (the header's own checksum)
         80    48  zeros
        128        meta: UTF-8 JSON {"features": the extractor's state
-                  (templates, min_freq, attributes, n_columns), "labels":
+                  (templates, min_freq, attributes, n_columns, and with
+                  hashing hash_features and attributes []), "labels":
                   label strings or null, "source": str}
 
 followed by the arrays, each starting at a multiple of 64 bytes (zeros
@@ -44,7 +47,7 @@ from .serialization import replace_file
 
 __all__ = ["ALIGN", "FLAG_LABELS", "FLAG_ONES", "HEADER", "HEADER_SIZE", "MAGIC",
            "MAX_META_BYTES", "VERSION", "assemble", "read_header", "read_meta", "sections",
-           "vocabulary_checksum"]
+           "hashed_checksum", "vocabulary_checksum"]
 
 MAGIC = b"SSCRFCOR"
 VERSION = 1
@@ -94,6 +97,23 @@ def sections(n_tokens: int, n_sentences: int, nnz: int, meta_bytes: int,
         end = at + count * np.dtype(dtype).itemsize
         at = _aligned(end)
     return out, end
+
+
+def hashed_checksum(n_buckets: int) -> bytes:
+    """The checksum standing for the vocabulary of a corpus hashed into ``n_buckets``
+    (:mod:`sscrf.features.hashing`), which has no strings: BLAKE2b-128 of
+    ``{"hash_features":n_buckets}`` as compact JSON."""
+    text = json.dumps({"hash_features": int(n_buckets)}, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _vocabulary(features: dict[str, Any]) -> tuple[int, bytes]:
+    """(n_attributes, checksum) of an extractor state: its strings', or its buckets'."""
+    hashing = features.get("hash_features")
+    if hashing is not None:
+        return int(hashing), hashed_checksum(hashing)
+    attributes = features["attributes"]
+    return len(attributes), vocabulary_checksum(attributes)
 
 
 def read_header(path: str, head: bytes, size: int) -> tuple[tuple[Any, ...], int, int]:
@@ -149,14 +169,15 @@ def read_meta(path: str, raw: bytes, header: tuple[Any, ...], flags: int) -> dic
     try:
         meta = json.loads(raw.decode("utf-8"))
         features = meta["features"]
-        attributes = features["attributes"]
-        ok = (isinstance(attributes, list) and len(attributes) == header[3]
-              and all(isinstance(a, str) for a in attributes))
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        attributes, hashing = features["attributes"], features.get("hash_features")
+        ok = (isinstance(attributes, list) and all(isinstance(a, str) for a in attributes)
+              and (len(attributes) == header[3] if hashing is None else
+                   type(hashing) is int and hashing == header[3] and not attributes))
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
         ok = False
     if not ok:
         raise SscrfError(f"{path}: corrupt meta section (not the vocabulary the header declares)")
-    if vocabulary_checksum(attributes) != header[4]:
+    if _vocabulary(features)[1] != header[4]:
         raise SscrfError(f"{path}: corrupt: the vocabulary does not match its checksum")
     labels = meta.get("labels")
     if bool(flags & FLAG_LABELS) != (labels is not None) or (
@@ -189,11 +210,10 @@ def assemble(path: str, meta: dict[str, Any], flags: int, sizes: tuple[int, int,
     (int, int)
         The file's bytes and its arrays' bytes.
     """
-    attributes = meta["features"]["attributes"]
+    n_attributes, checksum = _vocabulary(meta["features"])
     raw = json.dumps(meta, ensure_ascii=False).encode("utf-8")
     layout, end = sections(*sizes, len(raw), flags)
-    head = HEADER.pack(MAGIC, VERSION, flags, *sizes, len(attributes), len(raw),
-                        vocabulary_checksum(attributes))
+    head = HEADER.pack(MAGIC, VERSION, flags, *sizes, n_attributes, len(raw), checksum)
     head += hashlib.blake2b(head, digest_size=8).digest()
 
     def write(out: Any) -> None:

@@ -31,8 +31,8 @@ from . import _core
 from . import constraints as _constraints
 from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
-from .corpus_file import (CompiledCorpus, labeled_input, n_tokens_of, unlabeled_input,
-                          vocabulary_with)
+from .corpus_file import (CompiledCorpus, hashed_with, labeled_input, n_tokens_of,
+                          unlabeled_input, vocabulary_with)
 from .fit_callbacks import (DevTracker, check_dev_pair, check_dev_scoring, checkpointing,
                             shifted_callback)
 from .errors import FeatureScaleWarning, SscrfError
@@ -411,6 +411,12 @@ def _compile(params: Params, plan: _Plan, started: float
     compiled = any(isinstance(c, CompiledCorpus) for c in (plan.X, plan.unlabeled))
     if isinstance(templates, str) and templates.strip() == "default" and not compiled:
         templates = default_templates(n_columns(plan.X or plan.unlabeled))
+    hashing = params.get("hash_features")
+    for corpus in (plan.X, plan.unlabeled):
+        if isinstance(corpus, CompiledCorpus) and corpus.hash_features != hashing:
+            raise SscrfError(f"{corpus.path}: compiled with hash_features="
+                             f"{corpus.hash_features}, the estimator has hash_features="
+                             f"{hashing}: they must be the same")
     if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
         extractor = plan.X.extractor()
         features = [plan.X.features()]
@@ -418,6 +424,9 @@ def _compile(params: Params, plan: _Plan, started: float
             features.append(plan.unlabeled.features_for(extractor))
         elif plan.unlabeled:
             features.append(extractor.transform(plan.unlabeled))
+    elif isinstance(plan.unlabeled, CompiledCorpus) and hashing is not None:
+        extractor, features = hashed_with(plan.unlabeled, plan.X, params["templates"],
+                                          plan.n_threads)
     elif isinstance(plan.unlabeled, CompiledCorpus):  # its vocabulary first, as compiled
         extractor, features = vocabulary_with(plan.unlabeled, plan.X, params["templates"],
                                               params["min_freq"])

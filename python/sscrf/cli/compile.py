@@ -21,15 +21,18 @@ def run(args: argparse.Namespace) -> int:
     check_not_an_input(args.output, (args.file, args.template, args.vocabulary))
     vocabulary = None
     if args.vocabulary is not None:
-        if args.template is not None or args.min_freq != 1 or args.max_features is not None:
-            raise SscrfError("--vocabulary fixes the attributes; --template, --min-freq and "
-                             "--max-features go with a vocabulary of FILE's own")
+        if args.template is not None or args.min_freq != 1 or args.max_features is not None \
+                or args.hash_features is not None:
+            raise SscrfError("--vocabulary fixes the attributes; --template, --min-freq, "
+                             "--max-features and --hash-features go with a vocabulary of "
+                             "FILE's own")
         vocabulary = (CompiledCorpus.open(args.vocabulary, validate=False)
                       if is_compiled_corpus(args.vocabulary) else load_model(args.vocabulary))
     templates = "default" if args.template is None else read_templates(args.template)
     info = compile_corpus_file(args.file, args.output, templates=templates,
                                vocabulary=vocabulary, min_freq=args.min_freq,
-                               max_features=args.max_features, has_labels=args.labeled,
+                               max_features=args.max_features,
+                               hash_features=args.hash_features, has_labels=args.labeled,
                                buffer_tokens=args.buffer_tokens, verbose=not args.quiet)
     per_entry = info["array_bytes"] / max(info["nnz"], 1)
     print(f"{args.output}: {info['n_sentences']:,} sentences, {info['n_tokens']:,} tokens, "

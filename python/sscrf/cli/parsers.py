@@ -434,6 +434,10 @@ def add_compile(commands: Any) -> argparse.ArgumentParser:
                      help="drop attributes seen at fewer than N tokens (default: 1)")
     sub.add_argument("--max-features", type=positive_int, default=None, metavar="N",
                      help="keep at most N attributes, the most frequent (after --min-freq)")
+    sub.add_argument("--hash-features", type=positive_int, default=None, metavar="N",
+                     help="hash attributes into N = 2**k buckets instead of counting a "
+                          "vocabulary (one pass over FILE); train with the same "
+                          "--hash-features")
     sub.add_argument("--labeled", action="store_true",
                      help="FILE's last column is the label: stored with the sentences")
     sub.add_argument("--buffer-tokens", type=positive_int, default=1 << 18, metavar="N",

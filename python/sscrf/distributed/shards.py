@@ -101,6 +101,9 @@ def compiled_shard(path: str, labeled: bool) -> Shard:
     """A shard of a compiled corpus file (:func:`sscrf.compile_corpus_file`), checked as
     ``CRF.fit`` checks one: a labeled one must store labels; no empty sentences."""
     corpus = CompiledCorpus.open(path)
+    if corpus.hash_features is not None:
+        raise SscrfError(f"{path}: compiled with feature hashing, which the cluster's fit "
+                         "does not take yet")
     if labeled:
         return Shard([], labeled_input(corpus, None), path)
     unlabeled_input(corpus)

@@ -239,6 +239,26 @@ class FeatureExtractor:
         self.n_columns_ = vocabulary.n_columns
         return self
 
+    def set_hashing(self, n_columns: Optional[int] = None) -> FeatureExtractor:
+        """Fitted without a pass over any corpus, as hashing needs none (``hash_features``
+        must be set): :meth:`transform` then hashes.
+
+        Parameters
+        ----------
+        n_columns : int or None
+            The token columns recorded (what ``fit`` records: the fewest of
+            any token; None: not known).
+
+        Returns
+        -------
+        self
+        """
+        if getattr(self, "hash_features", None) is None:
+            raise SscrfError("set_hashing needs hash_features")
+        self.n_columns_, self._hash_fitted = n_columns, True
+        self.attributes_ = cast("list[str]", BucketNames(cast(int, self.hash_features)))
+        return self
+
     def vocabulary(self) -> Vocabulary:
         """The fitted vocabulary.
 
@@ -449,8 +469,7 @@ class FeatureExtractor:
         if strings is None:
             strings = index.strings(np.arange(len(index)))
         if fit:
-            self.n_columns_, self._hash_fitted = n_columns, True
-            self.attributes_ = cast("list[str]", BucketNames(n_buckets))
+            self.set_hashing(n_columns)
         bucket = hash_buckets(strings, n_buckets)
         return [hashed(f, bucket, n_buckets) for f in provisional]
 
