@@ -7,8 +7,10 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   (lower-cased word, shape, short shape, affixes 1-4, digit and capital
   classes, neighbours' words and short shapes at ±1);
 - ``--slices`` disjoint labeled slices of ``--labeled`` sentences each,
-  drawn by document where the corpus marks documents (UD-EWT's ``newdoc``),
-  by sentence otherwise (BC2GM and CoNLL-2000 carry no document ids);
+  drawn by document where the corpus marks documents (UD-EWT's ``newdoc``:
+  documents from their start, the last one cut where the slice is full),
+  by sentence otherwise (BC2GM and CoNLL-2000 carry no document ids) or
+  with ``--slice-by sentence``;
 - unlabeled text of ``--sizes`` × the slice's tokens (``max``: the whole
   rest of the training split), from the training split minus the slice,
   labels dropped; never the dev or test split;
@@ -138,11 +140,13 @@ def load_corpus(name, data_root):
     raise SystemExit(f"unknown corpus {name!r}")
 
 
-def slices_of(train, n_sentences, n_slices, seed):
-    """Disjoint labeled slices (lists of train indices): whole documents where the
-    corpus has them, until a slice holds ``n_sentences`` sentences."""
+def slices_of(train, n_sentences, n_slices, seed, by_document=True):
+    """Disjoint labeled slices (lists of train indices) of ``n_sentences`` sentences:
+    documents in a random order where the corpus has them (and ``by_document``),
+    each taken from its start, the last one cut where the slice is full (the
+    rest of it is unlabeled text); random sentences otherwise."""
     rng = np.random.default_rng(seed)
-    if train[0][2] is not None:
+    if by_document and train[0][2] is not None:
         docs = {}
         for i, (_, _, doc) in enumerate(train):
             docs.setdefault(doc, []).append(i)
@@ -154,7 +158,7 @@ def slices_of(train, n_sentences, n_slices, seed):
     for u in order:
         current.extend(units[u])
         if len(current) >= n_sentences:
-            out.append(current)
+            out.append(current[:n_sentences])
             current = []
             if len(out) == n_slices:
                 break
@@ -350,9 +354,11 @@ def run(args):
         log(f"{len(args.prototype_constraints)} prototype constraints ({args.prototypes} a "
             "label, from the whole training split)")
     results = []  # dicts: slice, size, method, counts, settings, seconds
-    slices = slices_of(train, args.labeled, args.slices, args.seed)
+    slices = slices_of(train, args.labeled, args.slices, args.seed,
+                       by_document=args.slice_by == "document")
     log(f"{what}: {len(train):,} train sentences, {len(dev):,} dev, {len(test):,} test; "
-        f"{len(slices)} slices of {args.labeled} sentences")
+        f"{len(slices)} slices of {args.labeled} sentences, by {args.slice_by} (sentences, "
+        f"tokens: {', '.join(f'{len(sl)}, {sum(len(train[i][0]) for i in sl)}' for sl in slices)})")
     for k, labeled in enumerate(slices):
         unlabeled = unlabeled_for(train, labeled, args.sizes, args.seed + k)
         for size in args.sizes:
@@ -442,6 +448,9 @@ def parse_args(argv=None):
     p.add_argument("--data", default=DATA_ROOT)
     p.add_argument("--labeled", type=int, default=200, help="sentences per slice")
     p.add_argument("--slices", type=int, default=5)
+    p.add_argument("--slice-by", default="document", choices=("document", "sentence"),
+                   help="labeled slices of whole documents where the corpus marks them "
+                        "(UD-EWT), or of random sentences")
     p.add_argument("--sizes", default="1,5,max", help="unlabeled text, multiples of the "
                    "slice's tokens, or 'max'")
     p.add_argument("--methods", default=",".join(METHODS))
