@@ -10,6 +10,7 @@ header checksum).
 """
 
 import hashlib
+import os
 import struct
 
 import numpy as np
@@ -55,8 +56,8 @@ def test_compiled_file_is_todays_extraction(corpora, tmp_path, buffer_tokens):
     assert_same_features(c.features(), expected)
     assert isinstance(c.features().indices, np.memmap)  # mapped, not read
     assert info["bytes"] == path.stat().st_size
-    # binary features: the arrays take 4 bytes per entry, 8 per token and sentence
-    arrays = 4 * c.nnz + 8 * (c.n_tokens + 1) + 8 * (c.n_sentences + 1)
+    # binary features: the arrays take 4 bytes per entry and token, 8 per sentence
+    arrays = 4 * c.nnz + 4 * (c.n_tokens + 1) + 8 * (c.n_sentences + 1)
     assert arrays <= info["array_bytes"] < arrays + 3 * 64
     # the bytes do not depend on the buffer
     other = tmp_path / "other.corpus"
@@ -167,7 +168,10 @@ def test_bad_files_are_refused_with_their_name_and_reason(tmp_path):
         "a byte more": (data + b"\0", "corrupt"),
         "header flipped": (data[:20] + bytes([data[20] ^ 1]) + data[21:], "corrupt header"),
         "newer version": (rewritten_header(data, version=2), "version 2"),
-        "huge sizes": (rewritten_header(data, n_tokens=1 << 60, nnz=1 << 61), "truncated"),
+        "huge sizes": (rewritten_header(data, n_tokens=1 << 60, n_sentences=1 << 61),
+                       "truncated"),
+        "4-byte pointers past 2^32 entries": (rewritten_header(data, nnz=1 << 32),
+                                              "out of range"),
         "negative size": (rewritten_header(data, nnz=-5), "out of range"),
         "meta flipped": (data[:140] + bytes([data[140] ^ 0x20]) + data[141:], "corrupt"),
         "id out of range": (data[:indices_at] + struct.pack("<i", 1 << 30)
@@ -380,3 +384,31 @@ def test_cli_compiles_with_hashing_and_trains_on_it(capsys, tmp_path):
     code, _, err = run(capsys, "compile", unl, "-o", tagged, "--vocabulary", model,
                        "--hash-features", "1024")
     assert_error(code, err, "--hash-features go with a vocabulary of FILE's own")
+
+
+def test_four_byte_token_pointers_are_widened_on_disk_not_in_memory(corpora, tmp_path,
+                                                                    monkeypatch):
+    _, _, U, _ = corpora
+    path = tmp_path / "u.corpus"
+    compile_corpus_file(U, path)
+    expected, = FeatureExtractor(default_templates(2)).fit_transform(U)
+    assert struct.unpack_from("<I", path.read_bytes(), 12)[0] & 4  # stored as uint32
+    c = CompiledCorpus.open(path)
+    indptr = c.features().indptr
+    assert isinstance(indptr, np.memmap) and indptr.dtype == np.int64
+    np.testing.assert_array_equal(indptr, expected.indptr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["u.corpus"]  # unlinked at once
+    # a folder where nothing can be written: the temporary folder instead
+    import tempfile
+    made = []
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        if kwargs.get("dir") is not None:
+            raise PermissionError("read-only")
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    np.testing.assert_array_equal(CompiledCorpus.open(path).features().indptr, expected.indptr)
+    assert len(made) == 1 and not os.path.exists(made[0][1])

@@ -136,7 +136,7 @@ def load_corpus(name, data_root):
         train = read_conllu(os.path.join(d, "en_ewt-ud-train.conllu"))
         dev = [(w, t) for w, t, _ in read_conllu(os.path.join(d, "en_ewt-ud-dev.conllu"))]
         test = [(w, t) for w, t, _ in read_conllu(os.path.join(d, "en_ewt-ud-test.conllu"))]
-        return train, dev, test, "accuracy", "UD-EWT UPOS (slices by document)"
+        return train, dev, test, "accuracy", "UD-EWT UPOS"
     raise SystemExit(f"unknown corpus {name!r}")
 
 
@@ -429,7 +429,8 @@ def tables(args, results, kind, what):
                          f"[{lo:+.2f}, {hi:+.2f}]",
                          " ".join(f"{d:+.2f}" for d in deltas), settings])
         size_text = "all the rest of train" if size == "max" else f"{size}x the labeled tokens"
-        out.append(f"\n{what}, {args.labeled} labeled sentences x {args.slices} slices, "
+        out.append(f"\n{what}, {args.labeled} labeled sentences x {args.slices} slices "
+                   f"(by {args.slice_by}), "
                    f"unlabeled {size_text}; {metric} on test (%), mean over slices; "
                    "Δ paired against the c2-tuned dense model of the same slice\n")
         out.append(markdown_table(["method", metric, "P", "R", "predicted", "median Δ",

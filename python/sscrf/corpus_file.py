@@ -19,8 +19,10 @@ buckets, :mod:`sscrf.features.hashing`) there is no first pass.
 
 The file format is :mod:`sscrf.corpus_format`'s.
 
-Binary features thus take 4 bytes per entry and 8 per token (and 8 per
-sentence). Opening checks, before anything is allocated from a declared
+Binary features thus take 4 bytes per entry and 4 per token (8 past 2^32
+entries, and 8 per sentence). The kernels read 8-byte token pointers:
+opening widens 4-byte ones into a file beside the corpus, mapped and
+unlinked at once (disk, not memory, while the corpus is open). Opening checks, before anything is allocated from a declared
 size, the magic, the version, the header's checksum and that the sizes add
 up to the file's length; then the meta's vocabulary against its checksum,
 and every array (monotone offsets, ids in range, finite values) a slice at
@@ -39,8 +41,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
-from .corpus_format import (FLAG_LABELS, FLAG_ONES, HEADER_SIZE, MAGIC, MAX_META_BYTES, VERSION,
-                            assemble, read_header, read_meta, sections, vocabulary_checksum)
+from .corpus_format import (FLAG_LABELS, FLAG_ONES, FLAG_POINTERS32, HEADER_SIZE, MAGIC,
+                            MAX_META_BYTES, VERSION, assemble, read_header, read_meta, sections,
+                            vocabulary_checksum)
 from .errors import SscrfError, SscrfTypeError
 from .features import FeatureExtractor, Features, default_templates
 from .features.csr import is_ones, ones
@@ -237,6 +240,8 @@ class CompiledCorpus:
         corpus = cls(path, header + (size,), meta, arrays)
         if validate:
             _validate(corpus)
+        if flags & FLAG_POINTERS32:
+            arrays["indptr"] = _widened(path, arrays["indptr"])
         return corpus
 
     @classmethod
@@ -254,6 +259,27 @@ class CompiledCorpus:
         """
         compile_corpus_file(source, path, **options)
         return cls.open(path)
+
+
+def _widened(path: str, pointers: NDArray[np.uint32]) -> NDArray[np.int64]:
+    """uint32 token pointers as int64, which the kernels read: written a slice at a time
+    to a file beside ``path`` (or in the temporary folder where that one is not
+    writable), mapped, and unlinked at once, so that they take disk while the corpus is
+    open, not memory."""
+    if len(pointers) == 0:
+        return np.zeros(0, dtype=np.int64)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, name = tempfile.mkstemp(prefix=".sscrf-pointers-", dir=folder)
+    except OSError:
+        fd, name = tempfile.mkstemp(prefix=".sscrf-pointers-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for start in range(0, len(pointers), _SLICE):
+                f.write(np.asarray(pointers[start:start + _SLICE], dtype="<i8").tobytes())
+        return np.memmap(name, dtype="<i8", mode="r", shape=(len(pointers),))
+    finally:
+        os.remove(name)  # the mapping keeps its pages; the name goes now
 
 
 def _check_monotone(path: str, name: str, a: NDArray[np.int64], last: int) -> None:
@@ -477,7 +503,9 @@ def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, 
         finally:
             for spill_file in files.values():
                 spill_file.close()
-        flags = (FLAG_ONES if all_ones else 0) | (FLAG_LABELS if has_labels else 0)
+        narrow = nnz <= np.iinfo(np.uint32).max
+        flags = ((FLAG_ONES if all_ones else 0) | (FLAG_LABELS if has_labels else 0)
+                 | (FLAG_POINTERS32 if narrow else 0))
         state = extractor.to_state()
         meta = {"features": state, "labels": list(label_ids) if has_labels else None,
                 "source": name}
@@ -488,6 +516,8 @@ def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, 
                     block = f.read(1 << 24)
                     if not block:
                         return
+                    if section == "indptr" and narrow:  # spilled as int64
+                        block = np.frombuffer(block, "<i8").astype("<u4").tobytes()
                     yield block
 
         end, array_bytes = assemble(path, meta, flags, (n_tokens, n_sentences, nnz), spilled)

@@ -6,7 +6,8 @@ File format (version 1), little-endian throughout::
          0     8  magic b"SSCRFCOR"
          8     4  version (uint32) = 1
         12     4  flags (uint32): 1 = every value is 1.0 (no values section),
-                  2 = a labels section is present
+                  2 = a labels section is present, 4 = the token pointers
+                  are uint32 (the corpus has fewer than 2^32 entries)
         16     8  n_tokens (int64)
         24     8  n_sentences (int64)
         32     8  nnz, stored (token, attribute) entries (int64)
@@ -24,14 +25,16 @@ File format (version 1), little-endian throughout::
                   label strings or null, "source": str}
 
 followed by the arrays, each starting at a multiple of 64 bytes (zeros
-between), so that each maps aligned: ``indptr`` int64 ``[n_tokens + 1]``,
+between), so that each maps aligned: ``indptr`` int64 (uint32 with flag
+4) ``[n_tokens + 1]``,
 ``offsets`` int64 ``[n_sentences + 1]``, ``indices`` int32 ``[nnz]``,
 ``values`` float64 ``[nnz]`` (absent with flag 1) and ``labels`` int32
 ``[n_tokens]`` (with flag 2, ids into the meta's labels). The file ends
 exactly where the last array does.
 
-Binary features thus take 4 bytes per entry and 8 per token (and 8 per
-sentence). :mod:`sscrf.corpus_file` compiles and opens such files.
+Binary features thus take 4 bytes per entry and 4 per token (8 past 2^32
+entries), and 8 per sentence. :mod:`sscrf.corpus_file` compiles and opens
+such files.
 """
 
 import hashlib
@@ -45,16 +48,16 @@ from .errors import SscrfError
 from .features import FeatureExtractor
 from .serialization import replace_file
 
-__all__ = ["ALIGN", "FLAG_LABELS", "FLAG_ONES", "HEADER", "HEADER_SIZE", "MAGIC",
-           "MAX_META_BYTES", "VERSION", "assemble", "read_header", "read_meta", "sections",
-           "hashed_checksum", "vocabulary_checksum"]
+__all__ = ["ALIGN", "FLAG_LABELS", "FLAG_ONES", "FLAG_POINTERS32", "HEADER", "HEADER_SIZE",
+           "MAGIC", "MAX_META_BYTES", "VERSION", "assemble", "hashed_checksum", "read_header",
+           "read_meta", "sections", "vocabulary_checksum"]
 
 MAGIC = b"SSCRFCOR"
 VERSION = 1
 HEADER = struct.Struct("<8sIIqqqqq16s")
 HEADER_SIZE = 128
 ALIGN = 64
-FLAG_ONES, FLAG_LABELS = 1, 2
+FLAG_ONES, FLAG_LABELS, FLAG_POINTERS32 = 1, 2, 4
 #: The meta section holds the vocabulary: 10 million attributes take about 300 MB.
 MAX_META_BYTES = 1 << 30
 
@@ -85,7 +88,8 @@ def sections(n_tokens: int, n_sentences: int, nnz: int, meta_bytes: int,
     which a declared size cannot overflow)."""
     at = _aligned(HEADER_SIZE + meta_bytes)
     out = []
-    layout = [("indptr", "<i8", n_tokens + 1), ("offsets", "<i8", n_sentences + 1),
+    pointers = "<u4" if flags & FLAG_POINTERS32 else "<i8"
+    layout = [("indptr", pointers, n_tokens + 1), ("offsets", "<i8", n_sentences + 1),
               ("indices", "<i4", nnz)]
     if not flags & FLAG_ONES:
         layout.append(("values", "<f8", nnz))
@@ -144,10 +148,11 @@ def read_header(path: str, head: bytes, size: int) -> tuple[tuple[Any, ...], int
     own = hashlib.blake2b(head[:72], digest_size=8).digest()
     if head[72:80] != own:
         raise SscrfError(f"{path}: corrupt header (its checksum does not match)")
-    if flags & ~(FLAG_ONES | FLAG_LABELS):
+    if flags & ~(FLAG_ONES | FLAG_LABELS | FLAG_POINTERS32):
         raise SscrfError(f"{path}: corrupt header (unknown flags {flags:#x})")
     if min(n_tokens, n_sentences, nnz, n_attributes, meta_bytes) < 0 \
-            or n_attributes > np.iinfo(np.int32).max or meta_bytes > MAX_META_BYTES:
+            or n_attributes > np.iinfo(np.int32).max or meta_bytes > MAX_META_BYTES \
+            or (flags & FLAG_POINTERS32 and nnz > np.iinfo(np.uint32).max):
         raise SscrfError(f"{path}: corrupt header (sizes out of range)")
     # Python integers: a declared size cannot overflow before it is compared.
     _, end = sections(n_tokens, n_sentences, nnz, meta_bytes, flags)
