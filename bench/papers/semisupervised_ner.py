@@ -28,9 +28,16 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   ``ge-prototypes`` (Mann & McCallum 2008's setting: ``--prototypes`` words
   a label, the most frequent whose majority label it is over the whole
   training split, the 0.99 majority targets; meant for EWT POS),
-  ``representations`` and ``representations+ge`` (only where
-  ``sscrf.WordRepresentations`` exists: its features merged into every
-  token's dict; otherwise a "not available" row);
+  ``representations`` (``sscrf.WordRepresentations``' default features,
+  cluster ids at -1, 0, +1 and the word's vector, merged into every token's
+  dict), its parts ``rep-clusters``, ``rep-vectors`` and ``rep-prototypes``
+  (prototype-similarity features alone, the ``--prototypes`` words a label
+  of ``ge-prototypes``), their union ``representations+prototypes``, and
+  ``representations+ge``; the representations are learned with the
+  default settings from the method's unlabeled text and the slice's words,
+  or with ``--representation-text shared`` from the whole training split
+  less the slice plus the other shared corpora's training text (stated in
+  the output; never a dev or test split);
 - scores on the test split: entity F1, precision, recall and the number of
   predicted entities (chunk F1 of IOB2 tags, exact boundaries) for BC2GM
   and CoNLL-2000, token accuracy for EWT UPOS; the paired Δ against the
@@ -68,7 +75,16 @@ from sscrf.features import word_features  # noqa: E402
 from sscrf.metrics import chunks  # noqa: E402
 
 METHODS = ("observed", "dense", "entropy", "entropy+prop", "self-training", "ge",
-           "ge-prototypes", "representations", "representations+ge")
+           "ge-prototypes", "representations", "rep-clusters", "rep-vectors",
+           "rep-prototypes", "representations+prototypes", "representations+ge")
+#: The feature function each representation method uses (the others: word_features).
+REP_VARIANTS = {"representations": "default", "representations+ge": "default",
+                "rep-clusters": "clusters", "rep-vectors": "vectors",
+                "rep-prototypes": "prototypes", "representations+prototypes": "union"}
+#: The training text of the other corpora, for --representation-text shared.
+OTHER_TEXT = {"bc2gm": [("conll2000", "train.txt", 0, 2), ("ud-english-ewt", None)],
+              "conll2000": [("bc2gm", "conll/train.tsv", 0, 1), ("ud-english-ewt", None)],
+              "ewt": [("conll2000", "train.txt", 0, 2), ("bc2gm", "conll/train.tsv", 0, 1)]}
 
 
 # -- corpora ------------------------------------------------------------------------------
@@ -242,6 +258,31 @@ def ge_constraints(XA, yA):
     return estimate_constraints(XA, yA, attrs, 10 ** 6, smoothing=0.1) if attrs else {}
 
 
+def prototype_words(train, k):
+    """Per label, the ``k`` most frequent words of the whole training split whose majority
+    label it is (``ge-prototypes``' words)."""
+    X = [word_features(words) for words, _, _ in train]
+    y = [tags for _, tags, _ in train]
+    labels = sorted({t for tags in y for t in tags})
+    proposed = propose_features(X, y, k, labels=labels, prefix="w=")
+    return {label: [a[len("w="):] for a, _, _ in found] for label, found in proposed.items()}
+
+
+def other_text(name, data_root):
+    """The words of the other shared corpora's training splits."""
+    out = []
+    for source in OTHER_TEXT[name]:
+        if source[0] == "ud-english-ewt":
+            path = os.path.join(data_root, "ud-english-ewt", "en_ewt-ud-train.conllu")
+            out += [w for w, _, _ in read_conllu(path)]
+        else:
+            folder, file, word_col, tag_col = source
+            sep = "\t" if file.endswith(".tsv") else None
+            out += [w for w, _ in read_columns(os.path.join(data_root, folder, file),
+                                               word_col, tag_col, sep)]
+    return out
+
+
 def prototype_constraints(train, k):
     """Mann & McCallum's prototypes: for each label, the ``k`` most frequent words of the
     whole training split whose majority label it is (what a person listing a few
@@ -315,7 +356,7 @@ def _run_method(method, args, XA, yA, XU, dev, reps):
         constraints = args.prototype_constraints
         grid = dict(c2, ge_weight=[h * L / len(constraints) for h in args.ge_weights])
         return select(base, grid, XA, yA, dev, X_unlabeled=XU, constraints=constraints)
-    if method == "representations":
+    if method in REP_VARIANTS:
         if reps is None:
             return None, {}, 0
         return select(base.set_params(feature_set="dense"), c2, XA, yA, dev)
@@ -327,12 +368,24 @@ def dev_score(kind, model, dev):
     return float(f1_of(counts.sum(axis=0)))
 
 
-def featurize(sentences, reps=None):
+def featurize(sentences, reps=None, variant="default", prototypes=None):
+    """word_features, with a variant of the representations' features merged in."""
     out = [word_features(words) for words in sentences]
-    if reps is not None:
-        for feats, words in zip(out, sentences):
-            for f, extra in zip(feats, reps.features(words)):
-                f.update(extra)
+    if reps is None:
+        return out
+    for feats, words in zip(out, sentences):
+        if variant == "default":
+            reps.features(words, into=feats)
+        elif variant == "clusters":
+            reps.features(words, vectors=False, into=feats)
+        elif variant == "union":
+            reps.features(words, prototypes=prototypes, into=feats)
+        else:  # one part alone
+            keep = "rep.v" if variant == "vectors" else "rep.proto["
+            for f, extra in zip(feats, reps.features(words, context=0,
+                                                      vectors=variant == "vectors",
+                                                      prototypes=prototypes)):
+                f.update((key, v) for key, v in extra.items() if key.startswith(keep))
     return out
 
 
@@ -349,11 +402,23 @@ def run(args):
         test = [test[i] for i in sorted(rng.choice(len(test), args.test_sentences,
                                                    replace=False))]
     has_reps = hasattr(sscrf, "WordRepresentations")
+    want_reps = has_reps and any(m in REP_VARIANTS for m in args.methods)
+    shared = []
+    if want_reps and args.representation_text == "shared":
+        shared = other_text(args.corpus, args.data)
+        log(f"representations also learned from {sum(map(len, shared)):,} tokens of the "
+            f"other corpora's training text ({', '.join(src[0] for src in OTHER_TEXT[args.corpus])})")
+    prototypes = None
+    if any(REP_VARIANTS.get(m) in ("prototypes", "union") for m in args.methods):
+        prototypes = prototype_words(train, args.prototypes)
+        log(f"prototype words: {prototypes}")
     if "ge-prototypes" in args.methods:
         args.prototype_constraints = prototype_constraints(train, args.prototypes)
         log(f"{len(args.prototype_constraints)} prototype constraints ({args.prototypes} a "
             "label, from the whole training split)")
     results = []  # dicts: slice, size, method, counts, settings, seconds
+    if train[0][2] is None:
+        args.slice_by = "sentence"  # no document ids
     slices = slices_of(train, args.labeled, args.slices, args.seed,
                        by_document=args.slice_by == "document")
     log(f"{what}: {len(train):,} train sentences, {len(dev):,} dev, {len(test):,} test; "
@@ -363,26 +428,41 @@ def run(args):
         unlabeled = unlabeled_for(train, labeled, args.sizes, args.seed + k)
         for size in args.sizes:
             reps = None
-            if has_reps and any(m.startswith("representations") for m in args.methods):
-                reps = sscrf.WordRepresentations().fit(
-                    [train[i][0] for i in unlabeled[size]] + [train[i][0] for i in labeled])
+            if want_reps:
+                taken = set(labeled)
+                text = ([train[i][0] for i in range(len(train)) if i not in taken] + shared
+                        if args.representation_text == "shared" else
+                        [train[i][0] for i in unlabeled[size]] + [train[i][0] for i in labeled])
+                reps = sscrf.WordRepresentations().fit(text)
             words_a = [train[i][0] for i in labeled]
             yA = [train[i][1] for i in labeled]
             XU_words = [train[i][0] for i in unlabeled[size]]
-            plain = (featurize(words_a), featurize(XU_words),
-                     (featurize([w for w, _ in dev]), [t for _, t in dev]),
-                     featurize([w for w, _ in test]))
-            with_reps = None
-            if reps is not None:
-                with_reps = (featurize(words_a, reps), featurize(XU_words, reps),
-                             (featurize([w for w, _ in dev], reps), [t for _, t in dev]),
-                             featurize([w for w, _ in test], reps))
+            made = {}
+
+            def part(variant, name):
+                """One corpus's feature dicts under a feature variant, made once."""
+                if (variant, name) not in made:
+                    words = {"labeled": words_a, "unlabeled": XU_words,
+                             "dev": [w for w, _ in dev], "test": [w for w, _ in test]}[name]
+                    made[variant, name] = featurize(
+                        words, None if variant == "plain" else reps, variant, prototypes)
+                return made[variant, name]
+
+            def feature_sets(variant, method):
+                """(labeled, unlabeled ([] where the method reads none), (dev, dev labels),
+                test) under a feature variant."""
+                reads = method not in ("observed", "dense") and (
+                    method not in REP_VARIANTS or method == "representations+ge")
+                return (part(variant, "labeled"), part(variant, "unlabeled") if reads else [],
+                        (part(variant, "dev"), [t for _, t in dev]), part(variant, "test"))
+
             for method in args.methods:
                 supervised = method in ("observed", "dense")
                 if supervised and size != args.sizes[0]:
                     continue  # the same for every size: computed once per slice
-                XA, XU, dev_set, X_test = with_reps if method.startswith(
-                    "representations") and with_reps is not None else plain
+                XA, XU, dev_set, X_test = feature_sets(
+                    REP_VARIANTS[method] if method in REP_VARIANTS and reps is not None
+                    else "plain", method)
                 started = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -462,6 +542,9 @@ def parse_args(argv=None):
                    help="proportion_weight in units of labeled tokens (0 is added)")
     p.add_argument("--ge-weights", default="0.01,0.1",
                    help="ge_weight in units of labeled tokens per constraint (0 is added)")
+    p.add_argument("--representation-text", default="unlabeled", choices=("unlabeled", "shared"),
+                   help="what the representations are learned from: the method's unlabeled "
+                        "text, or all the training text of the shared corpora but the slice")
     p.add_argument("--prototypes", type=int, default=3,
                    help="prototype words per label for ge-prototypes")
     p.add_argument("--max-iterations", type=int, default=100)
