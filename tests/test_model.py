@@ -192,6 +192,30 @@ def test_predict_in_chunks_is_a_brute_force_argmax(model, monkeypatch, chunk):
     assert model.predict([]) == []
 
 
+def test_marginals_probabilities_and_entropies_in_chunks_have_the_same_bits(model,
+                                                                            monkeypatch):
+    sentences = held_out_sentences()
+    sentences = [sentences[0], [], *sentences[1:], []]
+
+    def everything():
+        return (model.predict_marginals_array(sentences), model.sequence_entropy(sentences),
+                model.token_entropy(sentences), model.sequence_log_probability(sentences),
+                model.most_uncertain_span(sentences, 2))
+
+    monkeypatch.setattr(sscrf.decoding, "TAG_CHUNK_TOKENS", 10 ** 9)
+    whole = everything()
+    for chunk in (1, 4, 7):
+        monkeypatch.setattr(sscrf.decoding, "TAG_CHUNK_TOKENS", chunk)
+        got = everything()
+        for a, b in zip(got, whole):
+            if isinstance(a, np.ndarray):
+                assert a.tobytes() == b.tobytes()
+            elif a and isinstance(a[0], np.ndarray):
+                assert [x.tobytes() for x in a] == [x.tobytes() for x in b]
+            else:
+                assert a == b
+
+
 def test_predict_in_chunks_names_a_bad_sentence_by_its_index_in_X(model, monkeypatch):
     monkeypatch.setattr(sscrf.decoding, "TAG_CHUNK_TOKENS", 3)
     sentences = held_out_sentences()

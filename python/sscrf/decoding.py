@@ -25,7 +25,8 @@ from .layout import ParameterLayout
 
 __all__ = ["Decoder", "labelings_with_log_p"]
 
-#: Unconstrained tagging runs this many tokens at a time (whole sentences):
+#: Unconstrained tagging, marginals, probabilities and entropies of sentences
+#: run this many tokens at a time (whole sentences):
 #: the memory of a chunk's features is reused by the next instead of every
 #: page of one corpus-sized matrix being faulted in fresh (a fifth of
 #: tagging with 100-dimension word vectors, 130 entries a token), and it
@@ -143,10 +144,8 @@ class Decoder:
         names = np.asarray(self.classes, dtype=object)[labels]
         return [list(names[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1)]
 
-    def _viterbi_chunked(self, X: list[Any]) -> list[list[str]]:
-        """:meth:`viterbi` without ``allowed``, ``TAG_CHUNK_TOKENS`` at a time."""
-        names = np.asarray(self.classes, dtype=object)
-        out: list[list[str]] = []
+    def _chunks(self, X: list[Any]) -> Iterator[Any]:
+        """The features of ``X``, ``TAG_CHUNK_TOKENS`` tokens at a time (whole sentences)."""
         for begin, end in _sentence_chunks(X, TAG_CHUNK_TOKENS):
             try:
                 features = self.extractor.transform(X[begin:end])
@@ -154,15 +153,37 @@ class Decoder:
                 if begin:  # raised again by the whole of X, to name the sentence by its index
                     self.extractor.transform(X)
                 raise
+            yield features
+
+    def _viterbi_chunked(self, X: list[Any]) -> list[list[str]]:
+        """:meth:`viterbi` without ``allowed``, a chunk at a time."""
+        names = np.asarray(self.classes, dtype=object)
+        out: list[list[str]] = []
+        for features in self._chunks(X):
             labels, _ = _core.viterbi_corpus(compile_corpus(features), self.layout.core,
                                              self.coef, self.n_threads)
             offsets, tags = features.offsets, names[labels]
             out.extend(list(tags[offsets[s]:offsets[s + 1]]) for s in range(len(offsets) - 1))
         return out
 
+    def _per_chunk(self, X: list[Any], kernel: Any
+                   ) -> tuple[list[NDArray[Any]], NDArray[np.int64]]:
+        """``kernel(corpus)``'s arrays over ``X`` a chunk at a time, each joined over the
+        chunks, and the sentence offsets."""
+        parts: list[list[NDArray[Any]]] = []
+        offsets = [np.zeros(1, dtype=np.int64)]
+        for features in self._chunks(X):
+            parts.append(list(kernel(compile_corpus(features))))
+            offsets.append(np.asarray(features.offsets[1:], dtype=np.int64) + offsets[-1][-1])
+        return [np.concatenate(column) for column in zip(*parts)], np.concatenate(offsets)
+
     def marginals(self, X: Sequence[Any], allowed: Optional[Sequence[Any]] = None
                   ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """Node marginals (n_tokens, S) of ``p(y | x, y allowed)`` and the sentence offsets."""
+        if allowed is None and not isinstance(X, CompiledCorpus):
+            (node,), offsets = self._per_chunk(check_sentences(X, "X"), lambda c: (
+                _core.marginals_corpus(c, self.layout.core, self.coef, self.n_threads)[0],))
+            return node, offsets
         corpus, offsets, features, inexact = self._constrained(X, allowed)
         node, _ = _core.marginals_corpus(corpus, self.layout.core, self.coef, self.n_threads)
         for s, (ids, lp) in self._exact_alternatives(features, inexact).items():
@@ -178,12 +199,15 @@ class Decoder:
         """log p(y | x) per sentence (n_sentences,), of the Viterbi labelings when y is None."""
         core = self.layout.core
         if y is None:
-            # the Viterbi labels as ids, on the features extracted once
-            features = self.extractor.transform(check_sentences(X, "X"))
-            labels, _ = _core.viterbi_corpus(compile_corpus(features), core, self.coef,
-                                             self.n_threads)
-            corpus = compile_corpus(features, labels=labels)
-            return _core.log_probability_corpus(corpus, core, self.coef, self.n_threads)
+            out = []
+            for features in self._chunks(check_sentences(X, "X")):
+                # the Viterbi labels as ids, on the features extracted once
+                labels, _ = _core.viterbi_corpus(compile_corpus(features), core, self.coef,
+                                                 self.n_threads)
+                corpus = compile_corpus(features, labels=labels)
+                out.append(_core.log_probability_corpus(corpus, core, self.coef,
+                                                        self.n_threads))
+            return np.concatenate(out)
         X, y = check_labeled(X, y, allow_empty_sentences=True)
         features = self.extractor.transform(X)
         corpus = compile_corpus(features, labels=encode_labels(y, self.label_index))
@@ -193,6 +217,11 @@ class Decoder:
                                                   NDArray[np.float64], NDArray[np.int64]]:
         """Sequence entropies (n_sentences,), token entropies and transition entropies
         (n_tokens,) (``_core.entropy_corpus``), and the sentence offsets."""
+        if not isinstance(X, CompiledCorpus):
+            (seq, token, transition), offsets = self._per_chunk(
+                check_sentences(X, "X"),
+                lambda c: _core.entropy_corpus(c, self.layout.core, self.coef, self.n_threads))
+            return seq, token, transition, offsets
         corpus, offsets = self.compile(X)
         seq, token, transition = _core.entropy_corpus(corpus, self.layout.core, self.coef,
                                                       self.n_threads)
