@@ -188,7 +188,8 @@ def test_predict_in_chunks_is_a_brute_force_argmax(model, monkeypatch, chunk):
     index = {label: i for i, label in enumerate(model.classes_)}
     for sentence, labels in zip(sentences, predicted):
         if sentence:
-            assert tuple(index[label] for label in labels) in brute_force_of(model, sentence)[0].best
+            best = brute_force_of(model, sentence)[0].best
+            assert tuple(index[label] for label in labels) in best
     assert model.predict([]) == []
 
 

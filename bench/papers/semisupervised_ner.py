@@ -406,8 +406,9 @@ def run(args):
     shared = []
     if want_reps and args.representation_text == "shared":
         shared = other_text(args.corpus, args.data)
+        sources = ", ".join(src[0] for src in OTHER_TEXT[args.corpus])
         log(f"representations also learned from {sum(map(len, shared)):,} tokens of the "
-            f"other corpora's training text ({', '.join(src[0] for src in OTHER_TEXT[args.corpus])})")
+            f"other corpora's training text ({sources})")
     prototypes = None
     if any(REP_VARIANTS.get(m) in ("prototypes", "union") for m in args.methods):
         prototypes = prototype_words(train, args.prototypes)

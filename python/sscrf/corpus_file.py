@@ -22,11 +22,12 @@ The file format is :mod:`sscrf.corpus_format`'s.
 Binary features thus take 4 bytes per entry and 4 per token (8 past 2^32
 entries, and 8 per sentence). The kernels read 8-byte token pointers:
 opening widens 4-byte ones into a file beside the corpus, mapped and
-unlinked at once (disk, not memory, while the corpus is open). Opening checks, before anything is allocated from a declared
-size, the magic, the version, the header's checksum and that the sizes add
-up to the file's length; then the meta's vocabulary against its checksum,
-and every array (monotone offsets, ids in range, finite values) a slice at
-a time. A corpus is one file; shards are several files, compiled under one
+unlinked at once (disk, not memory, while the corpus is open). Opening
+checks, before anything is allocated from a declared size, the magic, the
+version, the header's checksum and that the sizes add up to the file's
+length; then the meta's vocabulary against its checksum, and every array
+(monotone offsets, ids in range, finite values) a slice at a time. A
+corpus is one file; shards are several files, compiled under one
 vocabulary (``vocabulary=`` the first shard's, or a model) and given one at
 a time.
 """
@@ -444,18 +445,14 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
             raise SscrfError("hash_features has no vocabulary: vocabulary=, min_freq and "
                              "max_features go without it (a hashed model's vocabulary= "
                              "brings its hashing)")
+    if vocabulary is None and isinstance(templates, str) and templates.strip() == "default":
+        first = _first_sentence(source, has_labels, encoding)
+        templates = default_templates(1 if not first else len(first[0]))
     if vocabulary is not None:
         extractor = _extractor_of(vocabulary)
     elif hash_features is not None:
-        if isinstance(templates, str) and templates.strip() == "default":
-            first = _first_sentence(source, has_labels, encoding)
-            templates = default_templates(1 if not first else len(first[0]))
-        extractor = FeatureExtractor(templates, hash_features=hash_features)
-        extractor.set_hashing()
+        extractor = FeatureExtractor(templates, hash_features=hash_features).set_hashing()
     else:
-        if isinstance(templates, str) and templates.strip() == "default":
-            first = _first_sentence(source, has_labels, encoding)
-            templates = default_templates(1 if not first else len(first[0]))
         extractor = FeatureExtractor(templates, min_freq)
         counts = _count(source, extractor, has_labels, encoding, buffer_tokens, report)
         extractor.set_vocabulary(counts.freeze(min_freq, max_features))
