@@ -287,11 +287,9 @@ def prototype_constraints(train, k):
     """Mann & McCallum's prototypes: for each label, the ``k`` most frequent words of the
     whole training split whose majority label it is (what a person listing a few
     typical words per label would give), targets by the 0.99 majority heuristic."""
-    X = [word_features(words) for words, _, _ in train]
-    y = [tags for _, tags, _ in train]
-    labels = sorted({t for tags in y for t in tags})
-    proposed = propose_features(X, y, k, labels=labels, prefix="w=")
-    majority = {a: label for label, found in proposed.items() for a, _, _ in found}
+    labels = sorted({t for _, tags, _ in train for t in tags})
+    majority = {f"w={w}": label for label, words in prototype_words(train, k).items()
+                for w in words}
     return majority_constraints(majority, labels)
 
 

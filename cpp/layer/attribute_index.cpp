@@ -615,7 +615,6 @@ class RowWriter {
     if (!all_ones_) values_.push(v);
   }
 
-
   // The id of attribute name + position j (an array's entry), added when
   // growing.
   int32_t position_id(PyObject* name, int64_t j) {
