@@ -185,7 +185,7 @@ def test_features_keys_and_fallback(fitted):
     v = f[1]["rep.v"]
     assert v.dtype == np.float64 and v.shape == (fitted.vectors_.shape[1],)
     assert not v.flags.writeable  # one array shared by every token of the word
-    np.testing.assert_allclose(np.linalg.norm(v), 3.0)
+    np.testing.assert_allclose(np.linalg.norm(v), 6.0)  # the default scale
     # the extractor makes it one attribute per dimension, as a key per dimension would
     fx = FeatureExtractor()
     (got,) = fx.fit_transform([f])

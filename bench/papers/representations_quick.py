@@ -36,7 +36,7 @@ Usage::
 
     python bench/papers/representations_quick.py [--data ../shared/data]
         [--slices 3] [--labeled 200] [--c2 0.003,0.01,0.03,0.1,0.3,1]
-        [--max-iterations 200] [--threads 2] [--throughput | --tagging]
+        [--max-iterations 200] [--threads 2] [--scale S] [--throughput | --tagging]
 """
 
 import argparse
@@ -162,6 +162,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join(here, "..", "..", "..", "shared", "data"))
     p.add_argument("--slices", type=int, default=3)
+    p.add_argument("--scale", type=float, default=None,
+                   help="the vectors' scale (default: the library's)")
     p.add_argument("--labeled", type=int, default=200)
     p.add_argument("--c2", default="0.003,0.01,0.03,0.1,0.3,1")
     p.add_argument("--max-iterations", type=int, default=200)
@@ -187,6 +189,7 @@ def main():
     if args.tagging:
         tagging(train, other, [w for w, _ in test], args)
         return
+    scale = {} if args.scale is None else {"scale": args.scale}
     Xd_words, y_dev = [w for w, _ in dev], [l for _, l in dev]
     Xt_words, y_test = [w for w, _ in test], [l for _, l in test]
     X_dev_base = [word_features(s) for s in Xd_words]
@@ -207,7 +210,7 @@ def main():
         rep_seconds = time.perf_counter() - t
 
         def merged(s):
-            return rep.features(s, into=word_features(s))
+            return rep.features(s, into=word_features(s), **scale)
 
         X_base = [word_features(s) for s in X_words]
         f_base, c2_base, base = fit_best(X_base, y, X_dev_base, y_dev, grid, args)
@@ -243,6 +246,10 @@ def main():
               f"{100 * (s_rep['f1'] - s_base['f1']):+.2f}; tagging test "
               f"{row['tag_base']:.1f} s vs {row['tag_rep']:.1f} s "
               f"(x{row['tag_rep'] / row['tag_base']:.2f})", flush=True)
+    print("dev F1, median over slices: with representations %.2f (%s), dense %.2f" % (
+        100 * statistics.median(r["dev_rep"] for r in rows),
+        ", ".join("%.2f" % (100 * r["dev_rep"]) for r in rows),
+        100 * statistics.median(r["dev_base"] for r in rows)))
     deltas = [100 * (r["rep"]["f1"] - r["base"]["f1"]) for r in rows]
     lo, hi = paired_bootstrap([r["counts_rep"] for r in rows], [r["counts_base"] for r in rows])
     print(f"median Δ F1 {statistics.median(deltas):+.2f} over {len(rows)} slices "
