@@ -186,12 +186,18 @@ def test_bad_files_are_refused_with_their_name_and_reason(tmp_path):
     assert data[:8] == MAGIC and c.checksum == vocabulary_checksum(c.attributes)
 
 
-def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
-    X, y = generate_hmm_corpus(60, seed=31)
-    U, _ = generate_hmm_corpus(120, seed=32)
+def conll_files(tmp_path, n_labeled, n_unlabeled, seed):
+    """Labeled and unlabeled demo sentences, and the CoNLL files holding them."""
+    X, y = generate_hmm_corpus(n_labeled, seed=seed)
+    U, _ = generate_hmm_corpus(n_unlabeled, seed=seed + 1)
     train, unl = tmp_path / "train.txt", tmp_path / "u.txt"
     write_conll(train, X, y)
     write_conll(unl, U)
+    return U, train, unl
+
+
+def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
+    U, train, unl = conll_files(tmp_path, 60, 120, 31)
     out = tmp_path / "u.corpus"
     code, stdout, err = run(capsys, "compile", unl, "-o", out, "--max-features", "80")
     assert code == 0, err
@@ -358,11 +364,7 @@ def test_a_hashed_file_whose_meta_disagrees_with_its_header_is_refused(corpora, 
 
 
 def test_cli_compiles_with_hashing_and_trains_on_it(capsys, tmp_path):
-    X, y = generate_hmm_corpus(40, seed=41)
-    U, _ = generate_hmm_corpus(80, seed=42)
-    train, unl = tmp_path / "train.txt", tmp_path / "u.txt"
-    write_conll(train, X, y)
-    write_conll(unl, U)
+    U, train, unl = conll_files(tmp_path, 40, 80, 41)
     out = tmp_path / "u.corpus"
     code, stdout, err = run(capsys, "compile", unl, "-o", out, "--hash-features", "1024",
                             "--quiet")

@@ -214,8 +214,7 @@ class FeatureExtractor:
         AttributeCounts
         """
         index, strings, provisional, n_columns = self._provisional(corpora, "count")
-        if strings is None:
-            strings = index.strings(np.arange(len(index)))
+        assert strings is not None  # kept by default
         return AttributeCounts(strings, token_counts(provisional, len(index)), n_columns)
 
     def set_vocabulary(self, vocabulary: Vocabulary) -> FeatureExtractor:
@@ -465,9 +464,8 @@ class FeatureExtractor:
     def _hashed(self, corpora: Sequence[Sequence[Any]], fit: bool = False) -> list[Features]:
         """Each corpus' Features under ``hash_features`` buckets (no vocabulary)."""
         n_buckets = cast(int, self.hash_features)
-        index, strings, provisional, n_columns = self._provisional(corpora, "fit")
-        if strings is None:
-            strings = index.strings(np.arange(len(index)))
+        _, strings, provisional, n_columns = self._provisional(corpora, "fit")
+        assert strings is not None  # kept by default
         if fit:
             self.set_hashing(n_columns)
         bucket = hash_buckets(strings, n_buckets)
