@@ -379,6 +379,9 @@ def _extractor_of(vocabulary: Any) -> FeatureExtractor:
     if not isinstance(extractor, FeatureExtractor) or extractor.attributes_ is None:
         raise SscrfTypeError("vocabulary= takes a fitted CRF, a fitted FeatureExtractor or a "
                              f"CompiledCorpus, not {type(vocabulary).__name__}")
+    if getattr(extractor, "vector_spec_", None) is not None:
+        raise SscrfError("the model reads word vectors, which a compiled corpus does not "
+                         "hold: tag and train it from sentences")
     return extractor
 
 

@@ -104,6 +104,12 @@ class CRF(FittedModelView):
         ``2**k``: attributes go to ``2**k`` buckets by FNV-1a 64 of their
         UTF-8 string (see :class:`~sscrf.features.FeatureExtractor`), with no
         vocabulary; the model records it and tags with it.
+    word_vectors : sscrf.representations.WordVectors or None
+        With templates: real-valued word-vector features for each token
+        (:meth:`sscrf.WordRepresentations.word_vectors`, the ``rep.v``
+        attributes that :meth:`~sscrf.WordRepresentations.features` gives
+        feature-dict users). A saved model records their setting and checksum,
+        not the vectors: after :meth:`load`, :meth:`bind_word_vectors`.
     max_features : int or None
         Keep at most this many attributes, the most frequent (after
         ``min_freq``; an attribute tied at the cut is kept if it occurred
@@ -217,7 +223,7 @@ class CRF(FittedModelView):
                  max_features: Optional[int] = None, dev_scoring: Any = None,
                  dev_period: int = 5, proportion_weight: float = 0.0,
                  label_proportions: Any = "labeled",
-                 hash_features: Optional[int] = None) -> None:
+                 hash_features: Optional[int] = None, word_vectors: Any = None) -> None:
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -245,6 +251,7 @@ class CRF(FittedModelView):
         self.proportion_weight = proportion_weight
         self.label_proportions = label_proportions
         self.hash_features = hash_features
+        self.word_vectors = word_vectors
 
     # -- scikit-learn protocol ----------------------------------------------
 
@@ -606,6 +613,15 @@ class CRF(FittedModelView):
                     extractor=self.extractor_, feature_set=self.feature_set_,
                     training=getattr(self, "training_", {}), layout=self.layout_,
                     coef=self.coef_, representations=getattr(self, "representations_", None))
+
+    def bind_word_vectors(self, word_vectors: Any) -> CRF:
+        """Give a loaded model the word vectors it was trained with
+        (:class:`~sscrf.representations.WordVectors`, ``word_vectors=``), which
+        must have the recorded setting and checksum; returns self."""
+        self._check_fitted()
+        self.extractor_.bind_word_vectors(word_vectors)
+        self.word_vectors = word_vectors
+        return self
 
     @classmethod
     def load(cls, path: PathLike) -> CRF:

@@ -59,12 +59,15 @@ def write_model(path: Any, *, params: Mapping[str, Any], classes: Sequence[str],
     before anything is written: the file would not load.
     """
     _check_parts(path, classes, extractor, layout, coef)
-    # templates are restored from the extractor; numpy scalars as Python ones
+    # templates are restored from the extractor, word vectors bound again after
+    # loading; numpy scalars as Python ones
     meta: dict[str, Any] = {
         "kind": MODEL_KIND,
         "labels": list(classes),
         "features": extractor.to_state(),
-        "params": {k: _plain(v) for k, v in params.items() if k != "templates"},
+        # the vectors are bound again after loading (the extractor records them)
+        "params": {k: _plain(v) for k, v in params.items()
+                   if k not in ("templates", "word_vectors")},
         "feature_set": feature_set,
         "training": _saved_training_record(training),
     }

@@ -53,12 +53,16 @@ if TYPE_CHECKING:
 #: A file path.
 _Path = Union[str, "os.PathLike[str]"]
 
-__all__ = ["REPRESENTATIONS_KIND", "VECTOR_KEY", "WordRepresentations", "file_digest"]
+__all__ = ["DEFAULT_VECTOR_SCALE", "REPRESENTATIONS_KIND", "VECTOR_KEY", "WordRepresentations", "WordVectors",
+           "file_digest"]
 
 REPRESENTATIONS_KIND = "sscrf.WordRepresentations"
 
 #: The feature key of the current word's vector (attributes "rep.v0", "rep.v1", ...).
 VECTOR_KEY = "rep.v"
+#: Length of the vector features: 6 beat 3 on the BC2GM dev split by 2.3 F1
+#: at 50 labeled sentences and tied at 200 and 1,000.
+DEFAULT_VECTOR_SCALE = 6.0
 
 #: Tokens counted per call into the core while streaming: the batch's words
 #: and pairs (about 2 x window pairs a token, 16 bytes each) stay near 100 MB.
@@ -360,8 +364,25 @@ class WordRepresentations:
         rows = self._rows(words)
         return [list(self._cluster_values(w, r)) for w, r in zip(words, rows)]
 
+    def word_vectors(self, column: int = 0, scale: float = DEFAULT_VECTOR_SCALE) -> WordVectors:
+        """The vectors as template features: see :class:`WordVectors`.
+
+        Parameters
+        ----------
+        column : int, default 0
+            The token column holding the word.
+        scale : float, default 6.0
+            As :meth:`features`' ``scale``.
+
+        Returns
+        -------
+        WordVectors
+        """
+        return WordVectors(self, column, scale)
+
     def features(self, words: Sequence[str], context: int = 1, vectors: bool = True,
-                 scale: float = 6.0, prototypes: Optional[dict[str, Sequence[str]]] = None,
+                 scale: float = DEFAULT_VECTOR_SCALE,
+                 prototypes: Optional[dict[str, Sequence[str]]] = None,
                  threshold: float = 0.35, into: Optional[list[dict[str, Any]]] = None
                  ) -> list[dict[str, Any]]:
         """Feature dicts of one sentence, to merge into the user's own.
@@ -374,8 +395,7 @@ class WordRepresentations:
         vectors : bool, default True
             The current word's vector dimensions, times ``scale``.
         scale : float, default 6.0
-            Length of the vector features (6 beat 3 on the BC2GM dev split
-            by 2.3 F1 at 50 labeled sentences and tied at 200 and 1,000).
+            Length of the vector features (:data:`DEFAULT_VECTOR_SCALE`).
         prototypes : dict of label -> list of str, optional
             Prototype words per label (Haghighi & Klein 2006).
         threshold : float, default 0.35
@@ -549,6 +569,73 @@ class WordRepresentations:
         rep.n_tokens_ = meta["n_tokens"]
         rep._index()
         return rep
+
+
+class WordVectors:
+    """Word vectors for template features (``CRF(templates=..., word_vectors=...)``).
+
+    Each token whose word (token column ``column``) has a vector gets the
+    attributes ``rep.v0`` ... ``rep.v{dim-1}`` with the vector's entries
+    times ``scale``: the same attributes and values as
+    :meth:`WordRepresentations.features` gives under ``"rep.v"``, so that
+    template users and the command line get the vectors too. The cluster ids
+    come as extra columns (:meth:`WordRepresentations.columns`) read by
+    templates.
+
+    A model saved with them records the setting and a SHA-256 of the
+    vocabulary and vectors, not the vectors: after loading, give them back
+    with :meth:`sscrf.CRF.bind_word_vectors` (``sscrf tag`` does it from the
+    file training read).
+
+    Parameters
+    ----------
+    representations : WordRepresentations
+        Fitted.
+    column : int, default 0
+    scale : float, default 6.0
+
+    Attributes
+    ----------
+    spec : dict
+        ``name``, ``column``, ``scale``, ``dim`` and ``sha256``, as model
+        files store it.
+    table : ndarray of float64, shape (n_words, dim)
+        The scaled vectors.
+    """
+
+    def __init__(self, representations: WordRepresentations, column: int = 0,
+                 scale: float = DEFAULT_VECTOR_SCALE) -> None:
+        if not isinstance(representations, WordRepresentations):
+            raise SscrfTypeError(f"representations must be a WordRepresentations, not "
+                                 f"{type(representations).__name__}")
+        representations._check_fitted()
+        check_integer(column, "column", 0, 1000)
+        check_number(scale, "scale", 0)
+        if not scale > 0:
+            raise SscrfError("scale must be above 0 (no vectors: no word_vectors)")
+        self.representations = representations
+        self.column = int(column)
+        self.scale = float(scale)
+        # the product features() makes per word, so that the values are the same
+        self.table = np.asarray(representations.vectors_ * self.scale, dtype=np.float64)
+        digest = hashlib.sha256()
+        digest.update("\n".join(representations.vocabulary_).encode("utf-8", "surrogatepass"))
+        digest.update(np.ascontiguousarray(representations.vectors_, dtype=np.float64).tobytes())
+        self.spec = {"name": VECTOR_KEY, "column": self.column, "scale": self.scale,
+                     "dim": int(self.table.shape[1]), "sha256": digest.hexdigest()}
+
+    def rows(self, words: Sequence[str]) -> NDArray[np.int64]:
+        """Each word's row of :attr:`table` (its lower-cased form's if it has none
+        of its own; -1: no vector)."""
+        lookup = self.representations._row.get
+        out = [lookup(w, -2) for w in words]
+        if -2 in out:
+            out = [lookup(w.lower(), -1) if r == -2 else r for w, r in zip(words, out)]
+        return np.array(out, dtype=np.int64)
+
+    def __repr__(self) -> str:
+        return (f"<WordVectors: {self.spec['dim']} dimensions of {len(self.table)} words, "
+                f"column {self.column}, scale {self.scale:g}>")
 
 
 # -- the numerical steps ----------------------------------------------------------------

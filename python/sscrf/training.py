@@ -417,6 +417,10 @@ def _compile(params: Params, plan: _Plan, started: float
             raise SscrfError(f"{corpus.path}: compiled with hash_features="
                              f"{corpus.hash_features}, the estimator has hash_features="
                              f"{hashing}: they must be the same")
+    if params.get("word_vectors") is not None and any(
+            isinstance(corpus, CompiledCorpus) for corpus in (plan.X, plan.unlabeled)):
+        raise SscrfError("a compiled corpus holds its template features only; word_vectors "
+                         "take sentences")
     if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
         extractor = plan.X.extractor()
         features = [plan.X.features()]
@@ -432,7 +436,8 @@ def _compile(params: Params, plan: _Plan, started: float
                                               params["min_freq"])
     else:
         extractor = FeatureExtractor(templates, params["min_freq"], n_threads=plan.n_threads,
-                                     hash_features=params.get("hash_features"))
+                                     hash_features=params.get("hash_features"),
+                                     word_vectors=params.get("word_vectors"))
         # the unlabeled sentences join the vocabulary at a zero weight too, so that
         # the zero-weight model is the one the semi-supervised fits start from
         corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])

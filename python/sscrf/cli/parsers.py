@@ -156,8 +156,13 @@ def add_train(commands: Any) -> None:
                      help="word representations saved by 'sscrf represent': their cluster "
                           "ids become extra token columns after the others (with --features "
                           "words or the default templates, templates over them at -1, 0, +1 "
-                          "are added); the model records REP's path and checksum, and tag, "
-                          "eval and select read the same file again")
+                          "are added), and each word's vector becomes real-valued features "
+                          "rep.v0, rep.v1, ... (see --vector-scale); the model records REP's "
+                          "path and checksum, and tag, eval and select read the same file "
+                          "again")
+    sub.add_argument("--vector-scale", type=non_negative_float, default=None, metavar="S",
+                     help="length of the --representations vector features (default: 6, "
+                          "as WordRepresentations.features; 0: cluster ids only)")
     sub.add_argument("--partial", action="store_true",
                      help="partial and ambiguous annotations: a label cell may be a set "
                           "'A|B|C' (any of these) or '*' (not annotated); such sentences are "

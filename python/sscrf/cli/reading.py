@@ -197,8 +197,11 @@ def load_model(path: str, threads: Optional[int] = None,
         model.n_threads = threads
     record = getattr(model, "representations_", None)
     if record is not None:
-        _REPRESENTATIONS[model] = load_representations(
+        rep = _REPRESENTATIONS[model] = load_representations(
             representations or record["path"], record["sha256"], path)
+        spec = model.extractor_.vector_spec_
+        if spec is not None:
+            model.bind_word_vectors(rep.word_vectors(spec["column"], spec["scale"]))
     elif representations is not None:
         raise SscrfError(f"{path}: the model was trained without --representations; "
                          f"{representations} would not be used")

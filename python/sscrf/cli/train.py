@@ -20,7 +20,7 @@ from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error
 from .reading import load_model, load_representations, read_labeled
-from ..representations import file_digest
+from ..representations import DEFAULT_VECTOR_SCALE, file_digest
 
 __all__ = ["run"]
 
@@ -128,13 +128,26 @@ def run(args: argparse.Namespace) -> int:
                                              for line in templates.lines):
         print(f"{PROG}: warning: {args.template}: no 'B' line; sscrf trains label "
               "transitions all the same (CRF++ would train none without one)", file=sys.stderr)
+    vectors = None
+    if rep is not None:
+        spec = None if init is None else init.extractor_.vector_spec_
+        scale = args.vector_scale if init is None else (0 if spec is None else spec["scale"])
+        if init is not None and args.vector_scale not in (None, scale):
+            raise SscrfError(f"{args.init}: the model was trained with --vector-scale "
+                             f"{scale:g}; a further round keeps it")
+        if scale is None:
+            scale = DEFAULT_VECTOR_SCALE
+        # the vectors read the word, the file's first column
+        vectors = rep.word_vectors(0, scale) if scale > 0 else None
+    elif args.vector_scale is not None:
+        raise SscrfError("--vector-scale goes with --representations")
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
                 min_freq=args.min_freq, max_features=args.max_features,
                 hash_features=args.hash_features, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
-                ge_penalty=args.ge_penalty, verbose=not args.quiet)
+                ge_penalty=args.ge_penalty, word_vectors=vectors, verbose=not args.quiet)
     caught = []
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -543,6 +543,8 @@ def _check_supported(params: dict[str, Any], X: Any, X_unlabeled: Any, constrain
                          "hash_features yet")
     if params["proportion_weight"] > 0:
         raise SscrfError("the distributed fit does not take proportion_weight yet")
+    if params.get("word_vectors") is not None:
+        raise SscrfError("the distributed fit does not take word_vectors yet")
     if not isinstance(X, ShardedCorpus) or not X.labeled:
         raise SscrfTypeError("X must be a labeled ShardedCorpus (ShardedCorpus.from_sentences"
                              "(client, X, y), .from_conll(client, paths), .from_bag(..., "

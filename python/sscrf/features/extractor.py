@@ -17,6 +17,7 @@ from .hashing import BucketNames, check_hash_features, hash_buckets, hashed
 from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
 from .templates import parse_templates
+from .vectors import check_vector_spec, column_words, vector_names, with_vectors
 from .vocabulary import AttributeCounts, Vocabulary, frequency_order, token_counts
 
 if TYPE_CHECKING:
@@ -81,6 +82,12 @@ class FeatureExtractor:
         :mod:`~sscrf.features.hashing`), with no vocabulary counted; values of
         a token's attributes sharing a bucket add up. ``min_freq`` is not
         applied. None (default): a counted vocabulary.
+    word_vectors : WordVectors or None
+        Template mode: each token whose word has a vector also gets the
+        attributes ``rep.v0``, ``rep.v1``, ... with its entries as values
+        (:meth:`sscrf.WordRepresentations.word_vectors`). An extractor read
+        from a model file records their setting and checksum, not the
+        vectors: :meth:`bind_word_vectors` gives them back.
 
     Attributes
     ----------
@@ -111,9 +118,25 @@ class FeatureExtractor:
 
     def __init__(self, templates: Union[None, Templates, str, Sequence[str]] = None,
                  min_freq: int = 1, value_separator: str = SEPARATOR,
-                 n_threads: Optional[int] = None, hash_features: Optional[int] = None) -> None:
+                 n_threads: Optional[int] = None, hash_features: Optional[int] = None,
+                 word_vectors: Any = None) -> None:
         self.hash_features = None if hash_features is None else check_hash_features(hash_features)
         self.templates = None if templates is None else parse_templates(templates)
+        self.word_vectors: Any = None
+        self.vector_spec_: Optional[dict[str, Any]] = None
+        if word_vectors is not None:
+            if not all(hasattr(word_vectors, a) for a in ("spec", "rows", "table")):
+                raise SscrfTypeError(f"word_vectors must be a WordVectors (from "
+                                     f"WordRepresentations.word_vectors()), not "
+                                     f"{type(word_vectors).__name__}")
+            if self.templates is None:
+                raise SscrfError("word_vectors go with templates; feature dicts take the "
+                                 "vectors from WordRepresentations.features")
+            if self.hash_features is not None:
+                raise SscrfError("word_vectors and hash_features do not go together: the "
+                                 "vector attributes need a vocabulary")
+            self.vector_spec_ = check_vector_spec(word_vectors.spec, "word_vectors")
+            self.word_vectors = word_vectors
         self.min_freq = check_integer(min_freq, "min_freq", minimum=1)
         self.n_threads = None if n_threads is None else check_threads(n_threads)
         if not isinstance(value_separator, str):
@@ -134,8 +157,10 @@ class FeatureExtractor:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # pickles from before the naming field joined string values with "="
-        self.__dict__.update({"value_separator": OLD_SEPARATOR, **state})
+        # pickles from before the naming field joined string values with "=",
+        # and from before word vectors
+        self.__dict__.update({"value_separator": OLD_SEPARATOR, "word_vectors": None,
+                              "vector_spec_": None, **state})
 
     def __repr__(self) -> str:
         mode = (f"dicts ({self.value_separator!r} naming)" if self.templates is None
@@ -308,16 +333,57 @@ class FeatureExtractor:
         if self.templates is not None:
             columns, _ = self._columns(tokens, lengths, "")
             factors = self.templates.apply(columns, lengths)
-            return [
-                [(strings[inverse[t]], 1.0) for inverse, _, strings in factors]
-                for t in range(len(tokens))
-            ]
+            out = [[(strings[inverse[t]], 1.0) for inverse, _, strings in factors]
+                   for t in range(len(tokens))]
+            spec = getattr(self, "vector_spec_", None)
+            if spec is not None:
+                self._check_bound()
+                rows = self.word_vectors.rows(column_words(tokens, lengths, spec["column"], ""))
+                for entries, r in zip(out, rows.tolist()):
+                    if r >= 0:
+                        entries += zip(vector_names(spec), self.word_vectors.table[r].tolist())
+            return out
         names, values, counts = dict_pairs(tokens, lengths, "", separator=self.value_separator)
         out, start = [], 0
         for count in counts:
             out.append(list(zip(names[start : start + count], values[start : start + count])))
             start += count
         return out
+
+    def bind_word_vectors(self, word_vectors: Any) -> FeatureExtractor:
+        """Give an extractor read from a model file the word vectors it was fitted
+        with; they must have the recorded setting and checksum.
+
+        Parameters
+        ----------
+        word_vectors : WordVectors
+
+        Returns
+        -------
+        self
+        """
+        spec = self.vector_spec_
+        if spec is None:
+            raise SscrfError("this extractor was fitted without word vectors")
+        given = getattr(word_vectors, "spec", None)
+        if given != spec:
+            differ = ([k for k in sorted(spec) if given.get(k) != spec[k]]
+                      if isinstance(given, dict) else ["all"])
+            raise SscrfError(f"these word vectors are not the ones the model was trained "
+                             f"with ({', '.join(differ)} differ): give the same "
+                             f"representations, column and scale")
+        self.word_vectors = word_vectors
+        return self
+
+    def _check_bound(self) -> None:
+        if self.word_vectors is None:
+            spec = cast("dict[str, Any]", self.vector_spec_)
+            raise SscrfError(
+                f"the model reads word vectors ({spec['name']}0, ...) from word "
+                "representations that are not loaded: give them back with "
+                "model.bind_word_vectors(representations.word_vectors(column, scale)), "
+                "the same representations and setting as in training ('sscrf tag' "
+                "reads them from the file training read)")
 
     def to_state(self) -> dict[str, Any]:
         """JSON-serialisable state for model files.
@@ -327,7 +393,8 @@ class FeatureExtractor:
         dict
             ``templates`` (list of str, or None in dict mode), ``min_freq``
             (int), ``value_separator`` (str), ``attributes`` (list of str, or
-            None before fit) and ``n_columns`` (int or None).
+            None before fit) and ``n_columns`` (int or None); ``hash_features``
+            and ``word_vectors`` (their spec) when set.
         """
         return {
             "templates": None if self.templates is None else list(self.templates.lines),
@@ -338,6 +405,7 @@ class FeatureExtractor:
             "n_columns": self.n_columns_,
             **({} if getattr(self, "hash_features", None) is None
                else {"hash_features": self.hash_features}),
+            **({} if self.vector_spec_ is None else {"word_vectors": dict(self.vector_spec_)}),
         }
 
     @classmethod
@@ -356,7 +424,8 @@ class FeatureExtractor:
             raise SscrfError(f"feature state must be a dict, not {type(state).__name__}")
         expected = {"templates", "min_freq", "value_separator", "attributes", "n_columns"}
         hashing = state.get("hash_features")
-        if set(state) - {"hash_features"} not in (expected, expected - {"value_separator"}):
+        optional = {"hash_features", "word_vectors"}
+        if set(state) - optional not in (expected, expected - {"value_separator"}):
             raise SscrfError(
                 f"feature state has keys {sorted(state)}, expected {sorted(expected)}"
             )
@@ -372,6 +441,11 @@ class FeatureExtractor:
             self = cls(templates, state["min_freq"], separator, hash_features=hashing)
         except SscrfError as error:
             raise SscrfError(f"feature state: {error}") from None
+        if "word_vectors" in state:
+            if self.templates is None or self.hash_features is not None:
+                raise SscrfError("feature state: word vectors go with templates and a "
+                                 "vocabulary")
+            self.vector_spec_ = check_vector_spec(state["word_vectors"])
         attributes = state["attributes"]
         n_columns = state["n_columns"]
         if n_columns is not None and (not is_integer(n_columns) or n_columns < 0):
@@ -474,6 +548,28 @@ class FeatureExtractor:
     def _features(self, X: Sequence[Any], index: Any, prefix: str, grow: bool = False,
                   new_strings: Optional[list[str]] = None, keep_strings: bool = True
                   ) -> tuple[Features, Optional[int]]:
+        """:meth:`_base_features`, and the word vectors' entries when there are any."""
+        spec = getattr(self, "vector_spec_", None)
+        if spec is None:
+            return self._base_features(X, index, prefix, grow, new_strings, keep_strings)
+        self._check_bound()
+        tokens, lengths = flatten_corpus(X, prefix)
+        words = column_words(tokens, lengths, spec["column"], prefix)
+        del tokens
+        features, shortest = self._base_features(X, index, prefix, grow, new_strings,
+                                                 keep_strings)
+        rows = self.word_vectors.rows(words)
+        names = vector_names(spec)
+        if grow and (rows >= 0).any():  # interned together: consecutive ids
+            ids = index.intern(names, True, new_strings if keep_strings and new_strings
+                               is not None else [])
+        else:
+            ids = index.intern(names, False, [])
+        return with_vectors(features, rows, self.word_vectors.table, ids, len(index)), shortest
+
+    def _base_features(self, X: Sequence[Any], index: Any, prefix: str, grow: bool = False,
+                       new_strings: Optional[list[str]] = None, keep_strings: bool = True
+                       ) -> tuple[Features, Optional[int]]:
         """CSR matrix of a corpus under ``index`` (attribute -> id).
 
         ``index`` is an ``_core.AttributeIndex``. With ``grow`` (fitting), new
