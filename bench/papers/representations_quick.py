@@ -26,6 +26,13 @@ Viterbi, 3 repetitions side by side, median) by models of slice 0 at
 c2 = 0.1 with word features only, with the representations' cluster ids
 added, and with cluster ids and vectors (the default).
 
+With ``--cli``, instead: the same slices through the command line, each a
+child process: ``sscrf represent`` on the slice's unlabeled text, then
+``sscrf train --features words`` alone, with ``--representations REP
+--vector-scale 0`` (cluster ids) and with ``--representations REP`` (cluster
+ids and vectors, the default), ``--c2`` picked on dev by ``sscrf eval``'s
+FB1, test FB1 of each pick and the paired Δ against ``--features words``.
+
 With ``--throughput``, instead: ``sscrf represent`` (a child process) on
 the unlabeled text tiled to 1M and to 10M tokens (read from a file, one
 sentence a line), its wall seconds and peak resident memory. Tiled text
@@ -36,7 +43,7 @@ Usage::
 
     python bench/papers/representations_quick.py [--data ../shared/data]
         [--slices 3] [--labeled 200] [--c2 0.003,0.01,0.03,0.1,0.3,1]
-        [--max-iterations 200] [--threads 2] [--scale S] [--throughput | --tagging]
+        [--max-iterations 200] [--threads 2] [--scale S] [--throughput | --tagging | --cli]
 """
 
 import argparse
@@ -157,6 +164,64 @@ def tagging(train, other, test_words, args):
         print(f"{name}: {m:.2f} s (x{m / base:.2f})")
 
 
+def write_columns(path, sentences):
+    with open(path, "w", encoding="utf-8") as f:
+        for words, labels in sentences:
+            f.write("".join(f"{w}\t{l}\n" for w, l in zip(words, labels)) + "\n")
+
+
+def command_line(train, other, dev, test, grid, args):
+    """Test FB1 through `sscrf represent`, `train` and `eval`, per slice and configuration."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                   "python"))
+
+    def sscrf(*argv):
+        return subprocess.run([sys.executable, "-m", "sscrf", *argv], check=True, env=env,
+                              capture_output=True, text=True).stdout
+
+    def fb1(model, path):
+        out = sscrf("eval", "-m", model, path, "--threads", str(args.threads))
+        return float(out.split("FB1:")[1].split()[0])
+
+    configurations = {"words": [], "words + clusters": ["--vector-scale", "0"],
+                      "words + clusters + vectors": []}
+    deltas = {name: [] for name in configurations if name != "words"}
+    with tempfile.TemporaryDirectory() as tmp:
+        write_columns(os.path.join(tmp, "dev.txt"), dev)
+        write_columns(os.path.join(tmp, "test.txt"), test)
+        for seed in range(args.slices):
+            rng = np.random.default_rng(seed)
+            picked = set(rng.choice(len(train), args.labeled, replace=False).tolist())
+            write_columns(os.path.join(tmp, "labeled.txt"), [train[i] for i in sorted(picked)])
+            with open(os.path.join(tmp, "raw.txt"), "w", encoding="utf-8") as f:
+                for words in [train[i][0] for i in range(len(train)) if i not in picked] + other:
+                    f.write(" ".join(words) + "\n")
+            rep = os.path.join(tmp, "raw.rep")
+            sscrf("represent", os.path.join(tmp, "raw.txt"), "-o", rep, "-q",
+                  "--threads", str(args.threads))
+            scores = {}
+            for name, extra in configurations.items():
+                if name != "words":
+                    extra = ["--representations", rep] + extra
+                best = None
+                for c2 in grid:
+                    model = os.path.join(tmp, f"{len(scores)}-{c2}.model")
+                    sscrf("train", os.path.join(tmp, "labeled.txt"), "--features", "words",
+                          "--c2", str(c2), "--max-iterations", str(args.max_iterations),
+                          "--threads", str(args.threads), "-q", "-m", model, *extra)
+                    dev_f1 = fb1(model, os.path.join(tmp, "dev.txt"))
+                    if best is None or dev_f1 > best[0]:
+                        best = (dev_f1, c2, model)
+                scores[name] = (best[1], fb1(best[2], os.path.join(tmp, "test.txt")))
+            for name in deltas:
+                deltas[name].append(scores[name][1] - scores["words"][1])
+            print(f"slice {seed}: " + "; ".join(f"{name} c2={c2}: FB1 {f:.2f}" for name, (c2, f)
+                                                 in scores.items()), flush=True)
+    for name, d in deltas.items():
+        print(f"{name}: median Δ FB1 {statistics.median(d):+.2f} "
+              f"({', '.join(f'{x:+.2f}' for x in d)})")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -170,6 +235,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--throughput", action="store_true")
     p.add_argument("--tagging", action="store_true")
+    p.add_argument("--cli", action="store_true")
     p.add_argument("--bc2gm-only", action="store_true",
                    help="unlabeled text: the rest of the BC2GM training split only")
     args = p.parse_args()
@@ -188,6 +254,9 @@ def main():
         return
     if args.tagging:
         tagging(train, other, [w for w, _ in test], args)
+        return
+    if args.cli:
+        command_line(train, other, dev, test, grid, args)
         return
     scale = {} if args.scale is None else {"scale": args.scale}
     Xd_words, y_dev = [w for w, _ in dev], [l for _, l in dev]
