@@ -228,3 +228,9 @@ def test_cli_train_adds_the_vectors(tmp_path, capsys):
     assert main(["train", str(tmp_path / "train.txt"), "--vector-scale", "6",
                  "-m", str(tmp_path / "x.model"), "-q"]) == 2
     assert "--vector-scale goes with --representations" in capsys.readouterr().err
+    assert main(["train", str(tmp_path / "train.txt"), "--representations", str(rep_path),
+                 "--hash-features", "1024", "-m", str(tmp_path / "x.model"), "-q"]) == 2
+    assert "--vector-scale 0" in capsys.readouterr().err
+    assert main(["train", str(tmp_path / "train.txt"), "--representations", str(rep_path),
+                 "--hash-features", "1024", "--vector-scale", "0", "-m",
+                 str(tmp_path / "x.model"), "-q"]) == 0

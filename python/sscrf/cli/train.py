@@ -137,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
                              f"{scale:g}; a further round keeps it")
         if scale is None:
             scale = DEFAULT_VECTOR_SCALE
+        if scale > 0 and args.hash_features is not None:
+            raise SscrfError("--representations adds word vectors, whose attributes need a "
+                             "vocabulary: with --hash-features, add --vector-scale 0 (cluster "
+                             "ids only)")
         # the vectors read the word, the file's first column
         vectors = rep.word_vectors(0, scale) if scale > 0 else None
     elif args.vector_scale is not None:
