@@ -37,7 +37,9 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   default settings from the method's unlabeled text and the slice's words,
   or with ``--representation-text shared`` from the whole training split
   less the slice plus the other shared corpora's training text (stated in
-  the output; never a dev or test split);
+  the output; never a dev or test split; then the methods that read no
+  unlabeled text, all but ``representations+ge``, run once per slice, as
+  the supervised ones do);
 - scores on the test split: entity F1, precision, recall and the number of
   predicted entities (chunk F1 of IOB2 tags, exact boundaries) for BC2GM
   and CoNLL-2000, token accuracy for EWT UPOS; the paired Δ against the
@@ -425,9 +427,9 @@ def run(args):
         f"tokens: {', '.join(f'{len(sl)}, {sum(len(train[i][0]) for i in sl)}' for sl in slices)})")
     for k, labeled in enumerate(slices):
         unlabeled = unlabeled_for(train, labeled, args.sizes, args.seed + k)
+        reps = None
         for size in args.sizes:
-            reps = None
-            if want_reps:
+            if want_reps and (reps is None or args.representation_text != "shared"):
                 taken = set(labeled)
                 text = ([train[i][0] for i in range(len(train)) if i not in taken] + shared
                         if args.representation_text == "shared" else
@@ -456,9 +458,14 @@ def run(args):
                         (part(variant, "dev"), [t for _, t in dev]), part(variant, "test"))
 
             for method in args.methods:
-                supervised = method in ("observed", "dense")
+                # supervised fits read no unlabeled text, nor do the representation
+                # methods but representations+ge when the representations come from
+                # the shared text: the same for every size, computed once per slice
+                supervised = method in ("observed", "dense") or (
+                    method in REP_VARIANTS and method != "representations+ge"
+                    and args.representation_text == "shared")
                 if supervised and size != args.sizes[0]:
-                    continue  # the same for every size: computed once per slice
+                    continue
                 XA, XU, dev_set, X_test = feature_sets(
                     REP_VARIANTS[method] if method in REP_VARIANTS and reps is not None
                     else "plain", method)
