@@ -389,6 +389,8 @@ def test_what_the_distributed_fit_refuses(client, data):
         fit(client, CRF(ge_weight=1.0), labeled, constraints={"w[0]=the": {"O": 1.0}})
     with pytest.raises(SscrfError, match="hash_features"):
         fit(client, CRF(hash_features=2 ** 10), labeled)
+    with pytest.raises(SscrfError, match="word_vectors"):
+        fit(client, CRF(word_vectors=object()), labeled)
     with pytest.raises(SscrfError, match="needs unlabeled data"):
         fit(client, CRF(entropy_weight=0.1), labeled)
     with pytest.raises(SscrfTypeError, match="unlabeled ShardedCorpus"):
