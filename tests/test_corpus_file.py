@@ -285,7 +285,12 @@ def test_a_hashed_corpus_holds_the_rows_hashing_gives_in_memory(corpora, tmp_pat
     source = [[[w.upper() if k % 3 else w for w in tok] for k, tok in enumerate(s)] for s in U]
     fx = FeatureExtractor(default_templates(2) if templates else None, hash_features=64)
     expected, = fx.fit_transform(source)
-    assert not np.all(np.asarray(expected.values) == 1.0)  # 64 buckets: collisions add up
+    # 64 buckets: attributes collide; binary template attributes count once, so no
+    # values are stored (a token of attribute strings may repeat one: then values)
+    unhashed, = FeatureExtractor(default_templates(2) if templates else None).fit_transform(
+        source)
+    assert expected.nnz < unhashed.nnz
+    assert (np.asarray(expected.values).strides == (0,)) == bool(templates)
     for buffer_tokens in (7, 1 << 20):
         path = tmp_path / f"h{buffer_tokens}.corpus"
         info = compile_corpus_file(source, path, templates=templates, hash_features=64,
@@ -311,6 +316,26 @@ def test_training_on_a_hashed_corpus_is_training_on_its_sentences(corpora, tmp_p
     tagged = CompiledCorpus.build(T, tmp_path / "t.corpus", vocabulary=b)
     assert tagged.hash_features == 256
     assert b.predict(tagged) == a.predict(T)
+
+
+def test_a_corpus_hashed_by_the_earlier_rule(corpora, tmp_path):
+    # colliding attributes added up before; such a corpus trains as it did, and a
+    # model of the rule now refuses it
+    X, y, U, _ = corpora
+    old = FeatureExtractor(default_templates(2), hash_features=16).set_hashing()
+    old.hash_collisions = "sum"
+    compiled = CompiledCorpus.build(U, tmp_path / "old.corpus", vocabulary=old)
+    assert compiled.hash_collisions == "sum" and compiled.features().values.strides != (0,)
+    model = CRF(templates="default", hash_features=16, entropy_weight=0.02,
+                max_iterations=3).fit(X, y, X_unlabeled=compiled)
+    assert model.extractor_.hash_collisions == "sum"
+    again = CRF(templates="default", hash_features=16, max_iterations=2).fit(X, y)
+    with pytest.raises(SscrfError, match="old.corpus: hashed by an earlier sscrf"):
+        again.predict(compiled)
+    new = CompiledCorpus.build(U, tmp_path / "new.corpus", vocabulary=again)
+    with pytest.raises(SscrfError, match="new.corpus: hashed with binary collisions counted "
+                                         "once"):
+        model.predict(new)
 
 
 def test_hashing_and_vocabularies_do_not_mix(corpora, tmp_path):

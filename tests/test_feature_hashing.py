@@ -1,4 +1,5 @@
-"""Feature hashing: buckets checked against an FNV-1a written here, collisions summed."""
+"""Feature hashing: buckets checked against an FNV-1a written here; binary collisions
+count once, other values add up (all of them add up in extractors saved before)."""
 
 from __future__ import annotations
 
@@ -28,19 +29,23 @@ def fnv(data: bytes) -> int:
     return h
 
 
-def expected(sentences: list[list[list[str]]], n: int,
-             dicts: bool = False) -> list[dict[int, float]]:
-    """Token -> {bucket: summed value}, from the extractor's own unhashed strings."""
+def bucket_values(token: list[tuple[str, float]], n: int, rule: str = "once"
+                  ) -> dict[int, float]:
+    """{bucket: value} of one token's (attribute, value) pairs: a bucket of binary
+    attributes only is 1.0 under "once", any other the sum of its values."""
+    found: dict[int, list[float]] = {}
+    for name, value in token:
+        found.setdefault(fnv(name.encode("utf-8")) % n, []).append(value)
+    return {b: 1.0 if rule == "once" and all(v == 1.0 for v in vs) else sum(vs)
+            for b, vs in found.items()}
+
+
+def expected(sentences: list[list[list[str]]], n: int, dicts: bool = False,
+             rule: str = "once") -> list[dict[int, float]]:
+    """Token -> {bucket: value}, from the extractor's own unhashed strings."""
     fx = FeatureExtractor(None if dicts else TEMPLATES)
-    rows = []
-    for sentence in sentences:
-        for token in fx.attribute_strings(sentence):
-            row: dict[int, float] = {}
-            for name, value in token:
-                b = fnv(name.encode("utf-8")) % n
-                row[b] = row.get(b, 0.0) + value
-            rows.append(row)
-    return rows
+    return [bucket_values(token, n, rule) for sentence in sentences
+            for token in fx.attribute_strings(sentence)]
 
 
 def as_rows(features) -> list[dict[int, float]]:  # type: ignore[no-untyped-def]
@@ -59,24 +64,46 @@ def test_buckets_match_an_independent_fnv(n: int) -> None:
         assert (np.diff(train.indices[a:b]) > 0).all()
 
 
-def test_collisions_add_up() -> None:
-    rows = as_rows(FeatureExtractor(TEMPLATES, hash_features=2).fit_transform(SENTENCES)[0])
-    # 3 templates (the bigram one pads at t=0) into 2 buckets: the values sum to 3
-    assert [sum(r.values()) for r in rows] == [3.0] * 5
-    assert any(v > 1 for r in rows for v in r.values())
+def test_binary_collisions_count_once_and_old_states_add_up() -> None:
+    fx = FeatureExtractor(TEMPLATES, hash_features=2)
+    (features,) = fx.fit_transform(SENTENCES)
+    rows = as_rows(features)
+    # 3 templates (the bigram one pads at t=0) into 2 buckets: every bucket is 1
+    assert all(v == 1.0 for r in rows for v in r.values()) and any(len(r) == 1 for r in rows)
+    assert np.asarray(features.values).strides == (0,)  # no values stored
+    # a state saved before the rule (no "hash_collisions") adds them up, as it did
+    state = fx.to_state()
+    assert state["hash_collisions"] == "once"
+    del state["hash_collisions"]
+    old = FeatureExtractor.from_state(state)
+    summed = as_rows(old.transform(SENTENCES))
+    assert summed == expected(SENTENCES, 2, rule="sum")
+    assert [sum(r.values()) for r in summed] == [3.0] * 5
+    assert as_rows(pickle.loads(pickle.dumps(old)).transform(SENTENCES)) == summed
+    for bad in ("max", 1):
+        with pytest.raises(SscrfError, match="hash_collisions"):
+            FeatureExtractor.from_state({**state, "hash_collisions": bad})
+    with pytest.raises(SscrfError, match="hash_collisions"):
+        FeatureExtractor.from_state({**FeatureExtractor(TEMPLATES).to_state(),
+                                     "hash_collisions": "once"})
 
 
 def test_dict_tokens_with_values() -> None:
-    X = [[{"w": "a", "x": 2.0, "y": 0.5}, {"w": "b"}]]
-    fx = FeatureExtractor(hash_features=2)
-    rows = as_rows(fx.fit_transform(X)[0])
-    ref = []
-    for token in fx.attribute_strings(X[0]):
-        row: dict[int, float] = {}
-        for name, value in token:
-            row[fnv(name.encode()) % 2] = row.get(fnv(name.encode()) % 2, 0.0) + value
-        ref.append(row)
-    assert rows == ref
+    # binary attributes in one bucket count once; a bucket holding a real value sums
+    X = [[{"w": "a", "x": 2.0, "y": 0.5, "z": True}, {"w": "b", "v": "c", "u": 1.0}]]
+    kinds = set()
+    for n in (2, 4):
+        fx = FeatureExtractor(hash_features=n)
+        rows = as_rows(fx.fit_transform(X)[0])
+        tokens = fx.attribute_strings(X[0])
+        assert rows == [bucket_values(token, n) for token in tokens]
+        for token in tokens:
+            found: dict[int, list[float]] = {}
+            for name, value in token:
+                found.setdefault(fnv(name.encode()) % n, []).append(value)
+            kinds |= {"binary" if set(vs) == {1.0} else "mixed" for vs in found.values()
+                      if len(vs) > 1}
+    assert kinds == {"binary", "mixed"}  # both rules were exercised
 
 
 def test_state_and_pickle_round_trip() -> None:

@@ -110,6 +110,8 @@ class CompiledCorpus:
         self.labels = arrays.get("labels")
         self.label_names = meta.get("labels")
         self.hash_features: Optional[int] = meta["features"].get("hash_features")
+        self.hash_collisions: Optional[str] = None if self.hash_features is None else (
+            meta["features"].get("hash_collisions", "sum"))
         self.paths = [path]
 
     def __len__(self) -> int:
@@ -188,6 +190,13 @@ class CompiledCorpus:
         templates = None if extractor.templates is None else extractor.templates.lines
         attributes = extractor.attributes_ or []
         self.check_vocabulary(attributes, templates)
+        if self.hash_features is not None and extractor.hash_collisions != self.hash_collisions:
+            raise SscrfError(f"{self.path}: hashed by an earlier sscrf, whose colliding "
+                             "attributes added up; the model counts binary ones once: compile "
+                             "it again" if self.hash_collisions == "sum" else
+                             f"{self.path}: hashed with binary collisions counted once, the "
+                             "model (saved by an earlier sscrf) adds them up: compile it "
+                             "again with --vocabulary set to the model")
         return self.features(len(attributes))
 
     @classmethod
@@ -667,6 +676,7 @@ def hashed_with(compiled: CompiledCorpus, X: Sequence[Any], templates: Any,
     hashing = cast(int, compiled.hash_features)
     extractor = FeatureExtractor(_templates_of(compiled, templates), hash_features=hashing,
                                  n_threads=n_threads)
+    extractor.hash_collisions = cast(str, compiled.hash_collisions)  # the corpus's rule
     (features,) = extractor.fit_transform(X)
     widths = [w for w in (compiled.extractor().n_columns_, extractor.n_columns_) if w is not None]
     extractor.set_hashing(min(widths) if widths else None)

@@ -13,7 +13,8 @@ from .. import _core
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_threads, is_integer
 from .csr import Features, csr_from_matrix, is_ones, ones, renumber
-from .hashing import BucketNames, check_hash_features, hash_buckets, hashed
+from .hashing import (COLLISION_RULES, BucketNames, check_hash_features, hash_buckets,
+                      hashed)
 from .dicts import OLD_SEPARATOR, SEPARATOR, dict_pairs, spellings
 from .sentences import flatten_corpus, locate
 from .templates import parse_templates
@@ -79,9 +80,9 @@ class FeatureExtractor:
     hash_features : int or None
         ``2**k`` (1 <= k <= 30): attribute strings go to ``2**k`` buckets by
         FNV-1a 64 of their UTF-8 bytes mod ``2**k`` (see
-        :mod:`~sscrf.features.hashing`), with no vocabulary counted; values of
-        a token's attributes sharing a bucket add up. ``min_freq`` is not
-        applied. None (default): a counted vocabulary.
+        :mod:`~sscrf.features.hashing`), with no vocabulary counted; binary
+        attributes of a token sharing a bucket count once, other values add
+        up. ``min_freq`` is not applied. None (default): a counted vocabulary.
     word_vectors : WordVectors or None
         Template mode: each token whose word has a vector also gets the
         attributes ``rep.v0``, ``rep.v1``, ... with its entries as values
@@ -121,6 +122,9 @@ class FeatureExtractor:
                  n_threads: Optional[int] = None, hash_features: Optional[int] = None,
                  word_vectors: Any = None) -> None:
         self.hash_features = None if hash_features is None else check_hash_features(hash_features)
+        # how a token's attributes sharing a bucket combine (see hashing); "sum"
+        # for extractors saved before the rule
+        self.hash_collisions = "once"
         self.templates = None if templates is None else parse_templates(templates)
         self.word_vectors: Any = None
         self.vector_spec_: Optional[dict[str, Any]] = None
@@ -160,7 +164,7 @@ class FeatureExtractor:
         # pickles from before the naming field joined string values with "=",
         # and from before word vectors
         self.__dict__.update({"value_separator": OLD_SEPARATOR, "word_vectors": None,
-                              "vector_spec_": None, **state})
+                              "vector_spec_": None, "hash_collisions": "sum", **state})
 
     def __repr__(self) -> str:
         mode = (f"dicts ({self.value_separator!r} naming)" if self.templates is None
@@ -393,8 +397,9 @@ class FeatureExtractor:
         dict
             ``templates`` (list of str, or None in dict mode), ``min_freq``
             (int), ``value_separator`` (str), ``attributes`` (list of str, or
-            None before fit) and ``n_columns`` (int or None); ``hash_features``
-            and ``word_vectors`` (their spec) when set.
+            None before fit) and ``n_columns`` (int or None); with hashing
+            ``hash_features`` and ``hash_collisions``; ``word_vectors`` (their
+            spec) when set.
         """
         return {
             "templates": None if self.templates is None else list(self.templates.lines),
@@ -404,7 +409,8 @@ class FeatureExtractor:
             else [] if isinstance(self.attributes_, BucketNames) else list(self.attributes_),
             "n_columns": self.n_columns_,
             **({} if getattr(self, "hash_features", None) is None
-               else {"hash_features": self.hash_features}),
+               else {"hash_features": self.hash_features,
+                     "hash_collisions": self.hash_collisions}),
             **({} if self.vector_spec_ is None else {"word_vectors": dict(self.vector_spec_)}),
         }
 
@@ -424,7 +430,7 @@ class FeatureExtractor:
             raise SscrfError(f"feature state must be a dict, not {type(state).__name__}")
         expected = {"templates", "min_freq", "value_separator", "attributes", "n_columns"}
         hashing = state.get("hash_features")
-        optional = {"hash_features", "word_vectors"}
+        optional = {"hash_features", "hash_collisions", "word_vectors"}
         if set(state) - optional not in (expected, expected - {"value_separator"}):
             raise SscrfError(
                 f"feature state has keys {sorted(state)}, expected {sorted(expected)}"
@@ -441,6 +447,13 @@ class FeatureExtractor:
             self = cls(templates, state["min_freq"], separator, hash_features=hashing)
         except SscrfError as error:
             raise SscrfError(f"feature state: {error}") from None
+        if hashing is not None:  # states before the rule add collisions up
+            rule = state.get("hash_collisions", "sum")
+            if rule not in COLLISION_RULES:
+                raise SscrfError(f"feature state: bad 'hash_collisions' {rule!r}")
+            self.hash_collisions = rule
+        elif "hash_collisions" in state:
+            raise SscrfError("feature state: 'hash_collisions' without 'hash_features'")
         if "word_vectors" in state:
             if self.templates is None or self.hash_features is not None:
                 raise SscrfError("feature state: word vectors go with templates and a "
@@ -543,7 +556,7 @@ class FeatureExtractor:
         if fit:
             self.set_hashing(n_columns)
         bucket = hash_buckets(strings, n_buckets)
-        return [hashed(f, bucket, n_buckets) for f in provisional]
+        return [hashed(f, bucket, n_buckets, self.hash_collisions) for f in provisional]
 
     def _features(self, X: Sequence[Any], index: Any, prefix: str, grow: bool = False,
                   new_strings: Optional[list[str]] = None, keep_strings: bool = True

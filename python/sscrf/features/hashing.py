@@ -7,8 +7,15 @@ keys are),
 where ``fnv1a_64`` is the 64-bit FNV-1a hash (offset basis
 ``0xcbf29ce484222325``, prime ``0x100000001b3``). It is fixed, documented and
 platform-independent, so a model trained with ``2**k`` buckets tags text
-hashed anywhere else the same way. Attributes of one token that share a bucket
-add up: the bucket's value is the sum of theirs.
+hashed anywhere else the same way.
+
+Attributes of one token that share a bucket: binary ones (value 1.0, as
+every template attribute is) count once, as ``HashingVectorizer(binary=True)``
+counts them, so that a binary corpus stays binary and needs no values (4
+bytes an entry in a compiled corpus, not 12); if any of them has another
+value, the bucket's value is the sum of theirs. Extractors saved before
+this rule (their state has no ``hash_collisions``) add every collision up,
+and still do.
 
 Example
 -------
@@ -24,17 +31,21 @@ import numpy as np
 
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import is_integer
-from .csr import Features, ones
+from .csr import Features, is_ones, ones
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["BucketNames", "FNV_OFFSET", "FNV_PRIME", "MAX_HASH_BITS", "check_hash_features",
-           "fnv1a_64", "hash_bucket", "hash_buckets", "hashed"]
+__all__ = ["BucketNames", "COLLISION_RULES", "FNV_OFFSET", "FNV_PRIME", "MAX_HASH_BITS",
+           "check_hash_features", "fnv1a_64", "hash_bucket", "hash_buckets", "hashed"]
 
 FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
 _MASK = (1 << 64) - 1
+
+#: How attributes of one token that share a bucket combine: "once" (binary
+#: ones count once; the rule now) and "sum" (extractors saved before it).
+COLLISION_RULES = ("once", "sum")
 
 #: Most bits: bucket ids are int32 in the design matrix.
 MAX_HASH_BITS = 30
@@ -170,8 +181,10 @@ def hash_buckets(attributes: Sequence[str], n_buckets: int) -> NDArray[np.int64]
     return out
 
 
-def hashed(features: Features, bucket: NDArray[np.int64], n_buckets: int) -> Features:
-    """Map a matrix's ids to buckets; ids of one token in one bucket add up.
+def hashed(features: Features, bucket: NDArray[np.int64], n_buckets: int,
+           collisions: str = "once") -> Features:
+    """Map a matrix's ids to buckets (see the module notes for ids of one token
+    in one bucket).
 
     Parameters
     ----------
@@ -179,6 +192,10 @@ def hashed(features: Features, bucket: NDArray[np.int64], n_buckets: int) -> Fea
         Under some id space; ``bucket[i]`` is id i's bucket.
     bucket : ndarray of int64
     n_buckets : int
+    collisions : {"once", "sum"}
+        ``"once"``: binary attributes sharing a bucket count once (any other
+        value: the sum); ``"sum"``: values always add up (extractors saved
+        before the rule).
 
     Returns
     -------
@@ -189,10 +206,18 @@ def hashed(features: Features, bucket: NDArray[np.int64], n_buckets: int) -> Fea
     rows = np.repeat(np.arange(n_tokens, dtype=np.int64), np.diff(features.indptr))
     keys = rows * n_buckets + bucket[features.indices]
     unique, inverse = np.unique(keys, return_inverse=True)
-    summed = np.bincount(inverse.ravel(), weights=features.values, minlength=len(unique))
     out_rows = unique // n_buckets
     indptr = np.zeros(n_tokens + 1, dtype=np.int64)
     np.cumsum(np.bincount(out_rows, minlength=n_tokens), out=indptr[1:])
     indices = (unique - out_rows * n_buckets).astype(np.int32)
+    once = collisions == "once"
+    if once and is_ones(features.values):
+        return Features(indptr, indices, ones(len(indices)), features.offsets, n_buckets)
+    inverse = inverse.ravel()
+    summed = np.bincount(inverse, weights=features.values, minlength=len(unique)).astype(
+        np.float64)
+    if once:  # buckets whose attributes are all binary fire once
+        n_binary = np.bincount(inverse, weights=features.values == 1.0, minlength=len(unique))
+        summed[n_binary == np.bincount(inverse, minlength=len(unique))] = 1.0
     values = ones(len(indices)) if (summed == 1.0).all() else summed
     return Features(indptr, indices, values, features.offsets, n_buckets)
