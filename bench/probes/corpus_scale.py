@@ -31,8 +31,8 @@ CoNLL file and runs, each in its own child process:
 With ``hashed`` among ``--models``, the text is also compiled with feature
 hashing into ``2**--hash-bits`` buckets (no vocabulary pass, no
 ``max_features``), and trained ``dense`` over the buckets with the same
-``hash_features``. A hashed corpus stores values (two attributes of one
-token in one bucket add up), so its entries take 12 bytes, not 4.
+``hash_features``. Binary attributes of one token in one bucket count
+once, so a hashed corpus of template features stores no values either.
 
 Usage::
 
