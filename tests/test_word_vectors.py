@@ -147,6 +147,16 @@ def test_crf_with_template_vectors_is_the_dict_model(rep, tmp_path):
     assert loaded.bind_word_vectors(rep.word_vectors()).predict(test) == model.predict(test)
 
 
+def test_clone_shares_the_read_only_vectors(rep):
+    from sklearn.base import clone
+
+    wv = rep.word_vectors()
+    model = sscrf.CRF(templates=default_templates(2), word_vectors=wv)
+    assert clone(model).word_vectors is wv
+    with pytest.raises(ValueError):
+        wv.table[0, 0] = 1.0
+
+
 def test_refusals(rep, tmp_path):
     wv = rep.word_vectors()
     with pytest.raises(SscrfError, match="templates"):

@@ -618,6 +618,7 @@ class WordVectors:
         self.scale = float(scale)
         # the product features() makes per word, so that the values are the same
         self.table = np.asarray(representations.vectors_ * self.scale, dtype=np.float64)
+        self.table.flags.writeable = False
         digest = hashlib.sha256()
         digest.update("\n".join(representations.vocabulary_).encode("utf-8", "surrogatepass"))
         digest.update(np.ascontiguousarray(representations.vectors_, dtype=np.float64).tobytes())
@@ -632,6 +633,11 @@ class WordVectors:
         if -2 in out:
             out = [lookup(w.lower(), -1) if r == -2 else r for w, r in zip(words, out)]
         return np.array(out, dtype=np.int64)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> WordVectors:
+        # read-only: scikit-learn's clone (a deep copy of each parameter) shares
+        # it rather than copying the vectors for every fit of a search
+        return self
 
     def __repr__(self) -> str:
         return (f"<WordVectors: {self.spec['dim']} dimensions of {len(self.table)} words, "
