@@ -2,9 +2,10 @@
 
 Templates make binary attributes from token columns. A
 :class:`~sscrf.representations.WordVectors` adds, to every token whose word
-(one column) has a vector, the attributes ``<name>0`` ... ``<name>{d-1}`` with the vector's
-entries as values: what :meth:`sscrf.WordRepresentations.features` gives a
-feature-dict user, for template users and the command line.
+(one column) has a vector, the attributes ``<name>0`` ... ``<name>{d-1}``
+with the vector's entries as values: what
+:meth:`sscrf.WordRepresentations.features` gives a feature-dict user, for
+template users and the command line.
 
 The vector attributes are interned one after another, so that their ids are
 consecutive (they occur at the same tokens, so the frequency order keeps
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-__all__ = ["check_vector_spec", "vector_names", "with_vectors"]
+__all__ = ["check_vector_spec", "column_words", "vector_names", "with_vectors"]
 
 _SPEC_KEYS = {"name", "column", "scale", "dim", "sha256"}
 
@@ -79,7 +80,7 @@ def column_words(tokens: Sequence[Any], lengths: NDArray[np.int64], column: int,
 def with_vectors(features: Features, rows: NDArray[np.int64], table: NDArray[np.float64],
                  ids: NDArray[np.int64], n_attributes: int) -> Features:
     """``features`` with each token t of ``rows[t] >= 0`` given the attributes
-    ``ids`` (ascending, consecutive or -1 for one not in the vocabulary) with
+    ``ids`` (the vector's, in dimension order; -1: not in the vocabulary) with
     values ``table[rows[t]]``.
 
     ``ids`` must not occur among the template ids (whose attributes start
