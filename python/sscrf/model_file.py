@@ -65,7 +65,6 @@ def write_model(path: Any, *, params: Mapping[str, Any], classes: Sequence[str],
         "kind": MODEL_KIND,
         "labels": list(classes),
         "features": extractor.to_state(),
-        # the vectors are bound again after loading (the extractor records them)
         "params": {k: _plain(v) for k, v in params.items()
                    if k not in ("templates", "word_vectors")},
         "feature_set": feature_set,

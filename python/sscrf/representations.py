@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 #: A file path.
 _Path = Union[str, "os.PathLike[str]"]
 
-__all__ = ["DEFAULT_VECTOR_SCALE", "REPRESENTATIONS_KIND", "VECTOR_KEY", "WordRepresentations", "WordVectors",
-           "file_digest"]
+__all__ = ["DEFAULT_VECTOR_SCALE", "REPRESENTATIONS_KIND", "VECTOR_KEY", "WordRepresentations",
+           "WordVectors", "file_digest"]
 
 REPRESENTATIONS_KIND = "sscrf.WordRepresentations"
 
@@ -628,11 +628,7 @@ class WordVectors:
     def rows(self, words: Sequence[str]) -> NDArray[np.int64]:
         """Each word's row of :attr:`table` (its lower-cased form's if it has none
         of its own; -1: no vector)."""
-        lookup = self.representations._row.get
-        out = [lookup(w, -2) for w in words]
-        if -2 in out:
-            out = [lookup(w.lower(), -1) if r == -2 else r for w, r in zip(words, out)]
-        return np.array(out, dtype=np.int64)
+        return np.array(self.representations._rows(words), dtype=np.int64)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> WordVectors:
         # read-only: scikit-learn's clone (a deep copy of each parameter) shares

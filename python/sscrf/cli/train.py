@@ -128,23 +128,7 @@ def run(args: argparse.Namespace) -> int:
                                              for line in templates.lines):
         print(f"{PROG}: warning: {args.template}: no 'B' line; sscrf trains label "
               "transitions all the same (CRF++ would train none without one)", file=sys.stderr)
-    vectors = None
-    if rep is not None:
-        spec = None if init is None else init.extractor_.vector_spec_
-        scale = args.vector_scale if init is None else (0 if spec is None else spec["scale"])
-        if init is not None and args.vector_scale not in (None, scale):
-            raise SscrfError(f"{args.init}: the model was trained with --vector-scale "
-                             f"{scale:g}; a further round keeps it")
-        if scale is None:
-            scale = DEFAULT_VECTOR_SCALE
-        if scale > 0 and args.hash_features is not None:
-            raise SscrfError("--representations adds word vectors, whose attributes need a "
-                             "vocabulary: with --hash-features, add --vector-scale 0 (cluster "
-                             "ids only)")
-        # the vectors read the word, the file's first column
-        vectors = rep.word_vectors(0, scale) if scale > 0 else None
-    elif args.vector_scale is not None:
-        raise SscrfError("--vector-scale goes with --representations")
+    vectors = _word_vectors(args, init, rep)
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads,
                 feature_set=args.feature_set, labels=args.labels, templates=templates,
@@ -239,6 +223,30 @@ def _representations(args: argparse.Namespace, init: Any, templates: Any, n_colu
     lines += [f"Urep{k}{d:+d}:%x[{d},{column + j}]" for j, k in enumerate(rep.clusters)
               for d in (-1, 0, 1)]
     return rep, parse_templates(lines + ["B"], source="--representations"), record
+
+
+def _word_vectors(args: argparse.Namespace, init: Any, rep: Any) -> Any:
+    """The WordVectors of --representations at --vector-scale (None: cluster ids
+    only); a further round (--init) keeps the first round's scale."""
+    if rep is None:
+        if args.vector_scale is not None:
+            raise SscrfError("--vector-scale goes with --representations")
+        return None
+    if init is not None:
+        spec = init.extractor_.vector_spec_
+        scale = 0.0 if spec is None else spec["scale"]
+        if args.vector_scale not in (None, scale):
+            raise SscrfError(f"{args.init}: the model was trained with --vector-scale "
+                             f"{scale:g}; a further round keeps it")
+    else:
+        scale = DEFAULT_VECTOR_SCALE if args.vector_scale is None else args.vector_scale
+    if scale == 0:
+        return None
+    if args.hash_features is not None:
+        raise SscrfError("--representations adds word vectors, whose attributes need a "
+                         "vocabulary: with --hash-features, add --vector-scale 0 (cluster "
+                         "ids only)")
+    return rep.word_vectors(0, scale)  # the word is the file's first column
 
 
 def _with_columns(sentences: Sequence[Any], rep: Any) -> list[Any]:
