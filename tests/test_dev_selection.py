@@ -105,6 +105,20 @@ def test_scorings_callable_and_accuracy(data):
     assert m.training_["dev"]["scoring"] == "accuracy"
 
 
+def test_named_scores_equal_the_metrics_of_predict(data):
+    # the named scores are computed on label ids; a dev label the model never saw
+    # (Z) is a token it gets wrong and a chunk type it never finds
+    X, y, X_dev, y_dev = data
+    y_dev = [seq[:-1] + ["B-Z" if seq[-1] == "B-X" else seq[-1]] for seq in y_dev]
+    for scoring, metric in (("accuracy", token_accuracy),
+                            ("chunk_f1", lambda t, p: chunk_scores(t, p)["f1"])):
+        model = sscrf.CRF(n_threads=1, max_iterations=10, dev_scoring=scoring,
+                          dev_period=1).fit(X, y, X_dev=X_dev, y_dev=y_dev)
+        dev = model.training_["dev"]
+        assert dev["scoring"] == scoring and len(dev["curve"]) >= 10
+        assert dev["best_score"] == metric(y_dev, model.predict(X_dev))
+
+
 def test_saved_model_keeps_a_named_score_not_a_callable(data, tmp_path):
     X, y, X_dev, y_dev = data
     m = sscrf.CRF(n_threads=1, max_iterations=5, dev_scoring=lambda t, p: 0.5).fit(

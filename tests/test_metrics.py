@@ -5,12 +5,14 @@ conlleval.pl's startOfChunk/endOfChunk rules. A transcription of conlleval's
 counting loop (below) cross-checks random sequences.
 """
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sscrf.errors import SscrfError
-from sscrf.metrics import chunk_scores, chunks, format_chunk_report, token_accuracy
+from sscrf.errors import SscrfError, SscrfTypeError
+from sscrf.metrics import (EncodedChunkF1, chunk_scores, chunks, format_chunk_report,
+                           token_accuracy)
 
 # ------------------------------------------------------------------- chunks
 
@@ -294,6 +296,40 @@ def test_counts_match_conlleval_loop(pairs):
 @given(pairs=_corpus_pair("BIES"))
 def test_counts_match_conlleval_loop_iobes(pairs):
     _check_against_conlleval(pairs, "iobes")
+
+
+# Label ids against a fixed truth, as a fit scores its dev sentences: the F1 that
+# chunk_scores' per-token loop gives (cross-checked with conlleval above), with
+# odd tags mixed in and true labels that no id names.
+_ODD = ["O", "B-X", "I-X", "B-Y", "I-Y", "E-X", "[", "]", ".", "B", "I", "I-"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_encoded_chunk_f1_is_chunk_scores_f1(data):
+    names = data.draw(st.lists(st.sampled_from(_ODD), min_size=1, unique=True))
+    lengths = data.draw(st.lists(st.integers(0, 7), min_size=1, max_size=4))
+    y_true = [data.draw(st.lists(st.sampled_from(_ODD), min_size=n, max_size=n))
+              for n in lengths]
+    ids = data.draw(st.lists(st.integers(0, len(names) - 1), min_size=sum(lengths),
+                             max_size=sum(lengths)))
+    y_pred, k = [], 0
+    for n in lengths:
+        y_pred.append([names[i] for i in ids[k:k + n]])
+        k += n
+    assert (EncodedChunkF1(y_true, names)(np.array(ids, dtype=np.int64))
+            == chunk_scores(y_true, y_pred)["f1"])
+
+
+def test_encoded_chunk_f1_refuses_bad_input():
+    score = EncodedChunkF1([["B-X", "I-X"], ["O"]], ["O", "B-X", "I-X"])
+    assert score(np.array([1, 2, 0])) == 1.0
+    with pytest.raises(SscrfError, match="for 3 tokens"):
+        score(np.array([1, 2]))
+    with pytest.raises(SscrfError, match=r"in \[0, 3\)"):
+        score(np.array([1, 2, 3]))
+    with pytest.raises(SscrfTypeError, match="must be str"):
+        EncodedChunkF1([["B-X", None]], ["O", "B-X"])
 
 
 # -- sklearn-crfsuite's flat metrics -------------------------------------------

@@ -5,7 +5,8 @@
 the first. For ``CRF.fit(..., X_dev=, y_dev=)``,
 the dev sentences are compiled once under the fit's frozen vocabulary; each
 evaluation is one Viterbi pass of the compiled corpus kernel and a score of
-the labelings (:data:`DEV_SCORINGS`, or the user's callable). A
+the labelings (:data:`DEV_SCORINGS`, computed on the label ids, or the user's
+callable, given the label strings). A
 :class:`DevTracker` wraps the optimiser's callback, scores every ``period``
 iterations (and the final iterate) and keeps a copy of the best iterate,
 which the fit returns instead of the last one.
@@ -13,6 +14,7 @@ which the fit returns instead of the last one.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -21,7 +23,7 @@ from . import _core
 from .corpus import compile_corpus
 from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_labeled
-from .metrics import chunk_scores, token_accuracy
+from .metrics import EncodedChunkF1, chunk_scores, token_accuracy
 from .model_file import write_model
 
 if TYPE_CHECKING:
@@ -84,6 +86,22 @@ def saved_scoring(scoring: Any) -> Optional[str]:
     return None if callable(scoring) else scoring
 
 
+def _encoded_scoring(name: Optional[str], y: list[list[Any]], classes: list[Any]
+                     ) -> Optional[Callable[[Any], float]]:
+    """The named score ``name`` of label ids against ``y``, computed on arrays; None
+    where the labels' own score is needed (a callable, a label that is not a str)."""
+    if name is None:
+        return None
+    if name == "chunk_f1":
+        if not all(isinstance(label, str) for label in itertools.chain(classes, *y)):
+            return None
+        return EncodedChunkF1(y, classes)
+    index = {label: k for k, label in enumerate(classes)}
+    # a dev label the model does not know is never predicted: id -1
+    true = np.array([index.get(label, -1) for seq in y for label in seq], dtype=np.int64)
+    return lambda labels: int(np.count_nonzero(np.asarray(labels) == true)) / len(true)
+
+
 class DevSet:
     """Dev sentences compiled under a fit's vocabulary, scored at any θ.
 
@@ -110,6 +128,8 @@ class DevSet:
         self.corpus, self.offsets = compile_corpus(features), np.asarray(features.offsets)
         self.names = np.asarray(list(classes), dtype=object)
         self.n_threads = n_threads
+        self.encoded = _encoded_scoring(self.name if self.function is DEV_SCORINGS.get(self.name)
+                                        else None, self.y, list(classes))
 
     def predict(self, layout: Any, theta: NDArray[np.float64]) -> list[list[str]]:
         """Viterbi labelings of the dev sentences under θ (``layout``: a ``_core.Layout``)."""
@@ -119,6 +139,9 @@ class DevSet:
 
     def score(self, layout: Any, theta: NDArray[np.float64]) -> float:
         """The dev score of θ (higher is better)."""
+        if self.encoded is not None:
+            labels, _ = _core.viterbi_corpus(self.corpus, layout, theta, self.n_threads)
+            return self.encoded(labels)
         value = float(self.function(self.y, self.predict(layout, theta)))
         if not np.isfinite(value):
             raise SscrfError(f"dev_scoring returned {value!r}; it must return a finite number")

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
 
 from .errors import SscrfError, SscrfTypeError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 #: A corpus of labels: one sequence of label strings per sentence.
 Labels = Sequence[Sequence[str]]
 
-__all__ = ["token_accuracy", "chunks", "chunk_scores", "format_chunk_report", "conlleval_report",
-           "label_scores", "format_label_report", "apa",
+__all__ = ["token_accuracy", "chunks", "chunk_scores", "EncodedChunkF1", "format_chunk_report",
+           "conlleval_report", "label_scores", "format_label_report", "apa",
            "flat_accuracy_score", "flat_precision_score", "flat_recall_score", "flat_f1_score",
            "flat_classification_report", "sequence_accuracy_score"]
 
@@ -241,6 +246,83 @@ def chunk_scores(y_true: Labels, y_pred: Labels, scheme: str = "iob2") -> dict[s
     scores = _prf(*totals)
     scores["per_type"] = {ty: _prf(*counts[ty]) for ty in sorted(counts)}
     return scores
+
+
+class EncodedChunkF1:
+    """Chunk F1 of label-id labelings against one fixed true labeling.
+
+    What :func:`chunk_scores` gives as ``"f1"``, by the same rules, for a
+    fit's dev score after every few iterations: conlleval's start and end
+    rules become two tables indexed by (previous label, label), and the
+    chunks of a whole corpus are found by array operations (the per-token
+    Python of :func:`chunk_scores` took 0.17 s a score on BC2GM's 71k dev
+    tokens, three times a likelihood-and-gradient evaluation there).
+
+    Parameters
+    ----------
+    y_true : list of sequences of str
+        The true labels, sentence by sentence.
+    labels : sequence of str
+        The label of each id a predicted labeling uses.
+
+    Raises
+    ------
+    SscrfTypeError
+        For a label that is not a ``str``.
+    """
+
+    def __init__(self, y_true: Labels, labels: Sequence[str]) -> None:
+        names = list(labels)
+        ids = {name: k for k, name in enumerate(names)}
+        for seq in y_true:
+            for label in seq:
+                if label not in ids:
+                    ids[label] = len(names)
+                    names.append(label)
+        parts = [_split_tag(name, f"label {name!r}") for name in names]
+        types = {chunk_type: k for k, chunk_type in enumerate(sorted({t for _, t in parts}))}
+        n = len(names)
+        # row n is the sentence boundary, read as O (conlleval's prevTag "O")
+        before = parts + [("O", "")]
+        self._starts = np.array([[_start_of_chunk(p[0], c[0], p[1], c[1], _START) for c in parts]
+                                 for p in before], dtype=bool).reshape(n + 1, n)
+        self._ends = np.array([[_end_of_chunk(p[0], c[0], p[1], c[1], _END) for c in parts]
+                               for p in before], dtype=bool).reshape(n + 1, n)
+        self._type = np.array([types[t] for _, t in parts], dtype=np.int64)
+        self._n_types = max(1, len(types))
+        lengths = [len(seq) for seq in y_true]
+        self._offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+        self._n_labels = len(labels)
+        true_ids = np.array([ids[label] for seq in y_true for label in seq], dtype=np.int64)
+        self._true = self._chunk_keys(true_ids)
+
+    def _chunk_keys(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """One int64 per chunk, ``(begin, end, type)`` in mixed radix, ascending."""
+        n = len(ids)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        previous = np.empty(n, dtype=np.int64)
+        previous[1:] = ids[:-1]
+        firsts = self._offsets[:-1][self._offsets[:-1] < self._offsets[1:]]
+        previous[firsts] = len(self._starts) - 1
+        starts = self._starts[previous, ids]
+        begins = np.flatnonzero(starts)
+        # a chunk ends at the next start or end, or at its sentence's end
+        closers = np.union1d(np.flatnonzero(starts | self._ends[previous, ids]),
+                             self._offsets[1:])
+        ends = closers[np.searchsorted(closers, begins, side="right")]
+        return (begins * (n + 1) + ends) * self._n_types + self._type[ids[begins]]
+
+    def __call__(self, predicted: Any) -> float:
+        """F1 of ``predicted``: label ids of every token, sentence after sentence."""
+        ids = np.asarray(predicted, dtype=np.int64)
+        if ids.shape != (int(self._offsets[-1]),):
+            raise SscrfError(f"{ids.shape} predicted labels for {int(self._offsets[-1])} tokens")
+        if len(ids) and (ids.min() < 0 or ids.max() >= self._n_labels):
+            raise SscrfError(f"predicted label ids must be in [0, {self._n_labels})")
+        pred = self._chunk_keys(ids)
+        correct = len(np.intersect1d(self._true, pred, assume_unique=True))
+        return float(_prf(len(self._true), len(pred), correct)["f1"])
 
 
 def format_chunk_report(scores: Mapping[str, Any], accuracy: Optional[float] = None) -> str:
