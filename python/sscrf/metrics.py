@@ -254,9 +254,9 @@ class EncodedChunkF1:
     What :func:`chunk_scores` gives as ``"f1"``, by the same rules, for a
     fit's dev score after every few iterations: conlleval's start and end
     rules become two tables indexed by (previous label, label), and the
-    chunks of a whole corpus are found by array operations (the per-token
-    Python of :func:`chunk_scores` took 0.17 s a score on BC2GM's 71k dev
-    tokens, three times a likelihood-and-gradient evaluation there).
+    chunks of a whole corpus are found by array operations (on BC2GM's 71k
+    dev tokens, 1.8 ms a score against 52 ms for the labels as lists of
+    strs and :func:`chunk_scores`).
 
     Parameters
     ----------
@@ -289,18 +289,17 @@ class EncodedChunkF1:
         self._ends = np.array([[_end_of_chunk(p[0], c[0], p[1], c[1], _END) for c in parts]
                                for p in before], dtype=bool).reshape(n + 1, n)
         self._type = np.array([types[t] for _, t in parts], dtype=np.int64)
-        self._n_types = max(1, len(types))
         lengths = [len(seq) for seq in y_true]
         self._offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
         self._n_labels = len(labels)
         true_ids = np.array([ids[label] for seq in y_true for label in seq], dtype=np.int64)
-        self._true = self._chunk_keys(true_ids)
+        self._true = self._chunks(true_ids)
 
-    def _chunk_keys(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
-        """One int64 per chunk, ``(begin, end, type)`` in mixed radix, ascending."""
+    def _chunks(self, ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], ...]:
+        """``(begins, ends, types)`` of the chunks, by ascending begin."""
         n = len(ids)
         if n == 0:
-            return np.zeros(0, dtype=np.int64)
+            return (np.zeros(0, dtype=np.int64),) * 3
         previous = np.empty(n, dtype=np.int64)
         previous[1:] = ids[:-1]
         firsts = self._offsets[:-1][self._offsets[:-1] < self._offsets[1:]]
@@ -311,7 +310,7 @@ class EncodedChunkF1:
         closers = np.union1d(np.flatnonzero(starts | self._ends[previous, ids]),
                              self._offsets[1:])
         ends = closers[np.searchsorted(closers, begins, side="right")]
-        return (begins * (n + 1) + ends) * self._n_types + self._type[ids[begins]]
+        return begins, ends, self._type[ids[begins]]
 
     def __call__(self, predicted: Any) -> float:
         """F1 of ``predicted``: label ids of every token, sentence after sentence."""
@@ -320,9 +319,15 @@ class EncodedChunkF1:
             raise SscrfError(f"{ids.shape} predicted labels for {int(self._offsets[-1])} tokens")
         if len(ids) and (ids.min() < 0 or ids.max() >= self._n_labels):
             raise SscrfError(f"predicted label ids must be in [0, {self._n_labels})")
-        pred = self._chunk_keys(ids)
-        correct = len(np.intersect1d(self._true, pred, assume_unique=True))
-        return float(_prf(len(self._true), len(pred), correct)["f1"])
+        begins, ends, types = self._chunks(ids)
+        # a labeling's chunks begin at distinct tokens: match each by its begin
+        true_begins, true_ends, true_types = self._true
+        at = np.minimum(np.searchsorted(true_begins, begins), max(len(true_begins) - 1, 0))
+        correct = 0
+        if len(true_begins):
+            correct = int(np.count_nonzero((true_begins[at] == begins) & (true_ends[at] == ends)
+                                           & (true_types[at] == types)))
+        return float(_prf(len(true_begins), len(begins), correct)["f1"])
 
 
 def format_chunk_report(scores: Mapping[str, Any], accuracy: Optional[float] = None) -> str:
