@@ -131,17 +131,20 @@ class DevSet:
         self.encoded = _encoded_scoring(self.name if self.function is DEV_SCORINGS.get(self.name)
                                         else None, self.y, list(classes))
 
-    def predict(self, layout: Any, theta: NDArray[np.float64]) -> list[list[str]]:
-        """Viterbi labelings of the dev sentences under θ (``layout``: a ``_core.Layout``)."""
+    def label_ids(self, layout: Any, theta: NDArray[np.float64]) -> NDArray[np.int32]:
+        """The Viterbi label id of every dev token under θ (``layout``: a ``_core.Layout``)."""
         labels, _ = _core.viterbi_corpus(self.corpus, layout, theta, self.n_threads)
-        names = self.names[labels]
+        return labels
+
+    def predict(self, layout: Any, theta: NDArray[np.float64]) -> list[list[str]]:
+        """Viterbi labelings of the dev sentences under θ."""
+        names = self.names[self.label_ids(layout, theta)]
         return [list(names[a:b]) for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
     def score(self, layout: Any, theta: NDArray[np.float64]) -> float:
         """The dev score of θ (higher is better)."""
         if self.encoded is not None:
-            labels, _ = _core.viterbi_corpus(self.corpus, layout, theta, self.n_threads)
-            return self.encoded(labels)
+            return self.encoded(self.label_ids(layout, theta))
         value = float(self.function(self.y, self.predict(layout, theta)))
         if not np.isfinite(value):
             raise SscrfError(f"dev_scoring returned {value!r}; it must return a finite number")
