@@ -152,6 +152,9 @@ def test_two_stages_score_on_across_the_stages(data):
     ({"dev_scoring": "f2"}, {}, "dev_scoring"),
     ({"dev_scoring": 3}, {}, "dev_scoring"),
     ({"dev_period": 0}, {}, "dev_period"),
+    ({"dev_patience": 0}, {}, "dev_patience"),
+    ({"dev_patience": 2.5}, {}, "dev_patience"),
+    ({"dev_patience": "3"}, {}, "dev_patience"),
 ])
 def test_bad_dev_settings(data, kwargs, fit_kwargs, match):
     X, y, X_dev, y_dev = data
@@ -159,6 +162,98 @@ def test_bad_dev_settings(data, kwargs, fit_kwargs, match):
     fit_kwargs = {k: given[k] for k in fit_kwargs} or given
     with pytest.raises(sscrf.SscrfError, match=match):
         sscrf.CRF(max_iterations=2, **kwargs).fit(X, y, **fit_kwargs)
+
+
+def patience_stop(curve, patience):
+    """The index in ``curve`` of the check at which ``patience`` scores in a row have not
+    beaten the best before them, or None."""
+    best, stale = None, 0
+    for i, (_, score) in enumerate(curve):
+        stale = 0 if best is None or score > best else stale + 1
+        best = score if best is None else max(best, score)
+        if stale >= patience:
+            return i
+    return None
+
+
+class ScriptedDev:
+    """A DevSet stand-in whose scores are given in advance."""
+    name = "scripted"
+
+    def __init__(self, scores):
+        self.scores = iter(scores)
+
+    def score(self, layout, theta):
+        return next(self.scores)
+
+
+@pytest.mark.parametrize("scores, patience, stop", [
+    ([0.5, 0.6, 0.6, 0.55, 0.7], 2, 3),  # a tie is not an improvement
+    ([0.5, 0.6, 0.6, 0.7, 0.65, 0.7, 0.8], 2, 5),
+    ([0.5, 0.4, 0.6, 0.5, 0.7], 2, None),
+    ([0.5, 0.5, 0.5], 1, 1),
+])
+def test_tracker_stops_after_patience_scores_without_a_better_one(scores, patience, stop):
+    from sscrf.fit_callbacks import DevTracker
+    tracker = DevTracker(ScriptedDev(scores), None, 1, patience)
+    callback = tracker.wrap(None)
+    stopped_at = next((i for i in range(len(scores))
+                       if callback(i + 1, 0.0, np.full(2, float(i)))), None)
+    assert stopped_at == stop and tracker.stopped == (stop is not None)
+    assert patience_stop([[i, s] for i, s in enumerate(scores)], patience) == stop
+    theta, record = tracker.finish(len(tracker.curve), np.zeros(2))
+    best = max(scores[:len(tracker.curve)])
+    last_best = max(i for i, s in enumerate(scores[:len(tracker.curve)]) if s == best)
+    assert record["best_score"] == best and theta[0] == last_best  # the latest on ties
+
+
+@pytest.mark.parametrize("patience", [1, 3])
+def test_patience_ends_the_fit_where_the_curve_stops_improving(patience):
+    X, y = chunk_data(3, 25, noise=0.45)
+    X_dev, y_dev = chunk_data(4, 60, noise=0.0)
+    full = sscrf.CRF(n_threads=1, c2=0.0, max_iterations=60, dev_period=1).fit(
+        X, y, X_dev=X_dev, y_dev=y_dev)
+    curve = full.training_["dev"]["curve"]
+    stop = patience_stop(curve, patience)
+    assert stop is not None and stop < len(curve) - 1  # the data overfit: the test can fail
+    m = sscrf.CRF(n_threads=1, c2=0.0, max_iterations=60, dev_period=1,
+                  dev_patience=patience).fit(X, y, X_dev=X_dev, y_dev=y_dev)
+    dev = m.training_["dev"]
+    assert dev["curve"] == curve[:stop + 1]
+    assert m.training_["iterations"] == curve[stop][0]
+    assert m.training_["stop_reason"] == "no better dev score in dev_patience checks"
+    kept = max(k for k, s in curve[:stop + 1] if s == max(s for _, s in curve[:stop + 1]))
+    assert dev["best_iteration"] == kept
+    assert dev["best_score"] == chunk_scores(y_dev, m.predict(X_dev))["f1"]
+    # a patience the curve never exhausts changes nothing
+    calm = sscrf.CRF(n_threads=1, c2=0.0, max_iterations=60, dev_period=1,
+                     dev_patience=len(curve)).fit(X, y, X_dev=X_dev, y_dev=y_dev)
+    np.testing.assert_array_equal(calm.coef_, full.coef_)
+    assert calm.training_["stop_reason"] == full.training_["stop_reason"]
+
+
+def test_patience_counts_in_the_semi_supervised_stage_only():
+    X, y = chunk_data(3, 25, noise=0.45)
+    X_dev, y_dev = chunk_data(4, 60, noise=0.0)
+    XU = chunk_data(7, 40)[0]
+    params = dict(n_threads=1, c2=0.0, max_iterations=40, dev_period=1, entropy_weight=0.05)
+    full = sscrf.CRF(**params).fit(X, y, X_unlabeled=XU, X_dev=X_dev, y_dev=y_dev)
+    first = full.training_["stages"]["supervised"]["iterations"]
+    curve = full.training_["dev"]["curve"]
+    # the supervised stage alone would have exhausted a patience of 1
+    assert patience_stop([c for c in curve if c[0] <= first], 1) is not None
+    m = sscrf.CRF(**params, dev_patience=1).fit(X, y, X_unlabeled=XU, X_dev=X_dev,
+                                                y_dev=y_dev)
+    stages = m.training_["stages"]["supervised"]
+    assert stages["iterations"] == first
+    assert stages["stop_reason"] == full.training_["stages"]["supervised"]["stop_reason"]
+    # the second stage ran, and stopped at its first score not above the best so far
+    best_before = max(s for k, s in curve if k <= first)
+    later = [(k, s) for k, s in curve if k > first]
+    stale = next((k for k, s in later if s <= max([best_before] + [t for j, t in later
+                                                                  if j < k])), None)
+    assert m.training_["iterations"] >= 1
+    assert m.training_["dev"]["curve"] == [c for c in curve if c[0] <= (stale or curve[-1][0])]
 
 
 def test_dev_labels_must_fit_the_sentences(data):

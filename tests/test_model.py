@@ -454,7 +454,7 @@ def test_get_params_set_params_round_trip():
                       "all_possible_states": None, "all_possible_transitions": None,
                       "max_features": None, "dev_scoring": None, "dev_period": 5,
                       "proportion_weight": 0.0, "label_proportions": "labeled",
-                      "hash_features": None, "word_vectors": None}
+                      "hash_features": None, "word_vectors": None, "dev_patience": None}
     clone = type(m)(**m.get_params())
     assert clone.get_params() == params
     assert clone is not m

@@ -64,6 +64,15 @@ def check_dev_pair(X_dev: Any, y_dev: Any) -> None:
         raise SscrfError("give X_dev and y_dev together (held-out sentences and their labels)")
 
 
+def check_patience(patience: Any) -> Optional[int]:
+    """``dev_patience``: None (run to ``max_iterations``) or an int >= 1."""
+    return None if patience is None else check_integer(patience, "dev_patience", minimum=1)
+
+
+#: ``training_["stop_reason"]`` of a fit that ``dev_patience`` ended.
+STOP_DEV_PATIENCE = "no better dev score in dev_patience checks"
+
+
 def default_scoring(y_dev: Sequence[Sequence[Any]]) -> str:
     """``"chunk_f1"`` when some dev label starts with ``B-`` or ``I-``, else ``"accuracy"``."""
     chunked = any(isinstance(label, str) and label[:2] in ("B-", "I-")
@@ -158,28 +167,46 @@ class DevTracker:
     that is a multiple of ``period`` it scores the iterate, then calls
     ``callback``. :meth:`finish` scores the final θ too and returns the
     best θ (the latest one on ties) and the record of the curve.
+
+    With ``patience`` k, the callback ends training once k scores in a row
+    have not beaten the best so far (``stopped`` is then True). It counts
+    only while ``counting``: the fit turns it off for a supervised warm
+    start, so that the semi-supervised stage always runs.
     """
 
-    def __init__(self, devset: DevSet, layout: Any, period: int) -> None:
+    def __init__(self, devset: DevSet, layout: Any, period: int,
+                 patience: Optional[int] = None) -> None:
         self.devset, self.layout = devset, layout
         self.period = check_integer(period, "dev_period", minimum=1)
+        self.patience = check_patience(patience)
         self.curve: list[list[Any]] = []
         # (score, iteration, a copy of θ)
         self.best: Optional[tuple[float, int, NDArray[np.float64]]] = None
+        self.counting = True
+        self.stale = 0  # scores in a row, while counting, below or equal to the best
+        self.stopped = False
 
     @classmethod
     def for_fit(cls, params: Any, extractor: Any, classes: Sequence[str], X_dev: Any,
                 y_dev: Any, layout: Any, n_threads: int) -> DevTracker:
-        """The tracker of a fit: ``params`` gives ``dev_scoring`` and ``dev_period``."""
+        """The tracker of a fit: ``params`` gives ``dev_scoring``, ``dev_period`` and
+        ``dev_patience``."""
         devset = DevSet(extractor, classes, X_dev, y_dev, params["dev_scoring"], n_threads)
-        return cls(devset, layout, params["dev_period"])
+        return cls(devset, layout, params["dev_period"], params.get("dev_patience"))
+
+    def count_from_here(self) -> None:
+        """Start counting toward ``patience`` afresh (the last stage of a fit begins)."""
+        self.counting, self.stale = True, 0
 
     def observe(self, iteration: int, theta: NDArray[np.float64]) -> float:
         """Score ``theta`` as the iterate of ``iteration``; returns the score."""
         score = self.devset.score(self.layout, np.ascontiguousarray(theta, dtype=np.float64))
         self.curve.append([int(iteration), score])
+        improved = self.best is None or score > self.best[0]
         if self.best is None or score >= self.best[0]:
             self.best = (score, int(iteration), np.array(theta, dtype=np.float64))
+        if self.counting:
+            self.stale = 0 if improved else self.stale + 1
         return score
 
     def wrap(self, callback: Optional[Callback]) -> Callback:
@@ -188,7 +215,12 @@ class DevTracker:
         def scored(iteration: int, loss: float, theta: NDArray[np.float64]) -> Any:
             if iteration % self.period == 0:
                 self.observe(iteration, theta)
-            return callback(iteration, loss, theta) if callback is not None else False
+            stop = callback(iteration, loss, theta) if callback is not None else False
+            if (self.patience is not None and self.counting
+                    and self.stale >= self.patience):
+                self.stopped = True
+                return True
+            return stop
 
         return scored
 

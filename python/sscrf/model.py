@@ -176,6 +176,13 @@ class CRF(FittedModelView):
     dev_period : int
         With ``X_dev``, score the iterate every ``dev_period`` L-BFGS
         iterations (and the final one).
+    dev_patience : int or None
+        With ``X_dev``, stop once ``dev_patience`` dev scores in a row have
+        not beaten the best so far (early stopping: scikit-learn's
+        ``n_iter_no_change``); ``training_["stop_reason"]`` then says so.
+        None runs to ``max_iterations`` or convergence. In a fit that starts
+        with a supervised warm start, the count begins with the
+        semi-supervised stage. The model keeps the best iterate either way.
     proportion_weight : float
         λ of the label-proportion term ``λ·KL(p̃ ‖ p̂)`` (expectation
         regularisation, Mann & McCallum 2007), ``p̂`` being the model's label
@@ -223,7 +230,8 @@ class CRF(FittedModelView):
                  max_features: Optional[int] = None, dev_scoring: Any = None,
                  dev_period: int = 5, proportion_weight: float = 0.0,
                  label_proportions: Any = "labeled",
-                 hash_features: Optional[int] = None, word_vectors: Any = None) -> None:
+                 hash_features: Optional[int] = None, word_vectors: Any = None,
+                 dev_patience: Optional[int] = None) -> None:
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -252,6 +260,7 @@ class CRF(FittedModelView):
         self.label_proportions = label_proportions
         self.hash_features = hash_features
         self.word_vectors = word_vectors
+        self.dev_patience = dev_patience
 
     # -- scikit-learn protocol ----------------------------------------------
 

@@ -33,8 +33,8 @@ from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
 from .corpus_file import (CompiledCorpus, hashed_with, labeled_input, n_tokens_of,
                           unlabeled_input, vocabulary_with)
-from .fit_callbacks import (DevTracker, check_dev_pair, check_dev_scoring, checkpointing,
-                            shifted_callback)
+from .fit_callbacks import (STOP_DEV_PATIENCE, DevTracker, check_dev_pair, check_dev_scoring,
+                            check_patience, checkpointing, shifted_callback)
 from .errors import FeatureScaleWarning, SscrfError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
@@ -84,6 +84,7 @@ def check_params(params: Params) -> int:
                  "proportion_weight"):
         check_number(params[name], name, minimum=0)
     check_dev_scoring(params["dev_scoring"])
+    check_patience(params.get("dev_patience"))
     check_label_proportions(params["label_proportions"])
     for name, least in (("max_iterations", 0), ("period", 1), ("min_freq", 1),
                         ("dev_period", 1)):
@@ -368,7 +369,7 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
     if tracker is not None:
         callback = tracker.wrap(callback)
     result, stages = _optimise(params, plan, supervised, terms, theta0, callback,
-                               warm_start=init is None, x_scale=x_scale)
+                               warm_start=init is None, x_scale=x_scale, tracker=tracker)
     if result.stop_reason == STOP_INTERRUPTED and result.n_iterations + sum(
             stage.get("iterations", 0) for stage in stages.values()) == 0:
         raise KeyboardInterrupt("training interrupted before its first iteration")
@@ -379,6 +380,8 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
     if tracker is not None:  # the iterations count on across the stages, as the callback's
         done = result.n_iterations + sum(stage["iterations"] for stage in stages.values())
         state["coef_"], state["training_"]["dev"] = tracker.finish(done, result.theta)
+        if tracker.stopped:
+            state["training_"]["stop_reason"] = STOP_DEV_PATIENCE
     return state
 
 
@@ -524,10 +527,11 @@ def _terms(params: Params, plan: _Plan, extractor: FeatureExtractor, features: L
 
 def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[Term],
               theta0: NDArray[np.float64], callback: Optional[Callable[..., Any]],
-              warm_start: bool, x_scale: Optional[NDArray[np.float64]] = None
-              ) -> Tuple[TrainResult, Dict[str, Any]]:
+              warm_start: bool, x_scale: Optional[NDArray[np.float64]] = None,
+              tracker: Optional[DevTracker] = None) -> Tuple[TrainResult, Dict[str, Any]]:
     """The optimiser's result and the records of the stages before it. A non-concave
-    objective starts from the supervised optimum when ``warm_start`` (no ``init``)."""
+    objective starts from the supervised optimum when ``warm_start`` (no ``init``);
+    ``tracker``'s patience then counts in the second stage only."""
     verbose, n_threads = params["verbose"], plan.n_threads
     options = dict(max_iterations=params["max_iterations"], epsilon=params["epsilon"],
                    period=params["period"], delta=params["delta"], callback=callback,
@@ -536,6 +540,8 @@ def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[T
     stages: Dict[str, Any] = {}
     if len(terms) > len(supervised) and supervised and warm_start:
         Progress(verbose).note("stage 1/2: supervised warm start")
+        if tracker is not None:
+            tracker.counting = False
         warm = minimize(Objective(supervised, params["c2"], n_threads, reuse_gradient=True),
                         theta0, **options)
         stages["supervised"] = training_record(warm)
@@ -546,6 +552,8 @@ def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[T
                                plan.use_entropy, plan.X, plan.unlabeled)
         if callback is not None:  # iterations count on across the stages
             options["callback"] = shifted_callback(callback, warm.n_iterations)
+        if tracker is not None:
+            tracker.count_from_here()
     result = minimize(Objective(terms, params["c2"], n_threads, reuse_gradient=True), theta0,
                       **options)
     return result, stages
