@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import sscrf
-from sscrf import _core
+from sscrf import _core, serialization
 from sscrf.cli import main
 from sscrf.demo import run_demo
 from sscrf.errors import SscrfError, SscrfTypeError
@@ -158,6 +158,24 @@ def test_deterministic_at_any_thread_count(corpus, fitted):
         assert other.vocabulary_ == fitted.vocabulary_
 
 
+def test_clusters_in_more_dimensions_than_the_vectors(corpus):
+    # one SVD serves both: the vectors are its leading dim columns, the clusters are
+    # found among its leading cluster_dim columns (each made unit length)
+    both = WordRepresentations(dim=8, cluster_dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+    short = WordRepresentations(dim=4, cluster_dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+    lead = both.vectors_[:, :4]
+    np.testing.assert_allclose(short.vectors_, lead / np.linalg.norm(lead, axis=1)[:, None],
+                               rtol=0, atol=1e-12)
+    assert np.array_equal(short.clusters_, both.clusters_)
+    # clusters among fewer dimensions than the vectors: those of the leading ones
+    few = WordRepresentations(dim=8, cluster_dim=2, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+    assert np.array_equal(few.vectors_, both.vectors_)
+    assert not np.array_equal(few.clusters_, both.clusters_)
+    for bad in (0, 2.5, "8"):
+        with pytest.raises(SscrfError, match="cluster_dim"):
+            WordRepresentations(cluster_dim=bad).fit(corpus)
+
+
 def test_one_shot_generator_and_types(corpus, fitted):
     rep = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1)
     rep.fit(s for s in corpus)
@@ -224,6 +242,12 @@ def test_save_load_round_trip_and_refusals(fitted, tmp_path):
     fitted.save(path)
     back = WordRepresentations.load(path)
     assert back.vocabulary_ == fitted.vocabulary_
+    assert back.cluster_dim == fitted.cluster_dim == 200 and back.dim == 8
+    # a file from before cluster_dim: its clusters were found among its vectors
+    meta, arrays = serialization.load(path)
+    del meta["params"]["cluster_dim"]
+    serialization.save(tmp_path / "old.rep", meta, arrays)
+    assert WordRepresentations.load(tmp_path / "old.rep").cluster_dim == 8
     assert np.array_equal(back.vectors_, fitted.vectors_)
     for a, b in zip(back.features(["a", "cat"]), fitted.features(["a", "cat"])):
         assert a.keys() == b.keys()
@@ -264,11 +288,13 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     _write_labeled(tmp_path / "train.txt", make_corpus(20, 5))
     _write_labeled(tmp_path / "test.txt", make_corpus(20, 6))
     assert main(["represent", str(raw), "-o", str(rep), "--dim", "6", "--clusters", "2,4",
-                 "-q", "--threads", "2"]) == 0
+                 "--cluster-dim", "5", "-q", "--threads", "2"]) == 0
     # the file is what the Python API learns from the same text
-    direct = WordRepresentations(dim=6, clusters=(2, 4), n_threads=1).fit(
+    direct = WordRepresentations(dim=6, clusters=(2, 4), cluster_dim=5, n_threads=1).fit(
         line.split() for line in raw.read_text().splitlines())
     assert np.array_equal(WordRepresentations.load(rep).vectors_, direct.vectors_)
+    assert np.array_equal(WordRepresentations.load(rep).clusters_, direct.clusters_)
+    assert WordRepresentations.load(rep).cluster_dim == 5
     for features in ("words", "columns"):
         assert main(["train", str(tmp_path / "train.txt"), "--features", features,
                      "--representations", str(rep), "-m", str(model), "-q",

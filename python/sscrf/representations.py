@@ -9,8 +9,9 @@
    contexts from dominating;
 3. a truncated SVD by a randomized range finder (Halko, Martinsson & Tropp
    2011, algorithms 4.4 and 5.1) with two power iterations; word vectors
-   are ``U Σ``, normalised to unit length;
-4. clusters at several granularities that nest as Brown-cluster bit-string
+   are the leading ``dim`` columns of ``U Σ``, normalised to unit length;
+4. clusters of the leading ``cluster_dim`` columns, normalised likewise, at
+   several granularities that nest as Brown-cluster bit-string
    prefixes do: spherical k-means at the coarsest granularity, then each
    cluster is split by k-means among its own words into a number of
    children proportional to its size, and so on to the finest. A coarse
@@ -104,11 +105,19 @@ class WordRepresentations:
     Parameters
     ----------
     dim : int, default 100
-        Dimensions of the truncated SVD (at most the vocabulary size).
+        Dimensions of the word vectors (at most the vocabulary size).
     clusters : sequence of int, default (32, 128, 512, 2048)
         Cluster counts, increasing; each granularity refines the previous
         (a coarse cluster is a union of fine ones). Counts above the
         vocabulary size are capped at it.
+    cluster_dim : int, default 200
+        Dimensions of the space the clusters are found in. One truncated
+        SVD of ``max(dim, cluster_dim)`` dimensions serves both: the vectors
+        are its leading ``dim`` dimensions and the clusters are found in its
+        leading ``cluster_dim``, each made unit length. Clusters found in
+        200 dimensions rather than 100 gave 0.6 more dev F1 on BC2GM at 200
+        labeled sentences, while vectors of 200 dimensions would have made
+        tagging 2.07x slower than without representations rather than 1.82x.
     window : int, default 2
         Context words on each side.
     min_count : int, default 2
@@ -162,9 +171,10 @@ class WordRepresentations:
     def __init__(self, dim: int = 100, clusters: Sequence[int] = (32, 128, 512, 2048),
                  window: int = 2, min_count: int = 2, max_vocabulary: int = 100_000,
                  random_state: Optional[int] = 0, n_threads: Optional[int] = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, cluster_dim: int = 200) -> None:
         self.dim = dim
         self.clusters = clusters
+        self.cluster_dim = cluster_dim
         self.window = window
         self.min_count = min_count
         self.max_vocabulary = max_vocabulary
@@ -176,6 +186,7 @@ class WordRepresentations:
 
     def _check_params(self) -> int:
         check_integer(self.dim, "dim", 1, 4000)
+        check_integer(self.cluster_dim, "cluster_dim", 1, 4000)
         check_integer(self.window, "window", 1, 1000)
         check_integer(self.min_count, "min_count", 1)
         check_integer(self.max_vocabulary, "max_vocabulary", 1, 1 << 30)
@@ -214,12 +225,17 @@ class WordRepresentations:
                              f"(read {n_tokens} tokens)")
         ppmi = self._ppmi(keep, len(counts), keys, pair_counts)
         progress.note(f"representations: PPMI matrix {ppmi.shape[0]:,} x {ppmi.shape[1]:,}, "
-                      f"{ppmi.nnz:,} entries; SVD to {min(self.dim, len(keep))} dimensions")
+                      f"{ppmi.nnz:,} entries; SVD to "
+                      f"{min(max(self.dim, self.cluster_dim), len(keep))} dimensions")
         rng = random_generator(self.random_state)
-        vectors = _unit_rows(_randomized_svd_vectors(ppmi, self.dim, rng, n_threads))
+        leading = _randomized_svd_vectors(ppmi, max(self.dim, self.cluster_dim), rng, n_threads)
+        vectors = _unit_rows(leading[:, :self.dim])
+        space = vectors if self.cluster_dim == self.dim else _unit_rows(
+            leading[:, :self.cluster_dim])
+        del leading
         progress.note(f"representations: clustering {len(keep):,} words at "
                       f"{', '.join(map(str, self.clusters))}")
-        self.clusters_ = _nested_kmeans(vectors, list(self.clusters), rng, n_threads)
+        self.clusters_ = _nested_kmeans(space, list(self.clusters), rng, n_threads)
         self.vocabulary_ = [words[i] for i in keep.tolist()]
         self.counts_ = counts[keep].astype(np.int64)
         self.vectors_ = vectors
@@ -513,6 +529,7 @@ class WordRepresentations:
         self._check_fitted()
         meta = {"kind": REPRESENTATIONS_KIND,
                 "params": {"dim": int(self.dim), "clusters": [int(k) for k in self.clusters],
+                           "cluster_dim": int(self.cluster_dim),
                            "window": int(self.window), "min_count": int(self.min_count),
                            "max_vocabulary": int(self.max_vocabulary),
                            "random_state": self.random_state if self.random_state is None
@@ -536,7 +553,9 @@ class WordRepresentations:
             rep = cls(dim=params["dim"], clusters=tuple(params["clusters"]),
                       window=params["window"], min_count=params["min_count"],
                       max_vocabulary=params["max_vocabulary"],
-                      random_state=params["random_state"])
+                      random_state=params["random_state"],
+                      # files written before cluster_dim found the clusters among the vectors
+                      cluster_dim=params.get("cluster_dim", params["dim"]))
             rep._check_params()
             vocabulary = meta["vocabulary"]
             if not isinstance(vocabulary, list) or not all(isinstance(w, str)

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
         raise SscrfError("-o -: representations are written to a file; give a file name")
     check_writable(args.output)
     check_not_an_input(args.output, (args.text,))
-    rep = WordRepresentations(dim=args.dim, clusters=args.clusters, window=args.window,
+    rep = WordRepresentations(dim=args.dim, cluster_dim=args.cluster_dim,
+                              clusters=args.clusters, window=args.window,
                               min_count=args.min_count, max_vocabulary=args.max_vocabulary,
                               random_state=args.seed, n_threads=args.threads,
                               verbose=not args.quiet)
