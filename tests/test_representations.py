@@ -161,7 +161,7 @@ def test_deterministic_at_any_thread_count(corpus, fitted):
 def test_clusters_in_more_dimensions_than_the_vectors(corpus):
     # one SVD serves both: the vectors are its leading dim columns, the clusters are
     # found among its leading cluster_dim columns (each made unit length)
-    both = WordRepresentations(dim=8, cluster_dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+    both = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
     short = WordRepresentations(dim=4, cluster_dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
     lead = both.vectors_[:, :4]
     np.testing.assert_allclose(short.vectors_, lead / np.linalg.norm(lead, axis=1)[:, None],
@@ -242,12 +242,16 @@ def test_save_load_round_trip_and_refusals(fitted, tmp_path):
     fitted.save(path)
     back = WordRepresentations.load(path)
     assert back.vocabulary_ == fitted.vocabulary_
-    assert back.cluster_dim == fitted.cluster_dim == 200 and back.dim == 8
+    assert back.cluster_dim is fitted.cluster_dim is None and back.dim == 8
     # a file from before cluster_dim: its clusters were found among its vectors
     meta, arrays = serialization.load(path)
     del meta["params"]["cluster_dim"]
     serialization.save(tmp_path / "old.rep", meta, arrays)
-    assert WordRepresentations.load(tmp_path / "old.rep").cluster_dim == 8
+    assert WordRepresentations.load(tmp_path / "old.rep").cluster_dim is None
+    other = WordRepresentations(dim=4, cluster_dim=6, clusters=(2, 4), n_threads=1)
+    other.fit([["a", "b", "c", "a", "b"]] * 30 + [["c", "d", "a", "e"]] * 30)
+    other.save(tmp_path / "six.rep")
+    assert WordRepresentations.load(tmp_path / "six.rep").cluster_dim == 6
     assert np.array_equal(back.vectors_, fitted.vectors_)
     for a, b in zip(back.features(["a", "cat"]), fitted.features(["a", "cat"])):
         assert a.keys() == b.keys()

@@ -398,8 +398,8 @@ def add_represent(commands: Any) -> None:
                      help="TEXT is a CoNLL column file (the word in column 0)")
     sub.add_argument("--dim", type=positive_int, default=100, metavar="D",
                      help="dimensions of the word vectors (default: 100)")
-    sub.add_argument("--cluster-dim", type=positive_int, default=200, metavar="D",
-                     help="dimensions of the space the clusters are found in (default: 200)")
+    sub.add_argument("--cluster-dim", type=positive_int, default=None, metavar="D",
+                     help="dimensions of the space the clusters are found in (default: --dim)")
     sub.add_argument("--clusters", type=_cluster_list, default=(32, 128, 512, 2048),
                      metavar="K1,K2,...", help="cluster counts, increasing, each refining the "
                      "last (default: 32,128,512,2048)")
