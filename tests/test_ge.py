@@ -266,6 +266,70 @@ def test_kept_emissions_give_the_bits_of_rescoring(dense, monkeypatch):
     assert (value, grad.tobytes()) == kept[1]
 
 
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("proportions", [False, True])
+def test_entropy_joined_to_ge_is_the_two_terms_summed(dense, proportions, monkeypatch):
+    # The joined term against the Entropy and GE terms evaluated apart (each checked
+    # against enumeration elsewhere), over several chunks; with constraints, some
+    # sequences have no firing (their rows are scored, not read from pass 1); with
+    # label proportions every token fires and pass 1's rows are read.
+    from sscrf.features import Features
+    from sscrf.objectives import Entropy, EntropyAndGE
+    from sscrf.proportions import proportion_term
+    rng = np.random.default_rng(8)
+    lengths = rng.integers(0, 8, size=1500).tolist()  # empty sentences too
+    tiny = Tiny(8, lengths, A=30, S=4, dense=dense, p_fire=0.12)
+    assert tiny.corpus.n_chunks >= 2
+    gamma, lam = 0.7, 1.9
+    theta = rng.normal(size=tiny.n_params)
+    attrs = list(range(0, 30, 7))
+    targets = rng.dirichlet(np.ones(4), size=len(attrs))
+    results = {}
+    for cached in (True, False):
+        if not cached:
+            monkeypatch.setattr(OBJECTIVES["ge"], "EMISSION_CACHE_BYTES", 0)
+        for n in (1, 3):
+            if proportions:
+                features = Features(tiny.indptr, tiny.indices, tiny.values, tiny.offsets, tiny.A)
+                ge = proportion_term(features, tiny.layout, n, lam, np.full((1, 4), 0.25))
+            else:
+                ge = OBJECTIVES["ge"](tiny.corpus, tiny.layout, n, weight=lam,
+                                      constraint_of_attribute=constraint_map(tiny.A, attrs),
+                                      targets=targets)
+            entropy = Entropy(ge.corpus, tiny.layout, n, weight=gamma)
+            joined = EntropyAndGE(ge, gamma)
+            assert joined.name == ("entropy+label_proportions" if proportions else "entropy+ge")
+            value, grad = joined.value_and_gradient(theta)
+            results[cached, n] = (value, grad.tobytes())
+            v1, g1 = entropy.value_and_gradient(theta)
+            v2, g2 = ge.value_and_gradient(theta)
+            assert value == pytest.approx(v1 + v2, rel=1e-12)
+            np.testing.assert_allclose(grad, g1 + g2, rtol=0,
+                                       atol=1e-12 * np.max(np.abs(g1 + g2)))
+    assert results[True, 1] == results[True, 3] == results[False, 1] == results[False, 3]
+
+
+def test_training_joins_the_fast_entropy_to_one_ge_term():
+    from sscrf.objectives import Entropy, EntropyAndGE
+    from sscrf.proportions import LabelProportions
+    from sscrf.training import _entropy_joined
+    tiny = Tiny(2, [3, 4, 2])
+    cmap = constraint_map(tiny.A, [1])
+    ge = OBJECTIVES["ge"](tiny.corpus, tiny.layout, 1, constraint_of_attribute=cmap,
+                          targets=[[0.5, 0.5, 0.0]])
+    props = LabelProportions(tiny.corpus, tiny.layout, 1, constraint_of_attribute=cmap,
+                             targets=[[0.5, 0.5, 0.0]])
+    fast = Entropy(tiny.corpus, tiny.layout, 1, weight=0.3)
+    jiao = Entropy(tiny.corpus, tiny.layout, 1, weight=0.3, method="jiao")
+    out = _entropy_joined([fast, ge, props], {})
+    assert out[0] is ge and isinstance(out[1], EntropyAndGE) and len(out) == 2
+    assert out[1].ge is props and out[1].entropy_weight == 0.3
+    out = _entropy_joined([fast, ge], {})
+    assert len(out) == 1 and out[0].ge is ge
+    assert _entropy_joined([jiao, ge], {}) == [jiao, ge]
+    assert _entropy_joined([fast], {}) == [fast]
+
+
 def test_one_term_evaluated_from_two_threads_at_once():
     # Both evaluations are held between their two passes (at a barrier in the
     # Python step between them) so that each has scored the corpus before

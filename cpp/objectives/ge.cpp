@@ -37,6 +37,7 @@ void check_constraint_map(const Corpus& corpus, const int64_t* map, int64_t n_ma
 // One thread's GE node scores.
 struct alignas(64) GeScratch {
   Scratch node;  // [n][S] Σ over the constraints firing at token t of w_m
+  Scratch rows;  // [n][S] with the entropy: the GE part of ∂/∂E, apart
 };
 
 }  // namespace
@@ -175,6 +176,41 @@ void ge_expectations(const Corpus& corpus, const Layout& layout, const double* t
   }
 }
 
+namespace {
+
+// The node scores of sequence s: row t is Σ over the constraints firing at
+// token t of score_weights[m], in the order of the token's entries.
+void constraint_node_scores(const Corpus& corpus, const ConstraintFirings& firings,
+                            const double* score_weights, int S, int64_t s, int64_t n,
+                            Scratch& node) {
+  const int64_t tb = corpus.offsets[s];
+  node.assign(static_cast<size_t>(n) * S, 0.0);
+  const auto add = [&](int64_t t, int32_t m) {
+    const double* w = score_weights + static_cast<int64_t>(m) * S;
+    for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
+  };
+  for (int64_t t = 0; t < n; ++t) {
+    if (!firings.token_ptr.empty()) {
+      for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k)
+        add(t, firings.constraint[k]);
+      continue;
+    }
+    for (int64_t k = corpus.indptr[tb + t]; k < corpus.indptr[tb + t + 1]; ++k) {
+      const int32_t m = firings.constraint_of[corpus.indices[k]];
+      if (m >= 0) add(t, m);
+    }
+  }
+}
+
+// True when every non-empty sequence has a firing: pass 1 then scored every row.
+bool fires_in_every_sequence(const Corpus& corpus, const ConstraintFirings& firings) {
+  for (int64_t s = 0; s < corpus.n_sequences; ++s)
+    if (corpus.offsets[s + 1] > corpus.offsets[s] && !firings.active[s]) return false;
+  return true;
+}
+
+}  // namespace
+
 void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
                  double* grad, int n_threads, const ConstraintFirings& firings,
                  const double* score_weights, const double* emissions) {
@@ -183,32 +219,47 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
   evaluate_chunked(
       corpus, layout, theta, grad, n_threads,
       [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
-        const int64_t tb = corpus.offsets[s];
-        // node score of token t: Σ over the constraints firing there of w_m,
-        // in the order of the token's entries
         Scratch& node = scratch.mine().node;
-        node.assign(static_cast<size_t>(c.n) * S, 0.0);
-        const auto add = [&](int64_t t, int32_t m) {
-          const double* w = score_weights + static_cast<int64_t>(m) * S;
-          for (int l = 0; l < S; ++l) node[t * S + l] += w[l];
-        };
-        for (int64_t t = 0; t < c.n; ++t) {
-          if (!firings.token_ptr.empty()) {
-            for (int64_t k = firings.token_ptr[tb + t]; k < firings.token_ptr[tb + t + 1]; ++k)
-              add(t, firings.constraint[k]);
-            continue;
-          }
-          for (int64_t k = corpus.indptr[tb + t]; k < corpus.indptr[tb + t + 1]; ++k) {
-            const int32_t m = firings.constraint_of[corpus.indices[k]];
-            if (m >= 0) add(t, m);
-          }
-        }
+        constraint_node_scores(corpus, firings, score_weights, S, s, c.n, node);
         AdditiveScore r;
         r.node = node.data();
         expectation_gradient(c, ws, r, dE, dT, nullptr);
         return 0.0;  // the loss itself is a function of the expectations, computed by the caller
       },
       firings.active.data(), emissions);
+}
+
+double entropy_ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
+                           double* grad, int n_threads, const ConstraintFirings& firings,
+                           const double* score_weights, double entropy_weight,
+                           const double* emissions) {
+  const int S = layout.S;
+  PerThread<GeScratch> scratch(n_threads);
+  // Pass 1 scored the rows of the sequences where a constraint fires; the
+  // entropy needs every sequence's.
+  if (emissions && !fires_in_every_sequence(corpus, firings)) emissions = nullptr;
+  return evaluate_chunked(
+      corpus, layout, theta, grad, n_threads,
+      [&](int64_t s, const Chain& c, Workspace& ws, double* dE, double* dT) {
+        GeScratch& mine = scratch.mine();
+        const size_t rows = static_cast<size_t>(c.n) * S;
+        const bool fires = firings.active[s] != 0;
+        if (fires) {  // on a copy of the rows, which the entropy's kernel overwrites
+          constraint_node_scores(corpus, firings, score_weights, S, s, c.n, mine.node);
+          mine.rows.assign(c.emissions, c.emissions + rows);
+          Chain copy = c;
+          copy.emissions = mine.rows.data();
+          AdditiveScore r;
+          r.node = mine.node.data();
+          expectation_gradient(copy, ws, r, mine.rows.data(), dT, nullptr);
+        }
+        const double scale = entropy_weight * corpus.weight(s);
+        const double entropy = scale * entropy_gradient(c, ws, dE, dT, scale);
+        if (fires)
+          for (size_t i = 0; i < rows; ++i) dE[i] += mine.rows[i];
+        return entropy;
+      },
+      nullptr, emissions);
 }
 
 }  // namespace sscrf

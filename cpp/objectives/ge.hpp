@@ -67,4 +67,14 @@ void ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta
                  double* grad, int n_threads, const ConstraintFirings& firings,
                  const double* score_weights, const double* emissions = nullptr);
 
+// Pass 2 with the entropy term on the same corpus: grad = ge_gradient's plus
+// entropy_weight · Σ_x w_x ∂H(Y|x)/∂θ; returns entropy_weight · Σ_x w_x H(Y|x).
+// One scoring of the rows and one back-projection serve both terms. With
+// `emissions`, pass 1's rows are read when it scored every non-empty
+// sequence (some constraint fires in each); otherwise the rows are scored.
+double entropy_ge_gradient(const Corpus& corpus, const Layout& layout, const double* theta,
+                           double* grad, int n_threads, const ConstraintFirings& firings,
+                           const double* score_weights, double entropy_weight,
+                           const double* emissions = nullptr);
+
 }  // namespace sscrf

@@ -206,6 +206,11 @@ PYBIND11_MODULE(_core, m) {
         py::arg("out") = py::none(), py::arg("emissions") = py::none(),
         "Pass 2: the gradient for score_weights (n_constraints, S); with emissions, the rows "
         "pass 1 kept at this same theta are read instead of scored again.");
+  m.def("entropy_ge_gradient", &entropy_ge_gradient_shim, py::arg("corpus"), py::arg("layout"),
+        py::arg("theta"), py::arg("n_threads"), py::arg("firings"), py::arg("score_weights"),
+        py::arg("entropy_weight"), py::arg("out") = py::none(), py::arg("emissions") = py::none(),
+        "Pass 2 with the entropy term on the same corpus: (entropy_weight * sum_x w_x H(Y|x), "
+        "ge_gradient's gradient plus entropy_weight times the entropy's).");
 
   // ---- optimiser vector passes (deterministic for any thread count) -----------
   m.def("dot_products", &dot_products_shim, py::arg("vectors"), py::arg("pairs"),

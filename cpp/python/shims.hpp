@@ -114,6 +114,11 @@ py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py:
                            int n_threads, const ConstraintFirings& firings,
                            const py::object& score_weights, const py::object& out,
                            const py::object& emissions);
+py::tuple entropy_ge_gradient_shim(const Corpus& corpus, const Layout& layout,
+                                   const py::object& theta, int n_threads,
+                                   const ConstraintFirings& firings,
+                                   const py::object& score_weights, double entropy_weight,
+                                   const py::object& out, const py::object& emissions);
 
 // word representations: co-occurrence counts and dense products
 // (shims_representations.cpp)

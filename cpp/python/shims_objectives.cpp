@@ -1,5 +1,7 @@
 // Shims of the corpus-wide objectives and decoders: theta and the outputs
 // checked, the chunked evaluation run without the GIL.
+#include <cmath>
+
 #include "objectives/decoding.hpp"
 #include "objectives/entropy.hpp"
 #include "objectives/ge.hpp"
@@ -197,6 +199,33 @@ py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py:
     ge_gradient(corpus, layout, theta.data(), g, n_threads, firings, weights.data(), emissions);
   }
   return grad.array;
+}
+
+py::tuple entropy_ge_gradient_shim(const Corpus& corpus, const Layout& layout,
+                                   const py::object& theta_o, int n_threads,
+                                   const ConstraintFirings& firings,
+                                   const py::object& score_weights_o, double entropy_weight,
+                                   const py::object& out_o, const py::object& emissions_o) {
+  const double* emissions =
+      rows_buffer(emissions_o, corpus.n_tokens, layout.S, false, "emissions");
+  auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
+  firings.check_corpus(corpus);
+  auto weights = Doubles::ensure(score_weights_o);
+  if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
+      weights.shape(0) != firings.n_constraints)
+    fail("score_weights must be a float array (n_constraints, S)");
+  require_finite(weights.data(), weights.size(), "score_weights");
+  if (!std::isfinite(entropy_weight) || entropy_weight < 0)
+    fail("entropy_weight must be finite and >= 0");
+  auto grad = gradient_output(out_o, layout, theta);
+  double* g = grad.data;
+  double value;
+  {
+    py::gil_scoped_release release;
+    value = entropy_ge_gradient(corpus, layout, theta.data(), g, n_threads, firings,
+                                weights.data(), entropy_weight, emissions);
+  }
+  return py::make_tuple(value, grad.array);
 }
 
 }  // namespace sscrf::python

@@ -118,6 +118,10 @@ def ge_expectations(corpus: Corpus, layout: Layout, theta: Array, n_threads: int
 def ge_gradient(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
                 firings: ConstraintFirings, score_weights: Array,
                 out: Optional[Array] = None, emissions: Optional[Array] = None) -> Array: ...
+def entropy_ge_gradient(corpus: Corpus, layout: Layout, theta: Array, n_threads: int,
+                        firings: ConstraintFirings, score_weights: Array, entropy_weight: float,
+                        out: Optional[Array] = None, emissions: Optional[Array] = None
+                        ) -> tuple[float, Array]: ...
 
 # Optimiser vector passes over C-contiguous vectors of one length, used in place
 # (float64; the L-BFGS history `vectors`, `step` and `y` may be float32); sums run in

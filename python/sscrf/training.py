@@ -43,12 +43,13 @@ from .inputs import (ENTROPY_METHODS, check_choice, check_crfsuite_options, chec
                      check_label_list, check_labeled, check_number, check_sample_weight,
                      check_threads, check_writable, encode_labels)
 from .layout import ParameterLayout
-from .objectives import (GE, AlternativesLikelihood, Entropy, Likelihood, Objective,
-                         PartialLikelihood)
+from .objectives import (GE, AlternativesLikelihood, Entropy, EntropyAndGE, Likelihood,
+                         Objective, PartialLikelihood)
 from .minimizer import HISTORY_PAIRS, NonFiniteLoss, TrainResult, minimize
 from .optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .progress import Progress
-from .proportions import check_label_proportions, proportion_term, target_proportions
+from .proportions import (LabelProportions, check_label_proportions, proportion_term,
+                          target_proportions)
 from .resources import check_memory, size_text
 
 if TYPE_CHECKING:
@@ -522,7 +523,20 @@ def _terms(params: Params, plan: _Plan, extractor: FeatureExtractor, features: L
         terms.append(proportion_term(features[1], core, n_threads, params["proportion_weight"],
                                      target_proportions(params["label_proportions"], plan.y,
                                                         plan.classes), params["ge_penalty"]))
-    return supervised, terms, kept
+    return supervised, _entropy_joined(terms, params), kept
+
+
+def _entropy_joined(terms: List[Term], params: Params) -> List[Term]:
+    """``terms`` with the ``fast`` entropy term joined to a GE term over the same
+    sentences (label proportions first, on their copy of the corpus), so that one
+    pass scores the corpus for both (:class:`sscrf.objectives.EntropyAndGE`)."""
+    entropy = [t for t in terms if isinstance(t, Entropy)]
+    partners = [t for t in terms if isinstance(t, LabelProportions)] + [
+        t for t in terms if isinstance(t, GE) and not isinstance(t, LabelProportions)]
+    if len(entropy) != 1 or entropy[0].method != "fast" or not partners:
+        return terms
+    joined = EntropyAndGE(partners[0], entropy[0].weight)
+    return [joined if t is partners[0] else t for t in terms if t is not entropy[0]]
 
 
 def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[Term],
