@@ -628,7 +628,8 @@ def _announce_second_stage(report: Progress, added_terms: Sequence[Term], params
     if use_entropy:  # the term's weight grows with the unlabeled data
         ratio = params["entropy_weight"] * n_tokens_of(unlabeled) / n_tokens_of(X)
         pull = f" (entropy_weight x unlabeled tokens = {ratio:.3g} x the labeled)"
-    report.note(f"stage 2/2: adding the {added} term{'s' if ',' in added else ''}{pull}")
+    several = "," in added or "+" in added  # an EntropyAndGE term is two terms
+    report.note(f"stage 2/2: adding the {added} term{'s' if several else ''}{pull}")
 
 
 def training_record(result: TrainResult) -> Dict[str, Any]:
