@@ -176,6 +176,22 @@ py::array_t<double> ge_expectations_shim(const Corpus& corpus, const Layout& lay
   return sums;
 }
 
+namespace {
+
+// GE's pass-2 weights (n_constraints, S), finite, for firings built on `corpus`.
+Doubles checked_score_weights(const Corpus& corpus, const Layout& layout,
+                              const ConstraintFirings& firings, const py::object& score_weights_o) {
+  firings.check_corpus(corpus);
+  auto weights = Doubles::ensure(score_weights_o);
+  if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
+      weights.shape(0) != firings.n_constraints)
+    fail("score_weights must be a float array (n_constraints, S)");
+  require_finite(weights.data(), weights.size(), "score_weights");
+  return weights;
+}
+
+}  // namespace
+
 py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py::object& theta_o,
                            int n_threads, const ConstraintFirings& firings,
                            const py::object& score_weights_o, const py::object& out_o,
@@ -186,12 +202,7 @@ py::array ge_gradient_shim(const Corpus& corpus, const Layout& layout, const py:
   // start and end (the check of a dense W is 0.3% of an evaluation).
   auto theta = checked_theta(corpus, layout, theta_o, false, n_threads,
                              emissions ? layout.transitions_offset() : 0);
-  firings.check_corpus(corpus);
-  auto weights = Doubles::ensure(score_weights_o);
-  if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
-      weights.shape(0) != firings.n_constraints)
-    fail("score_weights must be a float array (n_constraints, S)");
-  require_finite(weights.data(), weights.size(), "score_weights");
+  auto weights = checked_score_weights(corpus, layout, firings, score_weights_o);
   auto grad = gradient_output(out_o, layout, theta);
   double* g = grad.data;
   {
@@ -209,12 +220,7 @@ py::tuple entropy_ge_gradient_shim(const Corpus& corpus, const Layout& layout,
   const double* emissions =
       rows_buffer(emissions_o, corpus.n_tokens, layout.S, false, "emissions");
   auto theta = checked_theta(corpus, layout, theta_o, false, n_threads);
-  firings.check_corpus(corpus);
-  auto weights = Doubles::ensure(score_weights_o);
-  if (!weights || weights.ndim() != 2 || weights.shape(1) != layout.S ||
-      weights.shape(0) != firings.n_constraints)
-    fail("score_weights must be a float array (n_constraints, S)");
-  require_finite(weights.data(), weights.size(), "score_weights");
+  auto weights = checked_score_weights(corpus, layout, firings, score_weights_o);
   if (!std::isfinite(entropy_weight) || entropy_weight < 0)
     fail("entropy_weight must be finite and >= 0");
   auto grad = gradient_output(out_o, layout, theta);
