@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sscrf
+from sscrf.fit_callbacks import DevTracker
 from sscrf.metrics import chunk_scores, token_accuracy
 
 
@@ -194,7 +195,6 @@ class ScriptedDev:
     ([0.5, 0.5, 0.5], 1, 1),
 ])
 def test_tracker_stops_after_patience_scores_without_a_better_one(scores, patience, stop):
-    from sscrf.fit_callbacks import DevTracker
     tracker = DevTracker(ScriptedDev(scores), None, 1, patience)
     callback = tracker.wrap(None)
     stopped_at = next((i for i in range(len(scores))

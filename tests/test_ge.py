@@ -30,7 +30,9 @@ from sscrf.demo import generate_hmm_corpus
 from sscrf.errors import SscrfError
 from sscrf.io import write_conll
 from sscrf.layout import ParameterLayout
-from sscrf.objectives import OBJECTIVES
+from sscrf.features import Features
+from sscrf.objectives import OBJECTIVES, Entropy, EntropyAndGE
+from sscrf.proportions import proportion_term
 
 SMOOTH = OBJECTIVES["ge"].DEFAULT_SMOOTHING
 
@@ -273,9 +275,6 @@ def test_entropy_joined_to_ge_is_the_two_terms_summed(dense, proportions, monkey
     # against enumeration elsewhere), over several chunks; with constraints, some
     # sequences have no firing (their rows are scored, not read from pass 1); with
     # label proportions every token fires and pass 1's rows are read.
-    from sscrf.features import Features
-    from sscrf.objectives import Entropy, EntropyAndGE
-    from sscrf.proportions import proportion_term
     rng = np.random.default_rng(8)
     lengths = rng.integers(0, 8, size=1500).tolist()  # empty sentences too
     tiny = Tiny(8, lengths, A=30, S=4, dense=dense, p_fire=0.12)
@@ -309,25 +308,17 @@ def test_entropy_joined_to_ge_is_the_two_terms_summed(dense, proportions, monkey
     assert results[True, 1] == results[True, 3] == results[False, 1] == results[False, 3]
 
 
-def test_training_joins_the_fast_entropy_to_one_ge_term():
-    from sscrf.objectives import Entropy, EntropyAndGE
-    from sscrf.proportions import LabelProportions
-    from sscrf.training import _entropy_joined
-    tiny = Tiny(2, [3, 4, 2])
-    cmap = constraint_map(tiny.A, [1])
-    ge = OBJECTIVES["ge"](tiny.corpus, tiny.layout, 1, constraint_of_attribute=cmap,
-                          targets=[[0.5, 0.5, 0.0]])
-    props = LabelProportions(tiny.corpus, tiny.layout, 1, constraint_of_attribute=cmap,
-                             targets=[[0.5, 0.5, 0.0]])
-    fast = Entropy(tiny.corpus, tiny.layout, 1, weight=0.3)
-    jiao = Entropy(tiny.corpus, tiny.layout, 1, weight=0.3, method="jiao")
-    out = _entropy_joined([fast, ge, props], {})
-    assert out[0] is ge and isinstance(out[1], EntropyAndGE) and len(out) == 2
-    assert out[1].ge is props and out[1].entropy_weight == 0.3
-    out = _entropy_joined([fast, ge], {})
-    assert len(out) == 1 and out[0].ge is ge
-    assert _entropy_joined([jiao, ge], {}) == [jiao, ge]
-    assert _entropy_joined([fast], {}) == [fast]
+@pytest.mark.parametrize("settings, announced", [
+    (dict(proportion_weight=1.0, ge_weight=0.5), "ge, entropy+label_proportions terms"),
+    (dict(ge_weight=0.5), "entropy+ge terms"),
+    (dict(ge_weight=0.5, entropy_method="jiao"), "entropy, ge terms"),
+    (dict(), "entropy term"),
+])
+def test_training_joins_the_fast_entropy_to_one_ge_term(hmm, settings, announced, capsys):
+    constraints = hmm["constraints"] if "ge_weight" in settings else None
+    sscrf.CRF(max_iterations=2, entropy_weight=0.1, verbose=True, **settings).fit(
+        hmm["X"][:50], hmm["y"][:50], X_unlabeled=hmm["Xt"][:50], constraints=constraints)
+    assert f"stage 2/2: adding the {announced}" in capsys.readouterr().err
 
 
 def test_one_term_evaluated_from_two_threads_at_once():

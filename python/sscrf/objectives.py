@@ -417,8 +417,8 @@ class GE(Term, GEPenalty):
             value, score_weights = self.score_weights(sums)
             if entropy_weight == 0.0:
                 grad = _core.ge_gradient(self.corpus, self.layout, theta, self.n_threads,
-                                         self.firings, scale * score_weights if scale != 1.0
-                                         else score_weights, out=out, emissions=emissions)
+                                         self.firings, scale * score_weights, out=out,
+                                         emissions=emissions)
                 return scale * value, grad
             entropy, grad = _core.entropy_ge_gradient(
                 self.corpus, self.layout, theta, self.n_threads, self.firings,
@@ -438,8 +438,7 @@ class EntropyAndGE(Term):
     scored and its gradient back-projected once for both. Training builds it
     when both terms read the same unlabeled sentences with the ``fast``
     entropy: on 0.35M tokens of BC2GM with label proportions, 24 ms for the
-    joined pass against 31 ms for the two terms' (and 11 ms for pass 1
-    either way).
+    joined pass against 31 ms for the two terms'.
 
     Parameters
     ----------

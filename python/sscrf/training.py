@@ -48,8 +48,7 @@ from .objectives import (GE, AlternativesLikelihood, Entropy, EntropyAndGE, Like
 from .minimizer import HISTORY_PAIRS, NonFiniteLoss, TrainResult, minimize
 from .optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .progress import Progress
-from .proportions import (LabelProportions, check_label_proportions, proportion_term,
-                          target_proportions)
+from .proportions import check_label_proportions, proportion_term, target_proportions
 from .resources import check_memory, size_text
 
 if TYPE_CHECKING:
@@ -331,10 +330,6 @@ class _Plan(NamedTuple):
     semi: bool = False
     use_proportions: bool = False
 
-    @property
-    def uses_unlabeled(self) -> bool:
-        return self.use_entropy or self.use_ge or self.use_proportions
-
 
 def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = None,
         callback: Optional[Callable[..., Any]] = None, sample_weight: Optional[ArrayLike] = None,
@@ -508,35 +503,32 @@ def _terms(params: Params, plan: _Plan, extractor: FeatureExtractor, features: L
                                                   core, n_threads, token_labels)
     terms = list(supervised) + partial_terms
     kept = None
-    if plan.uses_unlabeled:
-        unlabeled_corpus = compile_corpus(features[1], n_labels=core.n_labels)
-    if plan.use_entropy:
-        terms.append(Entropy(unlabeled_corpus, core, n_threads, weight=params["entropy_weight"],
-                             method=params["entropy_method"]))
+    ge_term: Optional[GE] = None
+    proportions: Optional[GE] = None
     if plan.use_ge:
         constraint_of_attribute, targets, kept = ge_constraints(
             plan.constraints, extractor, features[1], plan.classes)
-        terms.append(GE(unlabeled_corpus, core, n_threads, weight=params["ge_weight"],
-                        constraint_of_attribute=constraint_of_attribute,
-                        targets=targets, penalty=params["ge_penalty"]))
+        ge_term = GE(compile_corpus(features[1], n_labels=core.n_labels), core, n_threads,
+                     weight=params["ge_weight"], constraint_of_attribute=constraint_of_attribute,
+                     targets=targets, penalty=params["ge_penalty"])
     if plan.use_proportions:  # expectation regularisation: GE on an always-on feature
-        terms.append(proportion_term(features[1], core, n_threads, params["proportion_weight"],
-                                     target_proportions(params["label_proportions"], plan.y,
-                                                        plan.classes), params["ge_penalty"]))
-    return supervised, _entropy_joined(terms, params), kept
-
-
-def _entropy_joined(terms: List[Term], params: Params) -> List[Term]:
-    """``terms`` with the ``fast`` entropy term joined to a GE term over the same
-    sentences (label proportions first, on their copy of the corpus), so that one
-    pass scores the corpus for both (:class:`sscrf.objectives.EntropyAndGE`)."""
-    entropy = [t for t in terms if isinstance(t, Entropy)]
-    partners = [t for t in terms if isinstance(t, LabelProportions)] + [
-        t for t in terms if isinstance(t, GE) and not isinstance(t, LabelProportions)]
-    if len(entropy) != 1 or entropy[0].method != "fast" or not partners:
-        return terms
-    joined = EntropyAndGE(partners[0], entropy[0].weight)
-    return [joined if t is partners[0] else t for t in terms if t is not entropy[0]]
+        proportions = proportion_term(features[1], core, n_threads, params["proportion_weight"],
+                                      target_proportions(params["label_proportions"], plan.y,
+                                                         plan.classes), params["ge_penalty"])
+    # The fast entropy joins a GE term over the same sentences (label proportions
+    # first, on their copy of the corpus): one pass then scores the corpus for both.
+    partner = proportions if proportions is not None else ge_term
+    if plan.use_entropy and params["entropy_method"] == "fast" and partner is not None:
+        terms += [t for t in (ge_term, proportions) if t is not None and t is not partner]
+        terms.append(EntropyAndGE(partner, params["entropy_weight"]))
+        return supervised, terms, kept
+    if plan.use_entropy:
+        corpus = (ge_term.corpus if ge_term is not None
+                  else compile_corpus(features[1], n_labels=core.n_labels))
+        terms.append(Entropy(corpus, core, n_threads, weight=params["entropy_weight"],
+                             method=params["entropy_method"]))
+    terms += [t for t in (ge_term, proportions) if t is not None]
+    return supervised, terms, kept
 
 
 def _optimise(params: Params, plan: _Plan, supervised: List[Term], terms: List[Term],
