@@ -65,6 +65,24 @@ def test_zero_is_added_to_semi_supervised_weights(data):
     assert not any("zero entropy_weight" in str(w.message) for w in caught)
 
 
+def test_add_zero_false_fits_the_grid_as_given(data):
+    X, y, X_dev, y_dev, XU = data
+    grid = {"c2": [1.0, 0.1], "entropy_weight": [0.05]}
+    sel = sscrf.select_hyperparameters(sscrf.CRF(max_iterations=15, n_threads=1), grid,
+                                       X, y, X_dev, y_dev, add_zero=False, X_unlabeled=XU)
+    assert sel.added_zero == []
+    assert [(row["entropy_weight"], row["c2"]) for row in sel.table] == [(0.05, 1.0),
+                                                                          (0.05, 0.1)]
+    # the rows are those of the same settings in the search that adds 0
+    full = sscrf.select_hyperparameters(sscrf.CRF(max_iterations=15, n_threads=1), grid,
+                                        X, y, X_dev, y_dev, X_unlabeled=XU)
+    assert [row["dev_score"] for row in sel.table] == [
+        row["dev_score"] for row in full.table if row["entropy_weight"] == 0.05]
+    with pytest.raises(sscrf.SscrfTypeError, match="add_zero"):
+        sscrf.select_hyperparameters(sscrf.CRF(), {"c2": [1.0]}, X, y, X_dev, y_dev,
+                                     add_zero="no")
+
+
 def test_ties_prefer_the_baseline(data):
     X, y, X_dev, y_dev, XU = data
     with warnings.catch_warnings():

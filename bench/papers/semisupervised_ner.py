@@ -22,7 +22,9 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
 - methods: ``observed`` and ``dense`` (supervised), ``entropy`` (γ from
   the dev split, in units of labeled/unlabeled tokens), ``entropy+prop``
   (entropy with the label-proportion term, ``proportion_weight`` in units
-  of labeled tokens), ``self-training`` (c2 tuned on dev, rounds capped),
+  of labeled tokens; its settings with ``proportion_weight`` = 0 are the
+  ``entropy`` method's fits, taken from that method's search when it ran
+  first, not fitted twice), ``self-training`` (c2 tuned on dev, rounds capped),
   ``ge`` (constraints from the labeled slice only: the 10 most frequent
   words of each label, targets from their labeled counts, smoothed),
   ``ge-prototypes`` (Mann & McCallum 2008's setting: ``--prototypes`` words
@@ -249,9 +251,44 @@ def paired_bootstrap(method_counts, base_counts, n_boot=1000, seed=0):
 # -- methods ------------------------------------------------------------------------------
 
 
-def select(base, grid, XA, yA, dev, **fit_params):
+def select(base, grid, XA, yA, dev, searches=None, name=None, **fit_params):
+    """(model, chosen settings, fits); the Selection goes to ``searches[name]``."""
     sel = sscrf.select_hyperparameters(base, grid, XA, yA, dev[0], dev[1], **fit_params)
+    if searches is not None:
+        searches[name] = sel
     return sel.model, sel.best_params, len(sel.table)
+
+
+def entropy_and_proportions(base, c2, gammas, weights, XA, yA, XU, dev, entropy):
+    """``entropy+prop``'s search, its settings with ``proportion_weight`` = 0 taken from
+    the ``entropy`` method's Selection (the same fits, bit for bit: the term is dropped
+    at weight 0) and only λp > 0 fitted here. The winner is the one the whole grid's
+    search would pick: best dev score, then more zero weights, then the larger c2,
+    then the setting fitted first in its order (γ, then λp, then the c2 path)."""
+    fitted = {(row["entropy_weight"], row["c2"]) for row in entropy.table}
+    expected = {(g, v) for g in [0.0] + gammas for v in c2["c2"]}
+    if fitted != expected:
+        raise SystemExit(f"entropy's grid {sorted(fitted)} is not entropy+prop's "
+                         f"λp = 0 settings {sorted(expected)}")
+    rest = sscrf.select_hyperparameters(
+        base, dict(c2, entropy_weight=[0.0] + gammas, proportion_weight=weights), XA, yA,
+        dev[0], dev[1], add_zero=False, X_unlabeled=XU)
+    c2_path = sorted(c2["c2"], reverse=True)
+    gamma_order = [0.0] + gammas
+
+    def key(params, score, lam_index):
+        zeros = (params["entropy_weight"] == 0) + (lam_index == 0)
+        order = (gamma_order.index(params["entropy_weight"]), lam_index,
+                 c2_path.index(params["c2"]))
+        return (score, zeros, params["c2"], tuple(-i for i in order))
+
+    from_entropy = key(entropy.best_params, entropy.best_score, 0)
+    from_rest = key(rest.best_params, rest.best_score,
+                    1 + weights.index(rest.best_params["proportion_weight"]))
+    fits = len(entropy.table) + len(rest.table)
+    if from_entropy > from_rest:
+        return entropy.model, dict(entropy.best_params, proportion_weight=0.0), fits
+    return rest.model, rest.best_params, fits
 
 
 def ge_constraints(XA, yA):
@@ -310,9 +347,11 @@ def grid_units(settings, L, U, n_constraints):
     return out
 
 
-def run_method(method, args, XA, yA, XU, dev, reps):
-    """(fitted model or None, chosen settings in the grid's units, fits)."""
-    model, settings, fits = _run_method(method, args, XA, yA, XU, dev, reps)
+def run_method(method, args, XA, yA, XU, dev, reps, searches):
+    """(fitted model or None, chosen settings in the grid's units, fits).
+
+    searches: the Selections of the methods run so far on this slice and size."""
+    model, settings, fits = _run_method(method, args, XA, yA, XU, dev, reps, searches)
     n_constraints = 1
     if "ge_weight" in settings:
         n_constraints = len(args.prototype_constraints if method == "ge-prototypes"
@@ -321,7 +360,7 @@ def run_method(method, args, XA, yA, XU, dev, reps):
                              n_constraints), fits
 
 
-def _run_method(method, args, XA, yA, XU, dev, reps):
+def _run_method(method, args, XA, yA, XU, dev, reps, searches):
     base = sscrf.CRF(max_iterations=args.max_iterations, n_threads=args.threads,
                      dev_period=args.dev_period)
     c2 = {"c2": args.c2}
@@ -330,10 +369,14 @@ def _run_method(method, args, XA, yA, XU, dev, reps):
         return select(base.set_params(feature_set=method), c2, XA, yA, dev)
     if method == "entropy":
         grid = dict(c2, entropy_weight=[g * L / U for g in args.gammas])
-        return select(base, grid, XA, yA, dev, X_unlabeled=XU)
+        return select(base, grid, XA, yA, dev, searches, method, X_unlabeled=XU)
     if method == "entropy+prop":
-        grid = dict(c2, entropy_weight=[g * L / U for g in args.gammas],
-                    proportion_weight=[h * L for h in args.proportion_weights])
+        gammas = [g * L / U for g in args.gammas]
+        weights = [h * L for h in args.proportion_weights]
+        if "entropy" in searches:
+            return entropy_and_proportions(base, c2, gammas, weights, XA, yA, XU, dev,
+                                           searches["entropy"])
+        grid = dict(c2, entropy_weight=gammas, proportion_weight=weights)
         return select(base, grid, XA, yA, dev, X_unlabeled=XU)
     if method == "self-training":
         best = None
@@ -439,6 +482,7 @@ def run(args):
             yA = [train[i][1] for i in labeled]
             XU_words = [train[i][0] for i in unlabeled[size]]
             made = {}
+            searches = {}  # method -> Selection, this slice and size
 
             def part(variant, name):
                 """One corpus's feature dicts under a feature variant, made once."""
@@ -472,7 +516,8 @@ def run(args):
                 started = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    model, settings, fits = run_method(method, args, XA, yA, XU, dev_set, reps)
+                    model, settings, fits = run_method(method, args, XA, yA, XU, dev_set, reps,
+                                                       searches)
                 seconds = time.perf_counter() - started
                 counts = None if model is None else sentence_counts(
                     kind, [t for _, t in test], model.predict(X_test))

@@ -61,9 +61,12 @@ class Selection:
     added_zero: list[str] = field(default_factory=list)
 
 
-def _check_grid(estimator: Any, grid: Any) -> tuple[dict[str, list[Any]], list[str]]:
+def _check_grid(estimator: Any, grid: Any, add_zero: bool = True
+                ) -> tuple[dict[str, list[Any]], list[str]]:
     if not isinstance(estimator, CRF):
         raise SscrfTypeError(f"estimator must be a sscrf.CRF, not {type(estimator).__name__}")
+    if not isinstance(add_zero, bool):
+        raise SscrfTypeError(f"add_zero must be True or False, not {add_zero!r}")
     if not isinstance(grid, dict) or not grid:
         raise SscrfTypeError("grid must be a non-empty dict {hyperparameter: list of values}, "
                              f"e.g. {{'c2': [1, 0.1, 0.01]}}, not {grid!r}")
@@ -77,7 +80,7 @@ def _check_grid(estimator: Any, grid: Any) -> tuple[dict[str, list[Any]], list[s
         values = list(dict.fromkeys(values))
         if not values:
             raise SscrfError(f"grid[{name!r}] is empty")
-        if name in SEMI_SUPERVISED_WEIGHTS and 0 not in values:
+        if add_zero and name in SEMI_SUPERVISED_WEIGHTS and 0 not in values:
             values = [0.0] + values
             added.append(name)
         out[name] = values
@@ -105,7 +108,8 @@ def _preference(row: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> tu
 
 
 def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X: Any, y: Any,
-                           X_dev: Any, y_dev: Any, **fit_params: Any) -> Selection:
+                           X_dev: Any, y_dev: Any, *, add_zero: bool = True,
+                           **fit_params: Any) -> Selection:
     """Fit ``estimator`` at every setting of ``grid``; keep the one of the best dev score.
 
     Parameters
@@ -127,6 +131,13 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
         ``dev_period``), and the setting of the best such score wins. Ties
         go to the setting with more zero semi-supervised weights, then to
         the larger ``c2``.
+    add_zero : bool, default True
+        False: the grid's values as given, 0 added to none. For a search
+        that extends an earlier one on the same data whose zero-weight
+        settings are already fitted (``entropy_weight`` alone, then with
+        ``proportion_weight`` in {0.01, 0.1}): compare the two
+        :attr:`Selection.best_score` values rather than fit those settings
+        twice.
     **fit_params
         Passed to every fit: ``X_unlabeled``, ``constraints``,
         ``sample_weight``, ...
@@ -144,7 +155,7 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
     A warm-started fit with a semi-supervised term starts from that
     previous model rather than from a supervised optimum of its own.
     """
-    grid, added = _check_grid(estimator, grid)
+    grid, added = _check_grid(estimator, grid, add_zero)
     if X_dev is None or y_dev is None:
         raise SscrfError("select_hyperparameters needs held-out sentences: X_dev and y_dev")
     for name in ("X_dev", "y_dev", "init"):
