@@ -73,7 +73,9 @@ def one_machine_objective(crf, X, y, X_u=None, constraints=None):
     """The objective ``CRF.fit`` minimises, built by its own code: the reference."""
     params = crf.get_params()
     plan = training._plan_fit(params, X, y, X_u, constraints, None, None, 10)
-    extractor, features, token_labels, layout = training._compile(params, plan, 0.0)
+    extractor, features = training._extract(
+        {name: params[name] for name in training.EXTRACTION_PARAMS}, plan)
+    token_labels, layout = training._layout(params, plan, extractor, features, 0.0)
     _, terms, _ = training._terms(params, plan, extractor, features, token_labels, layout)
     return Objective(terms, params["c2"]), extractor, layout
 

@@ -145,3 +145,45 @@ def test_grid_search_cv_over_entropy_weight_with_zero(data):
         search.fit(X, y, X_unlabeled=XU)
     scores = search.cv_results_["mean_test_score"]
     assert len(scores) == 2 and np.all(np.isfinite(scores))
+
+
+def test_a_search_extracts_once_and_fits_as_separate_fits_do(data, monkeypatch):
+    X, y, X_dev, y_dev, XU = data
+    from sscrf import training
+    from sscrf.features import FeatureExtractor
+
+    calls = {"extract": 0, "dev": 0}
+    real_extract, real_devset = FeatureExtractor.fit_transform, training.DevSet
+
+    def counted_extract(self, *corpora):
+        calls["extract"] += 1
+        return real_extract(self, *corpora)
+
+    def counted_devset(*args, **kwargs):
+        calls["dev"] += 1
+        return real_devset(*args, **kwargs)
+
+    monkeypatch.setattr(FeatureExtractor, "fit_transform", counted_extract)
+    monkeypatch.setattr(training, "DevSet", counted_devset)
+    grid = {"c2": [1.0, 0.1], "entropy_weight": [0.05], "min_freq": [1, 2]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        sel = sscrf.select_hyperparameters(sscrf.CRF(max_iterations=12, n_threads=1), grid,
+                                           X, y, X_dev, y_dev, X_unlabeled=XU)
+    # one extraction and one dev set per min_freq, for 4 settings each
+    assert len(sel.table) == 8 and calls == {"extract": 2, "dev": 2}
+    # each row is what the same chain of fits gives outside a search
+    for row in sel.table:
+        if not row["warm_start"]:
+            previous = None
+        params = {k: row[k] for k in grid}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            model = sscrf.CRF(max_iterations=12, n_threads=1, **params).fit(
+                X, y, X_unlabeled=XU, init=previous, X_dev=X_dev, y_dev=y_dev)
+        assert model.training_["dev"]["best_score"] == row["dev_score"]
+        if params == sel.best_params:
+            assert np.array_equal(model.coef_, sel.model.coef_)
+            assert model.attributes_ == sel.model.attributes_
+        previous = model
+    assert calls == {"extract": 2 + 8, "dev": 2 + 8}  # outside a search: every fit

@@ -186,14 +186,6 @@ class DevTracker:
         self.stale = 0  # scores in a row, while counting, below or equal to the best
         self.stopped = False
 
-    @classmethod
-    def for_fit(cls, params: Any, extractor: Any, classes: Sequence[str], X_dev: Any,
-                y_dev: Any, layout: Any, n_threads: int) -> DevTracker:
-        """The tracker of a fit: ``params`` gives ``dev_scoring``, ``dev_period`` and
-        ``dev_patience``."""
-        devset = DevSet(extractor, classes, X_dev, y_dev, params["dev_scoring"], n_threads)
-        return cls(devset, layout, params["dev_period"], params.get("dev_patience"))
-
     def count_from_here(self) -> None:
         """Start counting toward ``patience`` afresh (the last stage of a fit begins)."""
         self.counting, self.stale = True, 0

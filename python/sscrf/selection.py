@@ -22,7 +22,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .errors import SscrfError, SscrfTypeError
 from .model import CRF
 from .progress import Progress
-from .training import ZERO_WEIGHT_WARNING
+from .training import ZERO_WEIGHT_WARNING, shared_compilation
 
 __all__ = ["SEMI_SUPERVISED_WEIGHTS", "Selection", "select_hyperparameters"]
 
@@ -165,30 +165,31 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
     base = estimator.get_params()
     table, best, previous = [], None, None
     settings = list(_settings(grid))
-    for i, (setting, warm) in enumerate(settings):
-        model = CRF(**dict(base, **setting))
-        started = time.perf_counter()
-        with warnings.catch_warnings():
-            # the baseline setting, whose zero weights the search adds on purpose
-            warnings.filterwarnings("ignore", re.escape(ZERO_WEIGHT_WARNING), UserWarning)
-            model.fit(X, y, init=previous if warm else None, X_dev=X_dev, y_dev=y_dev,
-                      **fit_params)
-        record = model.training_
-        stages = record.get("stages", {})
-        row = dict(setting)
-        row.update(dev_score=record["dev"]["best_score"],
-                   iterations=record["iterations"] + sum(s["iterations"]
-                                                         for s in stages.values()),
-                   best_iteration=record["dev"]["best_iteration"],
-                   seconds=time.perf_counter() - started, warm_start=bool(warm))
-        table.append(row)
-        report.step(i + 1, f"setting {i + 1}/{len(settings)}: "
-                    + ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v!r}"
-                                for k, v in setting.items())
-                    + f": dev {row['dev_score']:.4f}")
-        if best is None or _preference(row, grid) > _preference(best[0], grid):
-            best = (row, model)
-        previous = model
+    with shared_compilation():  # every setting reads the same sentences
+        for i, (setting, warm) in enumerate(settings):
+            model = CRF(**dict(base, **setting))
+            started = time.perf_counter()
+            with warnings.catch_warnings():
+                # the baseline setting, whose zero weights the search adds on purpose
+                warnings.filterwarnings("ignore", re.escape(ZERO_WEIGHT_WARNING), UserWarning)
+                model.fit(X, y, init=previous if warm else None, X_dev=X_dev, y_dev=y_dev,
+                          **fit_params)
+            record = model.training_
+            stages = record.get("stages", {})
+            row = dict(setting)
+            row.update(dev_score=record["dev"]["best_score"],
+                       iterations=record["iterations"] + sum(s["iterations"]
+                                                             for s in stages.values()),
+                       best_iteration=record["dev"]["best_iteration"],
+                       seconds=time.perf_counter() - started, warm_start=bool(warm))
+            table.append(row)
+            report.step(i + 1, f"setting {i + 1}/{len(settings)}: "
+                        + ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v!r}"
+                                    for k, v in setting.items())
+                        + f": dev {row['dev_score']:.4f}")
+            if best is None or _preference(row, grid) > _preference(best[0], grid):
+                best = (row, model)
+            previous = model
     assert best is not None  # the grid has at least one setting (_check_grid)
     row, model = best
     return Selection(model=model, best_params={name: row[name] for name in grid},

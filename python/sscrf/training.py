@@ -19,10 +19,14 @@ Ctrl-C and of a non-finite loss.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 import warnings
-from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
+                    Optional,
                     Sequence, Tuple, cast)
 
 import numpy as np
@@ -33,8 +37,9 @@ from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
 from .corpus_file import (CompiledCorpus, hashed_with, labeled_input, n_tokens_of,
                           unlabeled_input, vocabulary_with)
-from .fit_callbacks import (STOP_DEV_PATIENCE, DevTracker, check_dev_pair, check_dev_scoring,
-                            check_patience, checkpointing, shifted_callback)
+from .fit_callbacks import (STOP_DEV_PATIENCE, DevSet, DevTracker, check_dev_pair,
+                            check_dev_scoring, check_patience, checkpointing,
+                            shifted_callback)
 from .errors import FeatureScaleWarning, SscrfError
 from .features import FeatureExtractor, default_templates
 from .features.csr import large_values
@@ -344,7 +349,10 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
     started = time.perf_counter()
     plan = _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
                      checkpoint_every)
-    extractor, features, token_labels, layout = _compile(params, plan, started)
+    extraction = {name: params.get(name) for name in EXTRACTION_PARAMS}
+    extractor, features = _shared(("features", X, y, X_unlabeled, extraction, plan.n_threads),
+                                  lambda: _extract(extraction, plan))
+    token_labels, layout = _layout(params, plan, extractor, features, started)
     x_scale = variable_scale(features, extractor, layout)
     state: Dict[str, Any] = {"classes_": plan.classes, "extractor_": extractor,
              "feature_set_": plan.feature_set, "row_ptr_": layout.row_ptr,
@@ -353,15 +361,22 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
     if kept is not None:
         state["constraints_"] = kept
     # The terms hold compiled corpora; the numpy matrices are not needed
-    # any more and would otherwise stay alive through the optimiser.
+    # any more and would otherwise stay alive through the optimiser (but for
+    # the copy a shared_compilation block keeps for the next fit).
     del features
     theta0 = np.zeros(layout.size)
     if init is not None:
         _warm_start(layout, plan.classes, extractor, init, theta0)
     if checkpoint is not None:
         callback = checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
-    tracker = None if X_dev is None else DevTracker.for_fit(
-        params, extractor, plan.classes, X_dev, y_dev, layout.core, plan.n_threads)
+    tracker = None
+    if X_dev is not None:
+        devset = _shared(("dev", X, y, X_unlabeled, extraction, plan.n_threads, X_dev, y_dev,
+                          tuple(plan.classes), params["dev_scoring"]),
+                         lambda: DevSet(extractor, plan.classes, X_dev, y_dev,
+                                        params["dev_scoring"], plan.n_threads))
+        tracker = DevTracker(devset, layout.core, params["dev_period"],
+                             params.get("dev_patience"))
     if tracker is not None:
         callback = tracker.wrap(callback)
     result, stages = _optimise(params, plan, supervised, terms, theta0, callback,
@@ -402,10 +417,64 @@ def _plan_fit(params: Params, X: Any, y: Any, X_unlabeled: Any, constraints: Any
                  feature_set, n_threads, semi, use_proportions)
 
 
-def _compile(params: Params, plan: _Plan, started: float
-             ) -> Tuple[FeatureExtractor, List[Features], NDArray[Any], ParameterLayout]:
-    """The vocabulary, the feature rows of the labeled (and unlabeled) sentences, the
-    tokens' label ids and the parameter layout."""
+#: The hyperparameters that feature extraction reads (:func:`_extract` is given
+#: these alone): fits that differ in others can share one extraction.
+EXTRACTION_PARAMS = ("templates", "min_freq", "max_features", "hash_features", "word_vectors")
+
+_SHARED: ContextVar[Optional[Dict[Any, Any]]] = ContextVar("sscrf_shared_compilation",
+                                                           default=None)
+
+
+@contextmanager
+def shared_compilation() -> Iterator[None]:
+    """Within the block, fits of the same sentences (the same objects, unchanged) under
+    the same :data:`EXTRACTION_PARAMS` share one feature extraction and one compiled dev
+    set, each fit getting its own copy of the extractor.
+
+    :func:`sscrf.select_hyperparameters` fits a whole grid so: the features of 350k
+    unlabeled BC2GM tokens took 0.40 s of a 5.8 s fit.
+    """
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _identity(value: Any) -> Any:
+    """A hashable stand-in for a value in a :func:`_shared` key: plain values as they
+    are, any other object (a sentence list, a Templates) by identity."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_identity(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _identity(v)) for k, v in value.items())
+    return ("id", id(value))
+
+
+def _shared(key: Tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """``make()``, or, inside :func:`shared_compilation`, what it gave for ``key``
+    before (a FeatureExtractor in it shallow-copied)."""
+    cache = _SHARED.get()
+    if cache is None:
+        return make()
+    k = _identity(key)
+    if k not in cache:
+        # the key's objects are kept alive with the value, so that their ids
+        # cannot be taken by new objects while the cache holds it
+        cache[k] = (key, make())
+        return cache[k][1]
+    value = cache[k][1]
+    if isinstance(value, tuple) and value and isinstance(value[0], FeatureExtractor):
+        return (copy.copy(value[0]),) + value[1:]
+    return value
+
+
+def _extract(params: Mapping[str, Any], plan: _Plan
+             ) -> Tuple[FeatureExtractor, List[Features]]:
+    """The vocabulary and the feature rows of the labeled (and unlabeled) sentences,
+    under ``params``: the :data:`EXTRACTION_PARAMS` alone."""
     templates = params["templates"]
     compiled = any(isinstance(c, CompiledCorpus) for c in (plan.X, plan.unlabeled))
     if isinstance(templates, str) and templates.strip() == "default" and not compiled:
@@ -445,6 +514,13 @@ def _compile(params: Params, plan: _Plan, started: float
         attributes, features = limit_features(extractor.attributes_ or [], features,
                                               params["max_features"])
         extractor.set_vocabulary(Vocabulary(attributes, extractor.n_columns_))
+    return extractor, features
+
+
+def _layout(params: Params, plan: _Plan, extractor: FeatureExtractor,
+            features: List[Features], started: float
+            ) -> Tuple[NDArray[Any], ParameterLayout]:
+    """The tokens' label ids and the parameter layout."""
     label_index = {label: i for i, label in enumerate(plan.classes)}
     token_labels = encode_labels(plan.y, label_index)
     S = len(plan.classes)
@@ -466,7 +542,7 @@ def _compile(params: Params, plan: _Plan, started: float
         f"{len(plan.classes)} labels, {layout.core.n_parameters:,} parameters "
         f"({plan.feature_set} feature set), training needs about {size_text(need)}, "
         f"{time.perf_counter() - started:.1f} s")
-    return extractor, features, token_labels, layout
+    return token_labels, layout
 
 
 def training_bytes(n_pairs: int, n_labels: int, max_iterations: int,
