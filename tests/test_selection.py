@@ -152,26 +152,29 @@ def test_a_search_extracts_once_and_fits_as_separate_fits_do(data, monkeypatch):
     from sscrf import training
     from sscrf.features import FeatureExtractor
 
-    calls = {"extract": 0, "dev": 0}
-    real_extract, real_devset = FeatureExtractor.fit_transform, training.DevSet
+    calls = {"extract": 0, "dev": 0, "always on": 0}
 
-    def counted_extract(self, *corpora):
-        calls["extract"] += 1
-        return real_extract(self, *corpora)
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return call
 
-    def counted_devset(*args, **kwargs):
-        calls["dev"] += 1
-        return real_devset(*args, **kwargs)
-
-    monkeypatch.setattr(FeatureExtractor, "fit_transform", counted_extract)
-    monkeypatch.setattr(training, "DevSet", counted_devset)
-    grid = {"c2": [1.0, 0.1], "entropy_weight": [0.05], "min_freq": [1, 2]}
+    monkeypatch.setattr(FeatureExtractor, "fit_transform",
+                        counted("extract", FeatureExtractor.fit_transform))
+    monkeypatch.setattr(training, "DevSet", counted("dev", training.DevSet))
+    monkeypatch.setattr(training, "always_on_corpus",
+                        counted("always on", training.always_on_corpus))
+    n_tokens = sum(map(len, X))
+    grid = {"c2": [1.0, 0.1], "entropy_weight": [0.05], "proportion_weight": [0.1 * n_tokens],
+            "min_freq": [1, 2]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         sel = sscrf.select_hyperparameters(sscrf.CRF(max_iterations=12, n_threads=1), grid,
                                            X, y, X_dev, y_dev, X_unlabeled=XU)
-    # one extraction and one dev set per min_freq, for 4 settings each
-    assert len(sel.table) == 8 and calls == {"extract": 2, "dev": 2}
+    # one extraction, dev set and label-proportion corpus per min_freq, for the 8
+    # settings of each
+    assert len(sel.table) == 16 and calls == {"extract": 2, "dev": 2, "always on": 2}
     # each row is what the same chain of fits gives outside a search
     for row in sel.table:
         if not row["warm_start"]:
@@ -182,8 +185,11 @@ def test_a_search_extracts_once_and_fits_as_separate_fits_do(data, monkeypatch):
             model = sscrf.CRF(max_iterations=12, n_threads=1, **params).fit(
                 X, y, X_unlabeled=XU, init=previous, X_dev=X_dev, y_dev=y_dev)
         assert model.training_["dev"]["best_score"] == row["dev_score"]
+        assert row["iterations"] == model.training_["iterations"] + sum(
+            stage["iterations"] for stage in model.training_.get("stages", {}).values())
         if params == sel.best_params:
             assert np.array_equal(model.coef_, sel.model.coef_)
             assert model.attributes_ == sel.model.attributes_
         previous = model
-    assert calls == {"extract": 2 + 8, "dev": 2 + 8}  # outside a search: every fit
+    # outside a search every fit makes its own
+    assert calls == {"extract": 2 + 16, "dev": 2 + 16, "always on": 2 + 8}

@@ -32,8 +32,8 @@ from .objectives import GE, register
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["LabelProportions", "always_on_features", "check_label_proportions",
-           "proportion_term", "target_proportions"]
+__all__ = ["LabelProportions", "always_on_corpus", "always_on_features",
+           "check_label_proportions", "proportion_term", "target_proportions"]
 
 
 def check_label_proportions(value: Any) -> Any:
@@ -114,13 +114,20 @@ def always_on_features(features: Features) -> Features:
                     features.n_attributes)
 
 
+def always_on_corpus(features: Features, n_labels: int) -> Any:
+    """The compiled corpus of :func:`always_on_features` (``features``) for ``n_labels``
+    labels: what the label-proportion term reads."""
+    return compile_corpus(always_on_features(features), n_labels=n_labels)
+
+
 @register("label_proportions")
 class LabelProportions(GE):
     """The ``ge`` term with one constraint that fires at every token (see the module)."""
 
 
 def proportion_term(unlabeled_features: Features, layout: Any, n_threads: int, weight: float,
-                    targets: NDArray[np.float64], penalty: str = "kl") -> LabelProportions:
+                    targets: NDArray[np.float64], penalty: str = "kl",
+                    corpus: Any = None) -> LabelProportions:
     """The label-proportion term over the unlabeled sentences' feature rows.
 
     Parameters
@@ -134,10 +141,13 @@ def proportion_term(unlabeled_features: Features, layout: Any, n_threads: int, w
     targets : array (1, S)
         :func:`target_proportions`.
     penalty : {"kl", "l2"}
+    corpus : sscrf._core.Corpus or None
+        :func:`always_on_corpus` of ``unlabeled_features``, when the caller has it.
     """
     if unlabeled_features.n_attributes == 0 or unlabeled_features.n_tokens == 0:
         raise SscrfError("label proportions need unlabeled tokens with features")
-    corpus = compile_corpus(always_on_features(unlabeled_features), n_labels=layout.n_labels)
+    if corpus is None:
+        corpus = always_on_corpus(unlabeled_features, layout.n_labels)
     constraint_of_attribute = np.full(unlabeled_features.n_attributes, -1, dtype=np.int64)
     constraint_of_attribute[0] = 0
     return LabelProportions(corpus, layout, n_threads, weight,
