@@ -26,8 +26,7 @@ import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
-                    Optional,
-                    Sequence, Tuple, cast)
+                    Optional, Sequence, Tuple, cast)
 
 import numpy as np
 

@@ -155,6 +155,13 @@ class FeatureExtractor:
         self.n_columns_: Optional[int] = None
         self._lookup: Optional[_core.AttributeIndex] = None  # attribute -> id, built when needed
 
+    def __copy__(self) -> FeatureExtractor:
+        # shares the compiled lookup, which nothing changes once fitted
+        # (copy.copy would otherwise go through __getstate__ and drop it)
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_lookup"] = None  # compiled; rebuilt from attributes_ when needed
