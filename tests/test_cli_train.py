@@ -279,3 +279,20 @@ def test_two_stage_summary_counts_both_stages(capsys, data, tmp_path):
     assert f"{first} + {training['iterations']} iterations (supervised warm start, then " in out
     assert "250 sentences" in out and "30 unlabeled sentences" in out
     assert "stage 2/2: adding the entropy term (entropy_weight x unlabeled tokens = " in err
+
+
+def test_train_and_tag_without_representations_do_not_import_scipy(data, tmp_path):
+    # scipy.sparse comes with the word representations only: 0.1 s of every command
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.model"
+    script = ("import sys; from sscrf.cli import main; "
+              f"main(['train', '-q', '-m', {str(model)!r}, '--max-iterations', '2', "
+              f"{str(data['train'])!r}]); "
+              f"main(['tag', '-m', {str(model)!r}, {str(data['train'])!r}, '-o', "
+              f"{str(tmp_path / 'out.txt')!r}]); "
+              "print('scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stderr
