@@ -41,7 +41,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _core, serialization
 from .errors import SscrfError, SscrfTypeError
@@ -306,6 +305,10 @@ class WordRepresentations:
     def _ppmi(self, keep: NDArray[Any], n_seen: int, keys: NDArray[Any],
               pair_counts: NDArray[Any]) -> Any:
         """The PPMI matrix (kept words x 2 kept words, CSR) of the pair counts."""
+        # here, not at the top: the command line reads this module for every
+        # model, and scipy.sparse is 0.1 s of `sscrf train` and `sscrf tag`
+        import scipy.sparse as sp
+
         V = len(keep)
         new_id = np.full(n_seen, -1, dtype=np.int64)
         new_id[keep] = np.arange(V)

@@ -350,8 +350,9 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
     plan = _plan_fit(params, X, y, X_unlabeled, constraints, sample_weight, checkpoint,
                      checkpoint_every)
     extraction = {name: params.get(name) for name in EXTRACTION_PARAMS}
-    extractor, features = _shared(("features", X, y, X_unlabeled, extraction, plan.n_threads),
-                                  lambda: _extract(extraction, plan))
+    sentences = (X, y, X_unlabeled, extraction, plan.n_threads)
+    extractor, features = _shared(("features",) + sentences, lambda: _extract(extraction, plan))
+    extractor = copy.copy(extractor)  # each model its own (the lookup stays shared)
     token_labels, layout = _layout(params, plan, extractor, features, started)
     x_scale = variable_scale(features, extractor, layout)
     state: Dict[str, Any] = {"classes_": plan.classes, "extractor_": extractor,
@@ -371,8 +372,8 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
         callback = checkpointing(callback, checkpoint, checkpoint_every, params, state, layout)
     tracker = None
     if X_dev is not None:
-        devset = _shared(("dev", X, y, X_unlabeled, extraction, plan.n_threads, X_dev, y_dev,
-                          tuple(plan.classes), params["dev_scoring"]),
+        devset = _shared(("dev",) + sentences + (X_dev, y_dev, tuple(plan.classes),
+                                                  params["dev_scoring"]),
                          lambda: DevSet(extractor, plan.classes, X_dev, y_dev,
                                         params["dev_scoring"], plan.n_threads))
         tracker = DevTracker(devset, layout.core, params["dev_period"],
@@ -432,8 +433,8 @@ def shared_compilation() -> Iterator[None]:
     set and one label-proportion corpus, each fit getting its own copy of the
     extractor.
 
-    :func:`sscrf.select_hyperparameters` fits a whole grid so: with 350k unlabeled
-    BC2GM tokens, 8 fits took 21.4 s instead of 24.5-25.5.
+    :func:`sscrf.select_hyperparameters` fits a whole grid so (0.45 s saved a fit
+    on 350k unlabeled tokens).
     """
     token = _SHARED.set({})
     try:
@@ -456,7 +457,7 @@ def _identity(value: Any) -> Any:
 
 def _shared(key: Tuple[Any, ...], make: Callable[[], Any]) -> Any:
     """``make()``, or, inside :func:`shared_compilation`, what it gave for ``key``
-    before (a FeatureExtractor in it shallow-copied)."""
+    before."""
     cache = _SHARED.get()
     if cache is None:
         return make()
@@ -465,11 +466,7 @@ def _shared(key: Tuple[Any, ...], make: Callable[[], Any]) -> Any:
         # the key's objects are kept alive with the value, so that their ids
         # cannot be taken by new objects while the cache holds it
         cache[k] = (key, make())
-        return cache[k][1]
-    value = cache[k][1]
-    if isinstance(value, tuple) and value and isinstance(value[0], FeatureExtractor):
-        return (copy.copy(value[0]),) + value[1:]
-    return value
+    return cache[k][1]
 
 
 def _extract(params: Mapping[str, Any], plan: _Plan

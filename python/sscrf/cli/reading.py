@@ -7,7 +7,7 @@ import os
 import re
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 from ..errors import SscrfError
 from ..io import (
@@ -20,11 +20,7 @@ from ..io import (
 )
 from ..features.words import add_word_columns, preset_columns
 from ..model import CRF
-
-if TYPE_CHECKING:
-    # imported when a command reads representations: it brings scipy.sparse
-    # (0.1 s of every `sscrf train` and `sscrf tag` that reads none)
-    from ..representations import WordRepresentations
+from ..representations import WordRepresentations, file_digest
 
 __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",
            "load_representations", "model_columns", "model_tokens", "no_spaces", "read_for_tagging",
@@ -216,8 +212,6 @@ def load_representations(rep_path: str, sha256: Optional[str] = None,
                          model_path: Optional[str] = None) -> WordRepresentations:
     """The WordRepresentations at ``rep_path``; with ``sha256``, only if the
     file is the one a model (``model_path``) recorded."""
-    from ..representations import WordRepresentations, file_digest
-
     if sha256 is not None:
         if not os.path.isfile(rep_path):
             raise SscrfError(f"{model_path}: the model reads the word representations "

@@ -20,6 +20,7 @@ from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error
 from .reading import load_model, load_representations, read_labeled
+from ..representations import DEFAULT_VECTOR_SCALE, file_digest
 
 __all__ = ["run"]
 
@@ -198,8 +199,6 @@ def _representations(args: argparse.Namespace, init: Any, templates: Any, n_colu
     for --representations: their cluster columns follow the file's (and the
     words preset's); the preset and the default templates get their ids at
     -1, 0 and +1, a --template file reads them itself."""
-    from ..representations import file_digest  # scipy: only when representations are read
-
     path = args.representations
     if path is None:  # --init's model reads them: the same file again
         path = init.representations_["path"]
@@ -240,7 +239,6 @@ def _word_vectors(args: argparse.Namespace, init: Any, rep: Any) -> Any:
             raise SscrfError(f"{args.init}: the model was trained with --vector-scale "
                              f"{scale:g}; a further round keeps it")
     else:
-        from ..representations import DEFAULT_VECTOR_SCALE
         scale = DEFAULT_VECTOR_SCALE if args.vector_scale is None else args.vector_scale
     if scale == 0:
         return None
