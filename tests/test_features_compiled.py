@@ -64,6 +64,78 @@ def test_random_templates_and_corpora_match_the_reference(lines, corpus, other, 
     assert compiled.count(corpus, other) == reference.count(corpus, other)
 
 
+@settings(max_examples=80, deadline=None)
+@given(lines=template_lines, corpus=st.lists(sentence, max_size=6),
+       min_freq=st.integers(1, 3), n_threads=st.sampled_from([1, 2]))
+def test_a_fit_of_one_corpus_matches_the_reference(lines, corpus, min_freq, n_threads):
+    # one corpus: the core numbers the attributes by frequency itself where
+    # it can (Templates.fit_expand), else the extractor renumbers them
+    compiled, reference = extractors(lines, min_freq, n_threads)
+    (f,), (g,) = compiled.fit_transform(corpus), reference.fit_transform(corpus)
+    assert_same(f, g)
+    assert compiled.attributes_ == reference.attributes_
+    assert compiled.n_columns_ == reference.n_columns_
+    assert_same(compiled.transform(corpus[::-1]), reference.transform(corpus[::-1]))
+
+
+def fit_expand(templates, corpus, min_freq=1, n_threads=1):
+    columns, offsets, _ = _core.encode_columns(corpus, templates.columns)
+    index = _core.AttributeIndex()
+    return index, templates.fit_expand(columns, offsets, index, min_freq, n_threads)
+
+
+def test_the_core_orders_a_fit_when_no_two_tuples_share_a_string():
+    # every (template, tuple) its own string: the core gives final ids, and
+    # with min_freq 2 drops the attributes of one token
+    rng = np.random.default_rng(3)
+    corpus = [[[str(w), str(t)] for w, t in zip(rng.choice(list("abcdefg"), n),
+                                                rng.choice(list("XYZ"), n))]
+              for n in rng.integers(1, 12, 40)]
+    templates = default_templates(2)
+    for min_freq in (1, 2):
+        for n_threads in (1, 2):
+            index, (indptr, indices, values, order) = fit_expand(templates, corpus, min_freq,
+                                                                n_threads)
+            assert order is not None and values is None
+            compiled, reference = extractors(templates, min_freq, n_threads)
+            (g,) = reference.fit_transform(corpus)
+            assert np.array_equal(indptr, g.indptr) and np.array_equal(indices, g.indices)
+            assert index.strings(order) == reference.attributes_
+            assert (len(order) < len(index)) == (min_freq == 2)
+            assert_same(compiled.fit_transform(corpus)[0], g)
+
+
+@pytest.mark.parametrize("lines, corpus, slice_entries", [
+    # two tuples, one string: "U0:a" + "bc" and "U0:ab" + "c"
+    (["U0:%x[0,0]%x[0,1]"], [[["a", "bc"], ["ab", "c"]]], 0),
+    # two templates, one string
+    (["U0:%x[0,0]", "U0:%x[0,0]"], [[["a", "b"]]], 0),
+    # more than one slice
+    (["U0:%x[0,0]", "U1:%x[-1,1]"], [[["a", "b"], ["c", "d"]], [["a", "d"]]], 2),
+])
+def test_the_core_leaves_the_order_to_the_extractor_otherwise(lines, corpus, slice_entries):
+    templates = parse_templates(lines)
+    columns, offsets, _ = _core.encode_columns(corpus, templates.columns)
+    index = _core.AttributeIndex()
+    got = index.fit_templates(templates._core_pieces, columns, offsets, 1, 1, slice_entries)
+    assert got[3] is None
+    want = _core.AttributeIndex().templates_to_csr(templates._core_pieces, columns, offsets,
+                                                   True, 1, None, slice_entries)
+    for x, y in zip(got[:3], want):
+        assert (x is None and y is None) or np.array_equal(x, y)
+    compiled, reference = extractors(lines)
+    assert_same(compiled.fit_transform(corpus)[0], reference.fit_transform(corpus)[0])
+    assert compiled.attributes_ == reference.attributes_
+
+
+def test_fit_templates_refuses_a_filled_index_and_min_freq_below_one():
+    columns, offsets, _ = _core.encode_columns([[["a", "b"]]], [0, 1])
+    with pytest.raises(SscrfError, match="needs an empty index .it holds 1 attributes"):
+        _core.AttributeIndex(["kept"]).fit_templates(PIECES, columns, offsets, 1, 1)
+    with pytest.raises(SscrfError, match="min_freq must be >= 1, got 0"):
+        _core.AttributeIndex().fit_templates(PIECES, columns, offsets, 1, 0)
+
+
 @pytest.mark.parametrize("n_templates", [1, 2, 7, 16, 17, 19, 31, 32, 33, 45])
 def test_many_templates_sorted_per_token_as_the_reference(n_templates):
     # each token's ids are sorted by a sorting network over 16 tokens at a

@@ -35,6 +35,18 @@ struct TemplateCsr {
   std::vector<int64_t> new_ends;  // end of each in new_keys
 };
 
+// What a fit asks of the expansion: ids in the extractor's final order,
+// most tokens first, ties in order of first occurrence, attributes in fewer
+// than min_freq tokens dropped (FeatureExtractor's frequency order). The
+// expansion gives them where the counts are known before the CSR is built
+// (see expand_templates); else the caller renumbers the first-occurrence
+// ids.
+struct FrequencyOrder {
+  int64_t min_freq = 1;
+  bool applied = false;        // out: the CSR holds final ids
+  std::vector<int64_t> order;  // out, when applied: final id -> id in the index
+};
+
 // The attribute of every (token, template) under `index`, as a CSR matrix.
 //
 // The attribute of template j at token t is its pieces joined, a cell
@@ -45,8 +57,15 @@ struct TemplateCsr {
 //
 // grow: attributes missing from `index` are added in order of first
 //   occurrence, token by token and within a token in template order (the
-//   order of one sequential pass, whatever the thread count); their keys go
-//   to out.new_keys. Without grow, attributes outside `index` are dropped.
+//   order of one sequential pass, whatever the thread count); with
+//   new_keys, their keys go to out.new_keys too. Without grow, attributes
+//   outside `index` are dropped.
+// fit: with grow, into an empty index, the final order is applied when the
+//   corpus is one slice and no two (template, tuple) pairs share an
+//   attribute string (then a tuple's tokens are its attribute's tokens):
+//   the counts come from the tuples, and the CSR is built once, in final
+//   ids, rather than renumbered and sorted again. The index keeps
+//   first-occurrence ids.
 // sentence_offsets [n_sentences + 1] cut the N tokens into sentences.
 // slice_entries: (token, template) entries per slice of whole sentences
 //   (0: the default, 2^22), the bound of the per-entry temporaries; the
@@ -55,8 +74,13 @@ struct TemplateCsr {
 // values UTF-8, cells' slots within `columns`, at most 32 cells a template.
 void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
                       const std::vector<ColumnBytes>& columns, const int64_t* sentence_offsets,
-                      int64_t n_sentences, AttributeIndex& index, bool grow, int n_threads,
-                      int64_t slice_entries, TemplateCsr& out);
+                      int64_t n_sentences, AttributeIndex& index, bool grow, bool new_keys,
+                      int n_threads, int64_t slice_entries, TemplateCsr& out,
+                      FrequencyOrder* fit = nullptr);
+
+// Ids with count[id] >= min_freq, the largest counts first, ties by
+// ascending id (numpy's stable argsort of -count), by a counting sort.
+std::vector<int64_t> frequency_order(const std::vector<int64_t>& count, int64_t min_freq);
 
 // True when bytes [p, p + n) are UTF-8 with surrogate code points allowed
 // (what a Python str encodes to with "surrogatepass").

@@ -87,8 +87,7 @@ void AttributeIndex::renumber(const int64_t* new_id) {
   }
 }
 
-void AttributeIndex::keys_of(const int64_t* ids, int64_t n, std::string& keys,
-                             std::vector<int64_t>& ends) const {
+std::vector<std::string_view> AttributeIndex::keys_of(const int64_t* ids, int64_t n) const {
   std::vector<uint64_t> entry(static_cast<size_t>(size_));  // id -> arena offset
   for (uint64_t offset = 0; offset < arena_.size();) {
     int32_t id;
@@ -98,14 +97,14 @@ void AttributeIndex::keys_of(const int64_t* ids, int64_t n, std::string& keys,
     entry[id] = offset;
     offset += 8 + length;
   }
-  ends.resize(n);
+  std::vector<std::string_view> keys(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) {
     const uint64_t offset = entry[ids[k]];
     uint32_t length;
     std::memcpy(&length, arena_.data() + offset + 4, 4);
-    keys.append(arena_.data() + offset + 8, length);
-    ends[k] = static_cast<int64_t>(keys.size());
+    keys[k] = {arena_.data() + offset + 8, length};
   }
+  return keys;
 }
 
 void AttributeIndex::reserve(size_t keys, size_t bytes) {

@@ -47,9 +47,9 @@ class AttributeIndex {
   // Room for `keys` more keys of `bytes` bytes in all, so that inserting
   // them neither rehashes nor moves the arena.
   void reserve(size_t keys, size_t bytes);
-  // The keys of ids[0 .. n), each in [0, size()) (the caller checks), one
-  // after the other in `keys`, key k ending at ends[k].
-  void keys_of(const int64_t* ids, int64_t n, std::string& keys, std::vector<int64_t>& ends) const;
+  // The keys of ids[0 .. n), each in [0, size()) (the caller checks), as
+  // views of the index's own bytes (valid until it next changes).
+  std::vector<std::string_view> keys_of(const int64_t* ids, int64_t n) const;
   // Gives the key of id i the id new_id[i]; new_id must be a permutation of
   // 0, ..., size()-1 (the binding checks).
   void renumber(const int64_t* new_id);

@@ -139,6 +139,11 @@ PYBIND11_MODULE(_core, m) {
            py::arg("sentence_offsets"), py::arg("grow"), py::arg("n_threads"), py::arg("new_strings"),
            py::arg("slice_entries") = 0,
            "(indptr, indices int32, values or None) of template attributes; see template_expansion.hpp.")
+      .def("fit_templates", &fit_templates_shim, py::arg("templates"), py::arg("columns"),
+           py::arg("sentence_offsets"), py::arg("n_threads"), py::arg("min_freq"),
+           py::arg("slice_entries") = 0,
+           "templates_to_csr with grow into an empty index: (indptr, indices, values or None, "
+           "order or None); with an order, the ids are already final (see FrequencyOrder).")
       .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
            "int64 ids of a list of str (-1: absent); with grow, absent ones are added.")
       .def("strings", &attribute_strings_shim, py::arg("ids"),

@@ -530,30 +530,77 @@ class FeatureExtractor:
         """
         if getattr(self, "hash_features", None) is not None:
             return self._hashed(corpora, fit=True)
-        # compiled templates make the strings once, in the final order, below
-        index, strings, provisional, n_columns = self._provisional(
-            corpora, "fit", keep_strings=self.templates is None)
+        ordered = self._fit_in_order(corpora)
+        if ordered is not None:
+            index, final, features, n_columns = ordered
+            if final is not None:  # the core numbered them by frequency
+                self._adopt(index, final, index.strings(final), n_columns)
+                return [features]
+            strings, provisional = None, [features]  # first-occurrence ids: renumbered below
+        else:
+            # compiled templates make the strings once, in the final order, below
+            index, strings, provisional, n_columns = self._provisional(
+                corpora, "fit", keep_strings=self.templates is None)
         n_ids = len(index)
         order = frequency_order(token_counts(provisional, n_ids), self.min_freq)
-        new_id = np.full(n_ids, -1, dtype=np.int64)
-        new_id[order] = np.arange(len(order))
         if len(order) == n_ids and (np.diff(order) > 0).all():
             # the provisional ids are the final ones
-            self.attributes_ = strings if strings is not None else index.strings(order)
-            self._lookup = index
-            self.n_columns_ = n_columns
+            self._adopt(index, order, strings if strings is not None else index.strings(order),
+                        n_columns)
             return [f._replace(n_attributes=n_ids) for f in provisional]
         attributes = (index.strings(order) if strings is None
                       else [strings[i] for i in order.tolist()])
         del strings
-        if len(order) == n_ids:
+        new_id = self._adopt(index, order, attributes, n_columns)
+        return [renumber(f, new_id, len(attributes)) for f in provisional]
+
+    def _adopt(self, index: Any, order: NDArray[np.int64], attributes: list[str],
+               n_columns: Optional[int]) -> NDArray[np.int64]:
+        """Take a fit's vocabulary: ``attributes`` (the strings of ``index``'s ids
+        ``order``, in final order), the index renumbered to the final ids, or
+        dropped where some attributes were (the index of the kept ones is built
+        when first needed). Returns the final id of each ``index`` id, -1 if dropped."""
+        new_id = np.full(len(index), -1, dtype=np.int64)
+        new_id[order] = np.arange(len(order))
+        if len(order) < len(index):
+            index = None
+        elif (np.diff(order) <= 0).any():
             index.renumber(new_id)
-        else:
-            index = None  # the index of the kept attributes is built when first needed
         self.attributes_ = attributes
         self._lookup = index
         self.n_columns_ = n_columns
-        return [renumber(f, new_id, len(attributes)) for f in provisional]
+        return new_id
+
+    def _fit_in_order(self, corpora: Sequence[Sequence[Any]]
+                      ) -> Optional[tuple[Any, Optional[NDArray[np.int64]], Features,
+                                          Optional[int]]]:
+        """A fit of one corpus by compiled templates in one call into the core
+        (:meth:`Templates.fit_expand`), or None where the general path applies
+        (several corpora, word vectors, a corpus the compiled reader does not
+        take).
+
+        Returns
+        -------
+        (index, order, features, n_columns)
+            ``order`` None: ``features`` are in the index's first-occurrence
+            ids, to be renumbered; else in final ids, ``order[i]`` the index
+            id of final id ``i``.
+        """
+        corpus = corpora[0] if len(corpora) == 1 else None
+        if (type(corpus) is not list or self.templates is None or not self._compiled_templates
+                or getattr(self, "vector_spec_", None) is not None):
+            return None
+        encoded = _core.encode_columns(corpus, self.templates.columns)
+        if encoded is None:
+            return None
+        columns, offsets, shortest = encoded
+        index = _core.AttributeIndex()
+        indptr, indices, values, order = self.templates.fit_expand(
+            columns, offsets, index, self.min_freq, getattr(self, "n_threads", None))
+        n_ids = len(index) if order is None else len(order)
+        features = Features(indptr, indices, ones(len(indices)) if values is None else values,
+                            offsets, n_ids)
+        return index, order, features, shortest
 
     def _hashed(self, corpora: Sequence[Sequence[Any]], fit: bool = False) -> list[Features]:
         """Each corpus' Features under ``hash_features`` buckets (no vocabulary)."""

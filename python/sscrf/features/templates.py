@@ -182,6 +182,29 @@ class Templates:
         return index.templates_to_csr(self._core_pieces, columns, offsets, grow,
                                       check_threads(n_threads), new_strings)
 
+    def fit_expand(self, columns: Any, offsets: NDArray[np.int64], index: Any, min_freq: int,
+                   n_threads: Optional[int] = None) -> Any:
+        """:meth:`expand` with ``grow`` into an empty ``index``, ids in the fit's final order
+        where the core can give them.
+
+        The final order is :func:`sscrf.features.vocabulary.frequency_order`'s:
+        the most tokens first, ties in order of first occurrence, attributes
+        in fewer than ``min_freq`` tokens dropped. The core applies it when
+        the corpus is expanded in one slice (a few million (token, template)
+        entries) and no two templates or tuples make one attribute string;
+        the CSR is then built once, in final ids, rather than renumbered.
+
+        Returns
+        -------
+        indptr, indices, values
+            As :meth:`expand`'s, in final ids when ``order`` is not None,
+            else in ``index``'s first-occurrence ids.
+        order : ndarray of int64 or None
+            Entry ``i``: the ``index`` id of final id ``i``.
+        """
+        return index.fit_templates(self._core_pieces, columns, offsets,
+                                   check_threads(n_threads), min_freq)
+
     def apply(self, columns: dict[int, list[str]], lengths: NDArray[np.int64]
               ) -> list[_Factor]:
         """Each template's attribute at every token of a corpus, factorised.
