@@ -39,9 +39,11 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   default settings from the method's unlabeled text and the slice's words,
   or with ``--representation-text shared`` from the whole training split
   less the slice plus the other shared corpora's training text (stated in
-  the output; never a dev or test split; then the methods that read no
-  unlabeled text, all but ``representations+ge``, run once per slice, as
-  the supervised ones do);
+  the output; never a dev or test split), or with ``shared+dev`` from that
+  and the dev splits' words too, this corpus's and the others' (the whole
+  dev split, labels dropped; never a test split); with either, the methods
+  that read no unlabeled text, all but ``representations+ge``, run once
+  per slice, as the supervised ones do;
 - scores on the test split: entity F1, precision, recall and the number of
   predicted entities (chunk F1 of IOB2 tags, exact boundaries) for BC2GM
   and CoNLL-2000, token accuracy for EWT UPOS; the paired Δ against the
@@ -307,18 +309,29 @@ def prototype_words(train, k):
     return {label: [a[len("w="):] for a, _, _ in found] for label, found in proposed.items()}
 
 
-def other_text(name, data_root):
-    """The words of the other shared corpora's training splits."""
+#: The dev split of each corpus that has one, for --representation-text shared+dev.
+DEV_SPLITS = {"conll2000": None, "bc2gm": ("bc2gm", "conll/devel.tsv", 0, 1),
+              "ud-english-ewt": ("ud-english-ewt", "en_ewt-ud-dev.conllu")}
+
+
+def other_text(name, data_root, with_dev=False):
+    """The words of the other shared corpora's training splits (and, ``with_dev``,
+    their dev splits)."""
     out = []
     for source in OTHER_TEXT[name]:
         if source[0] == "ud-english-ewt":
-            path = os.path.join(data_root, "ud-english-ewt", "en_ewt-ud-train.conllu")
-            out += [w for w, _, _ in read_conllu(path)]
-        else:
-            folder, file, word_col, tag_col = source
-            sep = "\t" if file.endswith(".tsv") else None
-            out += [w for w, _ in read_columns(os.path.join(data_root, folder, file),
-                                               word_col, tag_col, sep)]
+            files = ["en_ewt-ud-train.conllu"] + (["en_ewt-ud-dev.conllu"] if with_dev else [])
+            for file in files:
+                out += [w for w, _, _ in read_conllu(os.path.join(data_root, source[0], file))]
+            continue
+        folder, file, word_col, tag_col = source
+        sep = "\t" if file.endswith(".tsv") else None
+        out += [w for w, _ in read_columns(os.path.join(data_root, folder, file),
+                                           word_col, tag_col, sep)]
+        dev = DEV_SPLITS[folder]
+        if with_dev and dev is not None:
+            out += [w for w, _ in read_columns(os.path.join(data_root, dev[0], dev[1]),
+                                               dev[2], dev[3], "\t")]
     return out
 
 
@@ -438,6 +451,7 @@ def featurize(sentences, reps=None, variant="default", prototypes=None):
 def run(args):
     train, dev, test, kind, what = load_corpus(args.corpus, args.data)
     args.kind = kind
+    dev_words = [d[0] for d in dev]  # the whole dev split, before any subsampling
     rng = np.random.default_rng(args.seed)
     if args.dev_sentences and len(dev) > args.dev_sentences:
         dev = [dev[i] for i in sorted(rng.choice(len(dev), args.dev_sentences, replace=False))]
@@ -447,11 +461,16 @@ def run(args):
     has_reps = hasattr(sscrf, "WordRepresentations")
     want_reps = has_reps and any(m in REP_VARIANTS for m in args.methods)
     shared = []
-    if want_reps and args.representation_text == "shared":
-        shared = other_text(args.corpus, args.data)
+    text_is_shared = args.representation_text in ("shared", "shared+dev")
+    if want_reps and text_is_shared:
+        with_dev = args.representation_text == "shared+dev"
+        shared = other_text(args.corpus, args.data, with_dev)
         sources = ", ".join(src[0] for src in OTHER_TEXT[args.corpus])
         log(f"representations also learned from {sum(map(len, shared)):,} tokens of the "
-            f"other corpora's training text ({sources})")
+            f"other corpora's training{' and dev' if with_dev else ''} text ({sources})")
+        if with_dev:
+            shared = dev_words + shared
+            log(f"and from this corpus's dev split, {sum(map(len, dev_words)):,} tokens")
     prototypes = None
     if any(REP_VARIANTS.get(m) in ("prototypes", "union") for m in args.methods):
         prototypes = prototype_words(train, args.prototypes)
@@ -472,10 +491,10 @@ def run(args):
         unlabeled = unlabeled_for(train, labeled, args.sizes, args.seed + k)
         reps = None
         for size in args.sizes:
-            if want_reps and (reps is None or args.representation_text != "shared"):
+            if want_reps and (reps is None or not text_is_shared):
                 taken = set(labeled)
                 text = ([train[i][0] for i in range(len(train)) if i not in taken] + shared
-                        if args.representation_text == "shared" else
+                        if text_is_shared else
                         [train[i][0] for i in unlabeled[size]] + [train[i][0] for i in labeled])
                 reps = sscrf.WordRepresentations().fit(text)
             words_a = [train[i][0] for i in labeled]
@@ -507,7 +526,7 @@ def run(args):
                 # the shared text: the same for every size, computed once per slice
                 supervised = method in ("observed", "dense") or (
                     method in REP_VARIANTS and method != "representations+ge"
-                    and args.representation_text == "shared")
+                    and text_is_shared)
                 if supervised and size != args.sizes[0]:
                     continue
                 XA, XU, dev_set, X_test = feature_sets(
@@ -593,9 +612,11 @@ def parse_args(argv=None):
                    help="proportion_weight in units of labeled tokens (0 is added)")
     p.add_argument("--ge-weights", default="0.01,0.1",
                    help="ge_weight in units of labeled tokens per constraint (0 is added)")
-    p.add_argument("--representation-text", default="unlabeled", choices=("unlabeled", "shared"),
+    p.add_argument("--representation-text", default="unlabeled",
+                   choices=("unlabeled", "shared", "shared+dev"),
                    help="what the representations are learned from: the method's unlabeled "
-                        "text, or all the training text of the shared corpora but the slice")
+                        "text, all the training text of the shared corpora but the slice, "
+                        "or that and their dev splits' words (never a test split)")
     p.add_argument("--prototypes", type=int, default=3,
                    help="prototype words per label for ge-prototypes")
     p.add_argument("--max-iterations", type=int, default=100)
