@@ -157,6 +157,25 @@ def test_many_templates_sorted_per_token_as_the_reference(n_templates):
     assert_same(compiled.transform(corpus[::-1]), reference.transform(corpus[::-1]))
 
 
+@pytest.mark.parametrize("n_templates", [3, 19, 33, 45])
+def test_a_fit_with_every_attribute_kept_sorts_straight_into_the_csr(n_templates):
+    # distinct templates, one corpus, min_freq 1: J ids a token, sorted into
+    # the CSR by the network up to 32 templates, by std::sort above
+    rng = np.random.default_rng(n_templates)
+    corpus = [[[f"w{int(rng.integers(0, 30))}", str(rng.choice(["A", "B", "C"]))]
+               for _ in range(int(rng.integers(1, 30)))] for _ in range(23)]
+    lines = [f"U{k}:%x[{k % 7 - 3},{k % 2}]/%x[{(k // 7) % 3 - 1},{1 - k % 2}]"
+             for k in range(n_templates)]
+    templates = parse_templates(lines)
+    _, (indptr, _, values, order) = fit_expand(templates, corpus)
+    assert order is not None and values is None
+    assert np.array_equal(np.diff(indptr), np.full(len(indptr) - 1, n_templates))
+    compiled, reference = extractors(lines)
+    (f,), (g,) = compiled.fit_transform(corpus), reference.fit_transform(corpus)
+    assert_same(f, g)
+    assert compiled.attributes_ == reference.attributes_
+
+
 def test_repeated_templates_count_and_reading_order():
     # two templates giving one string make one entry of value 2; new
     # attributes are numbered by token, then template

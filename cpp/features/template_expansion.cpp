@@ -455,9 +455,34 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
     }
 
     // each token's ids, sorted, repeats counted
+    const int64_t n_blocks = (n + kBlockTokens - 1) / kBlockTokens;
+    if (fit && fit->applied && fit->order.size() == static_cast<size_t>(index.size())) {
+      // A fit in frequency order that kept every attribute: J distinct ids
+      // a token (no string made twice), sorted straight into the CSR.
+      out.indices.resize(J * n);
+      for (int64_t a = 0; a <= n; ++a) out.indptr[a] = a * J;
+      nt = effective_threads(n_threads, n_blocks);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const int64_t a0 = b * kBlockTokens, a1 = std::min(n, a0 + kBlockTokens);
+        if (J <= kSortWidth) {
+          for (int64_t a = a0; a < a1; a += kSortLanes)
+            sort_token_ids(network, entry.data(), n, J, a,
+                           static_cast<int>(std::min<int64_t>(kSortLanes, a1 - a)),
+                           out.indices.data());
+          continue;
+        }
+        for (int64_t a = a0; a < a1; ++a) {
+          int32_t* row = out.indices.data() + a * J;
+          for (int64_t j = 0; j < J; ++j) row[j] = entry[j * n + a];
+          std::sort(row, row + J);
+        }
+      }
+      s_begin = s_end;
+      continue;
+    }
     rows.resize(J * n);
     row_nnz.resize(n);
-    const int64_t n_blocks = (n + kBlockTokens - 1) / kBlockTokens;
     std::vector<char> block_repeats(n_blocks, 0);
     nt = effective_threads(n_threads, n_blocks);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
