@@ -292,6 +292,7 @@ def conll_sentences(path: Source, has_labels: bool, label_sets: bool,
     CoNLL column file as it is read, by :func:`read_conll`'s rules (``labels``
     is ``[]`` without ``has_labels``)."""
     allowed = None if labels is None else set(_label_list(labels))
+    plain_labels = not label_sets and allowed is None  # a label cell is the label
     sent_tokens: list[list[str]] = []
     sent_labels: list[Any] = []
     sent_line: Any = None
@@ -325,7 +326,8 @@ def conll_sentences(path: Source, has_labels: bool, label_sets: bool,
                 sent_line = lineno
             if has_labels:
                 sent_tokens.append(cols[:-1])
-                sent_labels.append(_parse_label(cols[-1], label_sets, allowed, src, lineno))
+                sent_labels.append(cols[-1] if plain_labels else
+                                   _parse_label(cols[-1], label_sets, allowed, src, lineno))
             else:
                 # a copy: str.split()'s lists keep room for 12 entries (96 more
                 # bytes per token of one column)
