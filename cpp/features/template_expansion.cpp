@@ -196,6 +196,28 @@ void intern_column(const ColumnBytes& c, int64_t N, const std::vector<std::strin
   }
 }
 
+// Ids with count[id] >= min_freq, the largest counts first, ties by
+// ascending id (numpy's stable argsort of -count), by a counting sort.
+std::vector<int64_t> frequency_order(const std::vector<int64_t>& count, int64_t min_freq) {
+  int64_t top = 0;
+  for (const int64_t c : count) top = std::max(top, c);
+  const int64_t low = std::max<int64_t>(min_freq, 0);
+  // at[c]: where the next id of count c goes; larger counts first
+  std::vector<int64_t> at(static_cast<size_t>(std::max<int64_t>(top + 1, 1)), 0);
+  for (const int64_t c : count)
+    if (c >= low) ++at[c];
+  int64_t kept = 0;
+  for (int64_t c = top; c >= low; --c) {
+    const int64_t ids = at[c];
+    at[c] = kept;
+    kept += ids;
+  }
+  std::vector<int64_t> order(static_cast<size_t>(kept));
+  for (size_t id = 0; id < count.size(); ++id)
+    if (count[id] >= low) order[at[count[id]]++] = static_cast<int64_t>(id);
+  return order;
+}
+
 }  // namespace
 
 void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
@@ -269,11 +291,9 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
   const int64_t slice_target =
       std::max<int64_t>(1, (slice_entries > 0 ? slice_entries : kSliceEntries) / J);
   // A slice's per-entry arrays are kept by the calling thread between calls
-  // (2 x 4 bytes x kSliceEntries at most, 32 MB): a 16 MB buffer malloc maps
-  // afresh is 4,096 page faults when first written, 11 ms of a 92 ms
-  // transform and 20 ms of a 148 ms fit of CoNLL-2000 (glibc maps a block as
-  // large as the last one it unmapped, so which calls paid depended on the
-  // calls before).
+  // (2 x 4 bytes x kSliceEntries at most, 32 MB): a 16 MB buffer that malloc
+  // maps afresh is 4,096 page faults when first written, 20 ms of a 148 ms
+  // fit of CoNLL-2000.
   thread_local SliceScratch scratch;
   std::vector<int32_t>& entry = scratch.entry;  // [J][slice tokens] tuple number of (template, token)
   std::vector<int32_t>& rows = scratch.rows;    // [slice tokens][J] sorted attribute ids
@@ -539,26 +559,6 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
     }
     s_begin = s_end;
   }
-}
-
-std::vector<int64_t> frequency_order(const std::vector<int64_t>& count, int64_t min_freq) {
-  int64_t top = 0;
-  for (const int64_t c : count) top = std::max(top, c);
-  const int64_t low = std::max<int64_t>(min_freq, 0);
-  // at[c]: where the next id of count c goes; larger counts first
-  std::vector<int64_t> at(static_cast<size_t>(std::max<int64_t>(top + 1, 1)), 0);
-  for (const int64_t c : count)
-    if (c >= low) ++at[c];
-  int64_t kept = 0;
-  for (int64_t c = top; c >= low; --c) {
-    const int64_t ids = at[c];
-    at[c] = kept;
-    kept += ids;
-  }
-  std::vector<int64_t> order(static_cast<size_t>(kept));
-  for (size_t id = 0; id < count.size(); ++id)
-    if (count[id] >= low) order[at[count[id]]++] = static_cast<int64_t>(id);
-  return order;
 }
 
 bool is_utf8_with_surrogates(const char* p, int64_t n) {

@@ -78,10 +78,6 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
                       int n_threads, int64_t slice_entries, TemplateCsr& out,
                       FrequencyOrder* fit = nullptr);
 
-// Ids with count[id] >= min_freq, the largest counts first, ties by
-// ascending id (numpy's stable argsort of -count), by a counting sort.
-std::vector<int64_t> frequency_order(const std::vector<int64_t>& count, int64_t min_freq);
-
 // True when bytes [p, p + n) are UTF-8 with surrogate code points allowed
 // (what a Python str encodes to with "surrogatepass").
 bool is_utf8_with_surrogates(const char* p, int64_t n);

@@ -378,7 +378,6 @@ def fit(params: Params, X: Any, y: Any, X_unlabeled: Any = None, init: Any = Non
                                         params["dev_scoring"], plan.n_threads))
         tracker = DevTracker(devset, layout.core, params["dev_period"],
                              params.get("dev_patience"))
-    if tracker is not None:
         callback = tracker.wrap(callback)
     result, stages = _optimise(params, plan, supervised, terms, theta0, callback,
                                warm_start=init is None, x_scale=x_scale, tracker=tracker)
