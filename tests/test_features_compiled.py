@@ -157,6 +157,29 @@ def test_many_templates_sorted_per_token_as_the_reference(n_templates):
     assert_same(compiled.transform(corpus[::-1]), reference.transform(corpus[::-1]))
 
 
+@pytest.mark.parametrize("n_cells", [1, 2, 3, 4, 5, 6])
+def test_templates_of_one_to_six_cells_match_the_reference(n_cells):
+    # Tuples of a small space (3 tags: 3^6 = 729, under 4 x the 345 tokens)
+    # are numbered through a direct table, a code path per cell count up to
+    # 3; those of a large one (25 words, from 3 cells on) through a hash
+    # table. Offsets -3..+3 reach the pads on both sides of a sentence.
+    rng = np.random.default_rng(n_cells)
+    words = [f"w{k}" for k in range(25)]
+    corpus = [[[str(rng.choice(words)), str(rng.choice(["A", "B", "C"]))]
+               for _ in range(int(rng.integers(1, 30)))] for _ in range(23)]
+    offsets = [int(rng.integers(-3, 4)) for _ in range(n_cells)]
+    lines = ["UT:" + "/".join(f"%x[{o},1]" for o in offsets),
+             "UW:" + "/".join(f"%x[{o},0]" for o in offsets[::-1]),
+             "UM:" + "/".join(f"%x[{o},{k % 2}]" for k, o in enumerate(offsets))]
+    compiled, reference = extractors(lines)
+    (f,), (g,) = compiled.fit_transform(corpus), reference.fit_transform(corpus)
+    assert_same(f, g)
+    assert compiled.attributes_ == reference.attributes_
+    unseen = [[[str(rng.choice(words + ["new"])), str(rng.choice(["A", "B", "C", "D"]))]
+               for _ in range(int(rng.integers(1, 30)))] for _ in range(9)]
+    assert_same(compiled.transform(unseen + corpus), reference.transform(unseen + corpus))
+
+
 @pytest.mark.parametrize("n_templates", [3, 19, 33, 45])
 def test_a_fit_with_every_attribute_kept_sorts_straight_into_the_csr(n_templates):
     # distinct templates, one corpus, min_freq 1: J ids a token, sorted into
