@@ -14,10 +14,11 @@ namespace sscrf::python {
 namespace {
 
 // A vector handed to numpy without a copy (the array owns it).
-template <class T>
-py::array_t<T> take_vector(std::vector<T>&& v) {
-  auto* owned = new std::vector<T>(std::move(v));
-  py::capsule free(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+template <class T, class Allocator>
+py::array_t<T> take_vector(std::vector<T, Allocator>&& v) {
+  using Vector = std::vector<T, Allocator>;
+  auto* owned = new Vector(std::move(v));
+  py::capsule free(owned, [](void* p) { delete static_cast<Vector*>(p); });
   return py::array_t<T>(static_cast<py::ssize_t>(owned->size()), owned->data(), free);
 }
 

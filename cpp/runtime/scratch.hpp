@@ -17,17 +17,18 @@ namespace sscrf {
 // is pure cost (5% of an entropy evaluation's instructions). Built with SSCRF_POISON_SCRATCH (CI's tuned and sanitized
 // builds) the added entries are NaN instead, so that the tests catch a read
 // of an entry that nothing wrote. resize(n, value) and assign still fill.
-// Buffers start on a cache line (CacheLineAligned).
-template <class T>
-struct UnsetOnGrowth : CacheLineAligned<T> {
+// Buffers come from Base: CacheLineAligned (on a cache line, large ones
+// kept in the block cache), or std::allocator for arrays handed to numpy.
+template <class T, template <class> class Base = CacheLineAligned>
+struct UnsetOnGrowth : Base<T> {
   using value_type = T;
   template <class U>
   struct rebind {
-    using other = UnsetOnGrowth<U>;
+    using other = UnsetOnGrowth<U, Base>;
   };
   UnsetOnGrowth() = default;
   template <class U>
-  UnsetOnGrowth(const UnsetOnGrowth<U>&) noexcept {}
+  UnsetOnGrowth(const UnsetOnGrowth<U, Base>&) noexcept {}
   template <class U>
   void construct(U* p) noexcept {
 #ifdef SSCRF_POISON_SCRATCH
