@@ -23,10 +23,6 @@ namespace sscrf {
 
 // ---- the hash table ---------------------------------------------------------
 
-uint64_t AttributeIndex::hash(std::string_view key) {
-  return static_cast<uint64_t>(std::hash<std::string_view>{}(key));
-}
-
 size_t AttributeIndex::probe(std::string_view key, uint64_t h) const {
   const size_t mask = slots_.size() - 1;
   const uint64_t tag = h >> kTagShift;
