@@ -300,6 +300,9 @@ GOOD = [column(["a", "b"]), column(["A", "B"])]
      "value 1 is not UTF-8"),
     ([GOOD[0], (b"A\xc3", np.array([0, 1, 2], np.int64))], np.array([0, 2], np.int64),
      "value 1 is not UTF-8"),
+    # valid UTF-8 as a whole ("é"), cut in two values
+    ([GOOD[0], (b"\xc3\xa9", np.array([0, 1, 2], np.int64))], np.array([0, 2], np.int64),
+     "value 0 is not UTF-8"),
     ([GOOD[0], ("AB", np.array([0, 1, 2], np.int64))], np.array([0, 2], np.int64),
      "bytes or a uint8 array"),
 ])

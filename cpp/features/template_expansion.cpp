@@ -6,6 +6,7 @@
 #include "features/template_expansion.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 #include "runtime/errors.hpp"
@@ -605,6 +606,18 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
     }
     s_begin = s_end;
   }
+}
+
+bool is_ascii(const char* p, int64_t n) {
+  uint64_t high = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    high |= word;
+  }
+  for (; i < n; ++i) high |= static_cast<unsigned char>(p[i]);
+  return (high & 0x8080808080808080ULL) == 0;
 }
 
 bool is_utf8_with_surrogates(const char* p, int64_t n) {

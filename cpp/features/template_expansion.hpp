@@ -88,4 +88,7 @@ void expand_templates(const std::vector<std::vector<TemplatePiece>>& templates,
 // (what a Python str encodes to with "surrogatepass").
 bool is_utf8_with_surrogates(const char* p, int64_t n);
 
+// Whether bytes p[0 .. n) are all ASCII (below 0x80), 8 at a time.
+bool is_ascii(const char* p, int64_t n);
+
 }  // namespace sscrf
