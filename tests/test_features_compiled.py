@@ -336,3 +336,66 @@ def test_encode_strings_is_surrogatepass_utf8():
                                                 for s in strings]).tolist()
     with pytest.raises(TypeError, match="item 1 is int"):
         _core.encode_strings(["a", 1])
+
+
+def encoded_reference(sentences, columns):
+    """encode_columns's result built in Python, or None where it takes no corpus."""
+    tokens = [t for s in sentences for t in s]
+    if (any(type(s) not in (list, tuple) for s in sentences)
+            or any(type(t) not in (list, tuple) or len(t) <= max(columns, default=-1)
+                   for t in tokens)
+            or any(type(t[k]) is not str for t in tokens for k in columns)):
+        return None
+    out = []
+    for k in columns:
+        keys = [t[k].encode("utf-8", "surrogatepass") for t in tokens]
+        out.append((b"".join(keys), np.cumsum([0] + [len(b) for b in keys]).tolist()))
+    shortest = min(map(len, tokens)) if tokens else None
+    return out, np.cumsum([0] + [len(s) for s in sentences]).tolist(), shortest
+
+
+cell_text = st.sampled_from(["a", "bc", "", "é", "日本", "\udc80"])
+token = st.one_of(st.lists(cell_text, min_size=3, max_size=4),
+                  st.lists(cell_text, min_size=3, max_size=4).map(tuple))
+corpus_of_tokens = st.lists(st.lists(token, max_size=5), max_size=8)
+# what makes a corpus one encode_columns does not take: a cell that is no
+# str, a token too short or of another type
+misfit = st.sampled_from([["a", "b", 1], ["a", "b", None], ["a"], {"a": "b"}, "abc"])
+
+
+def check_encoded(sentences, columns, n_threads, block_tokens):
+    expected = encoded_reference(sentences, columns)
+    got = _core.encode_columns(sentences, columns, n_threads, block_tokens)
+    if expected is None:
+        assert got is None
+        return
+    data, sentence_offsets, shortest = got
+    assert [(bytes(d), o.tolist()) for d, o in data] == expected[0]
+    assert sentence_offsets.tolist() == expected[1]
+    assert shortest == expected[2]
+
+
+@settings(max_examples=100, deadline=None)
+@given(sentences=corpus_of_tokens, columns=st.lists(st.integers(0, 2), min_size=1, max_size=3),
+       n_threads=st.sampled_from([1, 2]), block_tokens=st.sampled_from([1, 2, 3, 8192]))
+def test_columns_read_on_threads_in_blocks_are_the_serial_reading(sentences, columns, n_threads,
+                                                                  block_tokens):
+    check_encoded(sentences, columns, n_threads, block_tokens)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sentences=corpus_of_tokens.filter(lambda c: any(c)), bad=misfit,
+       where=st.integers(0, 10**6), block_tokens=st.sampled_from([1, 2, 3]))
+def test_a_misfit_token_in_any_block_gives_none(sentences, bad, where, block_tokens):
+    s = where % len(sentences)
+    while not sentences[s]:
+        s = (s + 1) % len(sentences)
+    sentences[s][where % len(sentences[s])] = bad
+    check_encoded(sentences, [0, 2], 2, block_tokens)
+
+
+def test_encode_columns_refuses_bad_thread_and_block_counts():
+    with pytest.raises(SscrfError, match="n_threads must be >= 1, got 0"):
+        _core.encode_columns([[["a"]]], [0], 0)
+    with pytest.raises(SscrfError, match="block_tokens must be >= 1, got 0"):
+        _core.encode_columns([[["a"]]], [0], 2, 0)

@@ -151,8 +151,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("encode_strings", &encode_strings_shim, py::arg("strings"),
         "(uint8 data, int64 offsets [n + 1]) of a list of str: the byte keys, one after the other.");
   m.def("encode_columns", &encode_columns_shim, py::arg("sentences"), py::arg("columns"),
+        py::arg("n_threads") = 1, py::arg("block_tokens") = 8192,
         "([(uint8 data, int64 offsets)] per column, int64 sentence offsets, fewest columns of a "
-        "token) of exact lists or tuples of such tokens of exact strs wide enough, else None.");
+        "token) of exact lists or tuples of such tokens of exact strs wide enough, else None; "
+        "read on n_threads threads, blocks of about block_tokens tokens, while the GIL is held.");
   m.def("renumber_csr", &renumber_csr_shim, py::arg("indptr"), py::arg("indices"),
         py::arg("values"), py::arg("new_id"),
         "(indptr, indices int32, values or None) with ids mapped through new_id (-1: dropped) "

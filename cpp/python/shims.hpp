@@ -137,7 +137,8 @@ py::array_t<int64_t> nearest_centroids_shim(const py::object& X, const py::objec
 py::tuple symmetric_eigen_shim(const py::object& A);
 // compiled feature extraction (shims_features.cpp)
 py::tuple encode_strings_shim(const py::list& strings);
-py::object encode_columns_shim(const py::list& sentences, const py::list& columns);
+py::object encode_columns_shim(const py::list& sentences, const py::list& columns,
+                               int n_threads, int64_t block_tokens);
 py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates,
                                 const py::list& columns, const py::object& sentence_offsets,
                                 bool grow, int n_threads, const py::object& new_strings,

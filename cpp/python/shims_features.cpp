@@ -108,13 +108,22 @@ py::tuple encode_strings_shim(const py::list& strings) {
   return py::make_tuple(bytes, take_vector(std::move(offsets)));
 }
 
-py::object encode_columns_shim(const py::list& sentences, const py::list& columns_o) {
-  std::vector<Py_ssize_t> columns;
-  for (py::handle c : columns_o) {
-    const auto k = c.cast<int64_t>();
-    if (k < 0) fail("encode_columns: column " + std::to_string(k) + " is negative");
-    columns.push_back(static_cast<Py_ssize_t>(k));
-  }
+namespace {
+
+// Whether a str's code points can be read as they are (a str made by the
+// pre-3.3 API must first be readied, which allocates).
+bool str_ready(PyObject* s) {
+#if PY_VERSION_HEX < 0x030C0000
+  return PyUnicode_IS_READY(s);
+#else
+  (void)s;
+  return true;
+#endif
+}
+
+// encode_columns one token at a time: what the parallel reading below falls
+// back to for a corpus it does not take as it is.
+py::object encode_columns_serial(const py::list& sentences, const std::vector<Py_ssize_t>& columns) {
   const Py_ssize_t needed =
       columns.empty() ? 0 : *std::max_element(columns.begin(), columns.end()) + 1;
   std::vector<std::string> data(columns.size());
@@ -153,6 +162,115 @@ py::object encode_columns_shim(const py::list& sentences, const py::list& column
   }
   return py::make_tuple(out, take_vector(std::move(sentence_offsets)),
                         n_tokens ? py::object(py::int_(shortest)) : py::object(py::none()));
+}
+
+}  // namespace
+
+py::object encode_columns_shim(const py::list& sentences, const py::list& columns_o,
+                               int n_threads, int64_t block_tokens) {
+  std::vector<Py_ssize_t> columns;
+  for (py::handle c : columns_o) {
+    const auto k = c.cast<int64_t>();
+    if (k < 0) fail("encode_columns: column " + std::to_string(k) + " is negative");
+    columns.push_back(static_cast<Py_ssize_t>(k));
+  }
+  if (n_threads < 1) fail("encode_columns: n_threads must be >= 1, got " + std::to_string(n_threads));
+  if (block_tokens < 1)
+    fail("encode_columns: block_tokens must be >= 1, got " + std::to_string(block_tokens));
+  const Py_ssize_t needed =
+      columns.empty() ? 0 : *std::max_element(columns.begin(), columns.end()) + 1;
+  const size_t K = columns.size();
+  const Py_ssize_t n_sentences = PyList_GET_SIZE(sentences.ptr());
+  std::vector<int64_t> sentence_offsets(static_cast<size_t>(n_sentences) + 1, 0);
+  for (Py_ssize_t s = 0; s < n_sentences; ++s) {
+    PyObject* sentence = PyList_GET_ITEM(sentences.ptr(), s);
+    if (!PyList_CheckExact(sentence) && !PyTuple_CheckExact(sentence)) return py::none();
+    sentence_offsets[s + 1] = sentence_offsets[s] + PySequence_Fast_GET_SIZE(sentence);
+  }
+  const int64_t N = sentence_offsets[n_sentences];
+  const int nt = effective_threads(n_threads, N / block_tokens + 1);
+  if (nt == 1) return encode_columns_serial(sentences, columns);
+  // Blocks of whole sentences, about block_tokens tokens each, read by threads
+  // while this thread holds the GIL: no Python code runs meanwhile, so the
+  // lists and strs cannot change, and the threads only read their fields (no
+  // reference counts, no Python allocation). Each block's bytes go to a
+  // buffer of its own, then to their place in the column: each str is
+  // visited once (reading the objects is most of the time: 5.8 ms for
+  // CoNLL-2000's two columns on one thread, 4.1 on two).
+  std::vector<Py_ssize_t> block_start(1, 0);
+  for (Py_ssize_t s = 0; s < n_sentences; ++s)
+    if (sentence_offsets[s + 1] - sentence_offsets[block_start.back()] >= block_tokens ||
+        s + 1 == n_sentences)
+      block_start.push_back(s + 1);
+  const int64_t n_blocks = static_cast<int64_t>(block_start.size()) - 1;
+  struct Block {
+    std::vector<std::string> bytes;
+    Py_ssize_t shortest = PY_SSIZE_T_MAX;
+    bool taken = true;
+  };
+  std::vector<Block> blocks(static_cast<size_t>(n_blocks));
+  // every entry past the first is written below
+  std::vector<CsrArray<int64_t>> offsets(K, CsrArray<int64_t>(static_cast<size_t>(N) + 1));
+  for (auto& o : offsets) o[0] = 0;
+  ExceptionCarrier carrier;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t b = 0; b < n_blocks; ++b) carrier.run([&] {
+    Block& block = blocks[b];
+    block.bytes.resize(K);
+    const int64_t n_tokens = sentence_offsets[block_start[b + 1]] - sentence_offsets[block_start[b]];
+    for (auto& bytes : block.bytes) bytes.reserve(8 * static_cast<size_t>(n_tokens));
+    for (Py_ssize_t s = block_start[b]; s < block_start[b + 1] && block.taken; ++s) {
+      PyObject* sentence = PyList_GET_ITEM(sentences.ptr(), s);
+      PyObject** tokens = PySequence_Fast_ITEMS(sentence);
+      for (int64_t i = 0, t = sentence_offsets[s]; t < sentence_offsets[s + 1]; ++i, ++t) {
+        PyObject* token = tokens[i];
+        // anything else: the serial reading decides (None, or a str to ready)
+        if ((!PyList_CheckExact(token) && !PyTuple_CheckExact(token)) ||
+            PySequence_Fast_GET_SIZE(token) < needed) {
+          block.taken = false;
+          break;
+        }
+        block.shortest = std::min(block.shortest, PySequence_Fast_GET_SIZE(token));
+        PyObject** items = PySequence_Fast_ITEMS(token);
+        for (size_t k = 0; k < K; ++k) {
+          PyObject* v = items[columns[k]];
+          if (!PyUnicode_CheckExact(v) || !str_ready(v)) {
+            block.taken = false;
+            break;
+          }
+          append_str_key(block.bytes[k], v);
+          offsets[k][t + 1] = static_cast<int64_t>(block.bytes[k].size());
+        }
+        if (!block.taken) break;
+      }
+    }
+  });
+  carrier.rethrow();
+  Py_ssize_t shortest = PY_SSIZE_T_MAX;
+  for (const Block& block : blocks) {
+    if (!block.taken) return encode_columns_serial(sentences, columns);
+    shortest = std::min(shortest, block.shortest);
+  }
+  py::list out;
+  for (size_t k = 0; k < K; ++k) {
+    std::vector<int64_t> base(static_cast<size_t>(n_blocks) + 1, 0);
+    for (int64_t b = 0; b < n_blocks; ++b)
+      base[b + 1] = base[b] + static_cast<int64_t>(blocks[b].bytes[k].size());
+    py::array_t<uint8_t> bytes(static_cast<py::ssize_t>(base[n_blocks]));
+    char* data = reinterpret_cast<char*>(bytes.mutable_data());
+    int64_t* o = offsets[k].data();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      std::string& piece = blocks[b].bytes[k];
+      std::copy(piece.begin(), piece.end(), data + base[b]);
+      for (int64_t t = sentence_offsets[block_start[b]]; t < sentence_offsets[block_start[b + 1]]; ++t)
+        o[t + 1] += base[b];
+      std::string().swap(piece);
+    }
+    out.append(py::make_tuple(bytes, take_vector(std::move(offsets[k]))));
+  }
+  return py::make_tuple(out, take_vector(std::move(sentence_offsets)),
+                        N ? py::object(py::int_(shortest)) : py::object(py::none()));
 }
 
 namespace {

@@ -47,7 +47,8 @@ class AttributeIndex:
     def renumber(self, new_id: Array) -> None: ...
 
 def encode_strings(strings: List[str]) -> Tuple[Array, Array]: ...
-def encode_columns(sentences: List[Any], columns: List[int]
+def encode_columns(sentences: List[Any], columns: List[int], n_threads: int = 1,
+                   block_tokens: int = 8192
                    ) -> Optional[Tuple[List[Tuple[Array, Array]], Array, Optional[int]]]: ...
 
 def renumber_csr(indptr: Array, indices: Array, values: Optional[Array],

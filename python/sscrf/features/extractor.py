@@ -590,7 +590,8 @@ class FeatureExtractor:
         if (type(corpus) is not list or self.templates is None or not self._compiled_templates
                 or getattr(self, "vector_spec_", None) is not None):
             return None
-        encoded = _core.encode_columns(corpus, self.templates.columns)
+        encoded = _core.encode_columns(corpus, self.templates.columns,
+                                       check_threads(getattr(self, "n_threads", None)))
         if encoded is None:
             return None
         columns, offsets, shortest = encoded
@@ -657,7 +658,8 @@ class FeatureExtractor:
             # compiled pass, no flat token list; a corpus it does not take
             # (a token that is not an exact list or tuple of strs wide
             # enough) goes the checked way below, which names the problem.
-            encoded = _core.encode_columns(X, self.templates.columns)
+            encoded = _core.encode_columns(X, self.templates.columns,
+                                           check_threads(getattr(self, "n_threads", None)))
             if encoded is not None:
                 return self._expand(*encoded, index, grow,
                                     new_strings if keep_strings else None)
