@@ -94,13 +94,16 @@ def test_the_core_orders_a_fit_when_no_two_tuples_share_a_string():
     templates = default_templates(2)
     for min_freq in (1, 2):
         for n_threads in (1, 2):
-            index, (indptr, indices, values, order) = fit_expand(templates, corpus, min_freq,
-                                                                n_threads)
+            index, (indptr, indices, values, order, attributes) = fit_expand(
+                templates, corpus, min_freq, n_threads)
             assert order is not None and values is None
             compiled, reference = extractors(templates, min_freq, n_threads)
             (g,) = reference.fit_transform(corpus)
             assert np.array_equal(indptr, g.indptr) and np.array_equal(indices, g.indices)
+            # on two threads made while the index was filled; the index agrees
+            assert (attributes is None) == (n_threads == 1)
             assert index.strings(order) == reference.attributes_
+            assert attributes in (None, reference.attributes_)
             assert (len(order) < len(index)) == (min_freq == 2)
             assert_same(compiled.fit_transform(corpus)[0], g)
 
@@ -113,12 +116,16 @@ def test_the_core_orders_a_fit_when_no_two_tuples_share_a_string():
     # more than one slice
     (["U0:%x[0,0]", "U1:%x[-1,1]"], [[["a", "b"], ["c", "d"]], [["a", "d"]]], 2),
 ])
-def test_the_core_leaves_the_order_to_the_extractor_otherwise(lines, corpus, slice_entries):
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_the_core_leaves_the_order_to_the_extractor_otherwise(lines, corpus, slice_entries,
+                                                               n_threads):
     templates = parse_templates(lines)
     columns, offsets, _ = _core.encode_columns(corpus, templates.columns)
     index = _core.AttributeIndex()
-    got = index.fit_templates(templates._core_pieces, columns, offsets, 1, 1, slice_entries)
-    assert got[3] is None
+    got = index.fit_templates(templates._core_pieces, columns, offsets, n_threads, 1,
+                              slice_entries)
+    # on two threads the strs made while the index filled are dropped
+    assert got[3] is None and got[4] is None
     want = _core.AttributeIndex().templates_to_csr(templates._core_pieces, columns, offsets,
                                                    True, 1, None, slice_entries)
     for x, y in zip(got[:3], want):
@@ -190,7 +197,7 @@ def test_a_fit_with_every_attribute_kept_sorts_straight_into_the_csr(n_templates
     lines = [f"U{k}:%x[{k % 7 - 3},{k % 2}]/%x[{(k // 7) % 3 - 1},{1 - k % 2}]"
              for k in range(n_templates)]
     templates = parse_templates(lines)
-    _, (indptr, _, values, order) = fit_expand(templates, corpus)
+    _, (indptr, _, values, order, _) = fit_expand(templates, corpus)
     assert order is not None and values is None
     assert np.array_equal(np.diff(indptr), np.full(len(indptr) - 1, n_templates))
     compiled, reference = extractors(lines)

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "layer/attribute_index.hpp"
@@ -52,6 +54,14 @@ struct FrequencyOrder {
   int64_t min_freq = 1;
   bool applied = false;        // out: the CSR holds final ids
   std::vector<int64_t> order;  // out, when applied: final id -> id in the index
+  // Optional: given the kept attributes' keys in final order, on the calling
+  // thread, while another thread inserts them into the index (a binding
+  // makes its strings meanwhile). Called where the order can be known
+  // before the index is filled (a fresh fit of one slice); keys_given says
+  // whether it held (no string made twice), else what the call made is to
+  // be dropped.
+  std::function<void(const std::vector<std::string_view>&)> final_keys;
+  bool keys_given = false;  // out
 };
 
 // The attribute of every (token, template) under `index`, as a CSR matrix.

@@ -143,7 +143,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("sentence_offsets"), py::arg("n_threads"), py::arg("min_freq"),
            py::arg("slice_entries") = 0,
            "templates_to_csr with grow into an empty index: (indptr, indices, values or None, "
-           "order or None); with an order, the ids are already final (see FrequencyOrder).")
+           "order or None, attributes or None); with an order, the ids are already final (see "
+           "FrequencyOrder), and attributes, when given, are their strs in that order.")
       .def("intern", &intern_strings, py::arg("strings"), py::arg("grow"), py::arg("new_strings"),
            "int64 ids of a list of str (-1: absent); with grow, absent ones are added.")
       .def("strings", &attribute_strings_shim, py::arg("ids"),

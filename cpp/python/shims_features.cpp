@@ -299,6 +299,18 @@ void append_decoded(py::list to, const std::string& keys, const std::vector<int6
   }
 }
 
+// The strs of UTF-8 keys, in a list filled in place (appending regrows
+// the list as it goes).
+py::list decoded_list(const std::vector<std::string_view>& keys) {
+  py::list out(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    PyObject* s = decoded(keys[k].data(), static_cast<int64_t>(keys[k].size()));
+    if (!s) throw py::error_already_set();
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), s);
+  }
+  return out;
+}
+
 }  // namespace
 
 py::list attribute_strings_shim(const AttributeIndex& index, const py::object& ids_o) {
@@ -309,15 +321,7 @@ py::list attribute_strings_shim(const AttributeIndex& index, const py::object& i
     if (id[k] < 0 || id[k] >= index.size())
       fail("ids[" + std::to_string(k) + "] = " + std::to_string(id[k]) + " is not an id of the "
            "index (" + std::to_string(index.size()) + " attributes)");
-  const std::vector<std::string_view> keys = index.keys_of(id, ids.size());
-  // filled in place: appending regrows the list as it goes
-  py::list out(keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) {
-    PyObject* s = decoded(keys[k].data(), static_cast<int64_t>(keys[k].size()));
-    if (!s) throw py::error_already_set();
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), s);
-  }
-  return out;
+  return decoded_list(index.keys_of(id, ids.size()));
 }
 
 namespace {
@@ -383,11 +387,18 @@ py::tuple expand_checked(AttributeIndex& index, const py::list& templates_o,
   for (const auto& c : columns) bytes.push_back(c.bytes);
 
   TemplateCsr out;
+  py::object attributes = py::none();  // a fit's strings, final order
+  if (fit)
+    fit->final_keys = [&attributes](const std::vector<std::string_view>& keys) {
+      py::gil_scoped_acquire acquire;
+      attributes = decoded_list(keys);
+    };
   {
     py::gil_scoped_release release;
     expand_templates(templates, bytes, sentence_offsets.data(), n_sentences, index, grow,
                      !new_strings.is_none(), n_threads, slice_entries, out, fit);
   }
+  if (fit) fit->final_keys = nullptr;  // it refers to `attributes`
   if (!new_strings.is_none()) {  // None: the caller reads them later, in the order it needs
     append_decoded(py::reinterpret_borrow<py::list>(new_strings), out.new_keys, out.new_ends);
   }
@@ -400,7 +411,8 @@ py::tuple expand_checked(AttributeIndex& index, const py::list& templates_o,
   if (!fit) return py::make_tuple(indptr, indices, values);
   py::object order = fit->applied ? py::object(take_vector(std::move(fit->order)))
                                   : py::object(py::none());
-  return py::make_tuple(indptr, indices, values, order);
+  if (!fit->keys_given) attributes = py::none();
+  return py::make_tuple(indptr, indices, values, order, attributes);
 }
 
 }  // namespace

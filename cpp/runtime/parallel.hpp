@@ -28,6 +28,15 @@ inline int thread_id() {
 #endif
 }
 
+// Threads of the parallel region the caller is in (1 outside one).
+inline int team_size() {
+#ifdef _OPENMP
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+
 inline int max_threads() {
 #ifdef _OPENMP
   return omp_get_max_threads();

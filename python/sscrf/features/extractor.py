@@ -532,9 +532,10 @@ class FeatureExtractor:
             return self._hashed(corpora, fit=True)
         ordered = self._fit_in_order(corpora)
         if ordered is not None:
-            index, final, features, n_columns = ordered
+            index, final, attributes, features, n_columns = ordered
             if final is not None:  # the core numbered them by frequency
-                self._adopt(index, final, index.strings(final), n_columns)
+                self._adopt(index, final,
+                            index.strings(final) if attributes is None else attributes, n_columns)
                 return [features]
             strings, provisional = None, [features]  # first-occurrence ids: renumbered below
         else:
@@ -572,8 +573,8 @@ class FeatureExtractor:
         return new_id
 
     def _fit_in_order(self, corpora: Sequence[Sequence[Any]]
-                      ) -> Optional[tuple[Any, Optional[NDArray[np.int64]], Features,
-                                          Optional[int]]]:
+                      ) -> Optional[tuple[Any, Optional[NDArray[np.int64]],
+                                          Optional[list[str]], Features, Optional[int]]]:
         """A fit of one corpus by compiled templates in one call into the core
         (:meth:`Templates.fit_expand`), or None where the general path applies
         (several corpora, word vectors, a corpus the compiled reader does not
@@ -581,10 +582,11 @@ class FeatureExtractor:
 
         Returns
         -------
-        (index, order, features, n_columns)
+        (index, order, attributes, features, n_columns)
             ``order`` None: ``features`` are in the index's first-occurrence
             ids, to be renumbered; else in final ids, ``order[i]`` the index
-            id of final id ``i``.
+            id of final id ``i``, and ``attributes`` their strings where the
+            core made them (else None).
         """
         corpus = corpora[0] if len(corpora) == 1 else None
         if (type(corpus) is not list or self.templates is None or not self._compiled_templates
@@ -596,12 +598,12 @@ class FeatureExtractor:
             return None
         columns, offsets, shortest = encoded
         index = _core.AttributeIndex()
-        indptr, indices, values, order = self.templates.fit_expand(
+        indptr, indices, values, order, attributes = self.templates.fit_expand(
             columns, offsets, index, self.min_freq, getattr(self, "n_threads", None))
         n_ids = len(index) if order is None else len(order)
         features = Features(indptr, indices, ones(len(indices)) if values is None else values,
                             offsets, n_ids)
-        return index, order, features, shortest
+        return index, order, attributes, features, shortest
 
     def _hashed(self, corpora: Sequence[Sequence[Any]], fit: bool = False) -> list[Features]:
         """Each corpus' Features under ``hash_features`` buckets (no vocabulary)."""

@@ -201,6 +201,9 @@ class Templates:
             else in ``index``'s first-occurrence ids.
         order : ndarray of int64 or None
             Entry ``i``: the ``index`` id of final id ``i``.
+        attributes : list of str or None
+            With ``order``, where the core made them: the string of each
+            final id (made while the index was filled, on another thread).
         """
         return index.fit_templates(self._core_pieces, columns, offsets,
                                    check_threads(n_threads), min_freq)
