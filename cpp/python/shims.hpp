@@ -145,7 +145,8 @@ py::tuple templates_to_csr_shim(AttributeIndex& index, const py::list& templates
                                 int64_t slice_entries);
 // templates_to_csr with grow into an empty index, ids in the extractor's
 // frequency order where the core can give them: (indptr, indices, values or
-// None, order or None), order[i] the index's id of final id i.
+// None, order or None, attributes or None), order[i] the index's id of final
+// id i, attributes their strs when made while the index filled.
 py::tuple fit_templates_shim(AttributeIndex& index, const py::list& templates,
                              const py::list& columns, const py::object& sentence_offsets,
                              int n_threads, int64_t min_freq, int64_t slice_entries);

@@ -279,9 +279,7 @@ namespace {
 // a new str rather than decoded (CoNLL-2000's 338k attribute strs in 18.5
 // ms rather than 21, with the list filled in place).
 PyObject* decoded(const char* p, int64_t n) {
-  bool ascii = true;
-  for (int64_t i = 0; i < n; ++i) ascii &= static_cast<unsigned char>(p[i]) < 0x80;
-  if (!ascii) return PyUnicode_DecodeUTF8(p, n, "surrogatepass");
+  if (!is_ascii(p, n)) return PyUnicode_DecodeUTF8(p, n, "surrogatepass");
   PyObject* s = PyUnicode_New(n, 127);
   if (s) std::memcpy(PyUnicode_1BYTE_DATA(s), p, static_cast<size_t>(n));
   return s;
@@ -327,7 +325,8 @@ py::list attribute_strings_shim(const AttributeIndex& index, const py::object& i
 namespace {
 
 // templates_to_csr and fit_templates: (indptr, indices, values or None),
-// and with `fit` the order (None where it was not applied).
+// and with `fit` the order (None where it was not applied) and the
+// attributes' strs in that order (None where the core made none).
 py::tuple expand_checked(AttributeIndex& index, const py::list& templates_o,
                          const py::list& columns_o, const py::object& sentence_offsets_o,
                          bool grow, int n_threads, const py::object& new_strings,
