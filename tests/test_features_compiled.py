@@ -187,20 +187,25 @@ def test_templates_of_one_to_six_cells_match_the_reference(n_cells):
     assert_same(compiled.transform(unseen + corpus), reference.transform(unseen + corpus))
 
 
-@pytest.mark.parametrize("n_templates", [3, 19, 33, 45])
-def test_a_fit_with_every_attribute_kept_sorts_straight_into_the_csr(n_templates):
+@pytest.mark.parametrize("n_templates, n_sentences, n_threads", [
+    (3, 23, 1), (19, 23, 1), (33, 23, 1), (45, 23, 1),
+    # two threads, and corpora of one and of several blocks of 4,096 tokens
+    (19, 23, 2), (19, 700, 2), (45, 700, 2)])
+def test_a_fit_with_every_attribute_kept_sorts_straight_into_the_csr(n_templates, n_sentences,
+                                                                     n_threads):
     # distinct templates, one corpus, min_freq 1: J ids a token, sorted into
     # the CSR by the network up to 32 templates, by std::sort above
     rng = np.random.default_rng(n_templates)
     corpus = [[[f"w{int(rng.integers(0, 30))}", str(rng.choice(["A", "B", "C"]))]
-               for _ in range(int(rng.integers(1, 30)))] for _ in range(23)]
+               for _ in range(int(rng.integers(1, 30)))] for _ in range(n_sentences)]
     lines = [f"U{k}:%x[{k % 7 - 3},{k % 2}]/%x[{(k // 7) % 3 - 1},{1 - k % 2}]"
              for k in range(n_templates)]
     templates = parse_templates(lines)
-    _, (indptr, _, values, order, _) = fit_expand(templates, corpus)
+    _, (indptr, _, values, order, attributes) = fit_expand(templates, corpus, 1, n_threads)
     assert order is not None and values is None
+    assert (attributes is None) == (n_threads == 1)
     assert np.array_equal(np.diff(indptr), np.full(len(indptr) - 1, n_templates))
-    compiled, reference = extractors(lines)
+    compiled, reference = extractors(lines, 1, n_threads)
     (f,), (g,) = compiled.fit_transform(corpus), reference.fit_transform(corpus)
     assert_same(f, g)
     assert compiled.attributes_ == reference.attributes_

@@ -298,10 +298,13 @@ void append_decoded(py::list to, const std::string& keys, const std::vector<int6
 }
 
 // The strs of UTF-8 keys, in a list filled in place (appending regrows
-// the list as it goes).
+// the list as it goes). The keys lie apart (final order over first-seen
+// storage): each is fetched 8 keys ahead (338k keys in random order: 23 ->
+// 18 ms).
 py::list decoded_list(const std::vector<std::string_view>& keys) {
   py::list out(keys.size());
   for (size_t k = 0; k < keys.size(); ++k) {
+    if (k + 8 < keys.size()) __builtin_prefetch(keys[k + 8].data());
     PyObject* s = decoded(keys[k].data(), static_cast<int64_t>(keys[k].size()));
     if (!s) throw py::error_already_set();
     PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(k), s);
