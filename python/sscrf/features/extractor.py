@@ -76,7 +76,10 @@ class FeatureExtractor:
         it, which keep it). Template attributes do not use it.
     n_threads : int or None
         Threads of template extraction (None: every core); the result does
-        not depend on it.
+        not depend on it. Feature-dict tokens are converted on the calling
+        thread: reading Python objects needs the GIL, and the conversion is
+        a fraction of the time Python takes to build the dicts (see the
+        guide's "Large corpora").
     hash_features : int or None
         ``2**k`` (1 <= k <= 30): attribute strings go to ``2**k`` buckets by
         FNV-1a 64 of their UTF-8 bytes mod ``2**k`` (see
