@@ -139,8 +139,12 @@ def extraction(args):
             print(f"| {op} | {m} | {med[k]:.3f} | {n_tokens / med[k]:,.0f} | "
                   f"{med['python', op] / med[k]:.2f}x | {cpu_cell} | {cpu_ratio} |")
     for op in ("fit_transform", "transform"):
+        # a round runs each method once, seconds apart: the spread of the
+        # rounds' ratios shows how far one run's figure can move
+        paired = sorted(a / b for a, b in zip(wall["core-1", op], wall[f"core-{threads}", op]))
         print(f"\n{op}: core {threads} threads vs 1 thread: "
-              f"{med['core-1', op] / med[f'core-{threads}', op]:.2f}x (wall)")
+              f"{med['core-1', op] / med[f'core-{threads}', op]:.2f}x (wall; per round "
+              f"{statistics.median(paired):.2f}x, from {paired[0]:.2f}x to {paired[-1]:.2f}x)")
     return {"n_tokens": n_tokens, "wall": {f"{m}/{op}": v for (m, op), v in wall.items()},
             "cpu": {f"{m}/{op}": v for (m, op), v in cpu.items()}}
 
