@@ -177,6 +177,7 @@ py::object encode_columns_shim(const py::list& sentences, const py::list& column
   if (n_threads < 1) fail("encode_columns: n_threads must be >= 1, got " + std::to_string(n_threads));
   if (block_tokens < 1)
     fail("encode_columns: block_tokens must be >= 1, got " + std::to_string(block_tokens));
+  if (n_threads == 1) return encode_columns_serial(sentences, columns);
   const Py_ssize_t needed =
       columns.empty() ? 0 : *std::max_element(columns.begin(), columns.end()) + 1;
   const size_t K = columns.size();

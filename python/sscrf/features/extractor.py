@@ -595,14 +595,13 @@ class FeatureExtractor:
         if (type(corpus) is not list or self.templates is None or not self._compiled_templates
                 or getattr(self, "vector_spec_", None) is not None):
             return None
-        encoded = _core.encode_columns(corpus, self.templates.columns,
-                                       check_threads(getattr(self, "n_threads", None)))
+        encoded = _core.encode_columns(corpus, self.templates.columns, self._thread_count())
         if encoded is None:
             return None
         columns, offsets, shortest = encoded
         index = _core.AttributeIndex()
         indptr, indices, values, order, attributes = self.templates.fit_expand(
-            columns, offsets, index, self.min_freq, getattr(self, "n_threads", None))
+            columns, offsets, index, self.min_freq, self._thread_count())
         n_ids = len(index) if order is None else len(order)
         features = Features(indptr, indices, ones(len(indices)) if values is None else values,
                             offsets, n_ids)
@@ -663,8 +662,7 @@ class FeatureExtractor:
             # compiled pass, no flat token list; a corpus it does not take
             # (a token that is not an exact list or tuple of strs wide
             # enough) goes the checked way below, which names the problem.
-            encoded = _core.encode_columns(X, self.templates.columns,
-                                           check_threads(getattr(self, "n_threads", None)))
+            encoded = _core.encode_columns(X, self.templates.columns, self._thread_count())
             if encoded is not None:
                 return self._expand(*encoded, index, grow,
                                     new_strings if keep_strings else None)
@@ -768,12 +766,17 @@ class FeatureExtractor:
         indices = (keys - rows * n_ids).astype(np.int32)
         values = ones(len(indices)) if (repeats == 1).all() else repeats.astype(np.float64)
         return Features(indptr, indices, values, offsets, len(index))
+    def _thread_count(self) -> int:
+        """Threads of the compiled extraction (an extractor without ``n_threads``,
+        as older models' are: every core)."""
+        return check_threads(getattr(self, "n_threads", None))
+
     def _expand(self, encoded: Any, offsets: NDArray[np.int64], shortest: Optional[int],
                 index: Any, grow: bool, new_strings: Optional[list[str]]
                 ) -> tuple[Features, Optional[int]]:
         """Template mode in the core: (Features, shortest) of encoded columns."""
         indptr, indices, values = cast("Templates", self.templates).expand(
-            encoded, offsets, index, grow, new_strings, getattr(self, "n_threads", None))
+            encoded, offsets, index, grow, new_strings, self._thread_count())
         values = ones(len(indices)) if values is None else values
         return Features(indptr, indices, values, offsets, len(index)), shortest
 
