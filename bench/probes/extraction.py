@@ -19,6 +19,17 @@
     one-thread methods (less sensitive to a shared machine), and ratios of
     medians against ``python``.
 
+``processes`` (child processes)
+    The core at 1 thread and at ``--threads``, each child process running
+    one of them (children alternate, ``--processes`` of each): the
+    process's first ``fit_transform`` and ``transform`` (what a user's one
+    call per process pays, page faults of fresh memory included), then
+    ``--repeats`` more rounds, whose medians are the steady state the
+    ``extraction`` part measures. Reports medians over processes and the
+    ratio of each consecutive pair of children (1 thread / more), with its
+    range: layout and allocator state differ between processes, so a
+    ratio taken within one process can sit at either end of that range.
+
 ``train`` (child processes)
     ``sscrf train`` on ``train.txt`` (default templates, 100 iterations,
     ``--threads``) against python-crfsuite on the same file in one process:
@@ -29,8 +40,8 @@
 
 Usage::
 
-    python bench/probes/extraction.py [--part extraction,train] [--data DIR]
-        [--repeats 5] [--train-repeats 2] [--threads 2] [--json OUT]
+    python bench/probes/extraction.py [--part extraction,processes,train] [--data DIR]
+        [--repeats 5] [--processes 10] [--train-repeats 2] [--threads 2] [--json OUT]
 """
 
 import argparse
@@ -149,6 +160,58 @@ def extraction(args):
             "cpu": {f"{m}/{op}": v for (m, op), v in cpu.items()}}
 
 
+PROCESS_CHILD = """
+import gc, json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from sscrf.features import FeatureExtractor, default_templates
+from sscrf.io import read_conll
+X = read_conll(sys.argv[2]).tokens
+threads, repeats = int(sys.argv[3]), int(sys.argv[4])
+times = {"fit_transform": [], "transform": []}
+for _ in range(1 + repeats):
+    fx = FeatureExtractor(default_templates(2), n_threads=threads)
+    gc.collect()
+    t = time.perf_counter()
+    fx.fit_transform(X)
+    times["fit_transform"].append(time.perf_counter() - t)
+    gc.collect()
+    t = time.perf_counter()
+    fx.transform(X)
+    times["transform"].append(time.perf_counter() - t)
+    del fx
+print(json.dumps({op: [v[0], statistics.median(v[1:])] for op, v in times.items()}))
+"""
+
+
+def processes(args):
+    path = os.path.join(args.data, "train.txt")
+    counts = (1, args.threads)
+    runs = {t: [] for t in counts}
+    for p in range(args.processes):
+        for t in (counts if p % 2 == 0 else counts[::-1]):
+            result = run_child([sys.executable, "-c", PROCESS_CHILD, os.path.join(ROOT, "python"),
+                                path, str(t), str(args.repeats)])
+            if result.returncode != 0:
+                raise SystemExit(f"child at {t} threads failed:\n{result.stderr}")
+            runs[t].append(json.loads(result.stdout))
+    print(f"\n## Template extraction in fresh processes (CoNLL-2000 train, the core)\n")
+    print(f"{args.processes} child processes at each thread count, alternating; each: "
+          f"its first call, then the median of {args.repeats} more.\n")
+    print(f"| operation | call | 1 thread ms | {args.threads} threads ms | ratio of medians | "
+          "ratio per pair of processes (range) |")
+    print("| --- | --- | ---: | ---: | ---: | --- |")
+    for op in ("fit_transform", "transform"):
+        for i, call in enumerate(("first", "steady")):
+            one = [r[op][i] for r in runs[1]]
+            more = [r[op][i] for r in runs[args.threads]]
+            paired = sorted(a / b for a, b in zip(one, more))
+            print(f"| {op} | {call} | {1000 * statistics.median(one):.1f} | "
+                  f"{1000 * statistics.median(more):.1f} | "
+                  f"{statistics.median(one) / statistics.median(more):.2f}x | "
+                  f"{statistics.median(paired):.2f}x ({paired[0]:.2f}x to {paired[-1]:.2f}x) |")
+    return {str(t): v for t, v in runs.items()}
+
+
 def train(args):
     path = os.path.join(args.data, "train.txt")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
@@ -185,6 +248,8 @@ def main():
     p.add_argument("--part", default="extraction,train")
     p.add_argument("--data", default=DEFAULT_DATA)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--processes", type=int, default=10,
+                   help="child processes per thread count for --part processes")
     p.add_argument("--train-repeats", type=int, default=2)
     p.add_argument("--iterations", type=int, default=100)
     p.add_argument("--threads", type=int, default=2)
@@ -196,6 +261,8 @@ def main():
     parts = args.part.split(",")
     if "extraction" in parts:
         out["extraction"] = extraction(args)
+    if "processes" in parts:
+        out["processes"] = processes(args)
     if "train" in parts:
         out["train"] = train(args)
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
