@@ -184,6 +184,8 @@ print(json.dumps({op: [v[0], statistics.median(v[1:])] for op, v in times.items(
 
 
 def processes(args):
+    if args.threads < 2:
+        raise SystemExit("--part processes compares 1 thread with --threads: give 2 or more")
     path = os.path.join(args.data, "train.txt")
     counts = (1, args.threads)
     runs = {t: [] for t in counts}
@@ -194,7 +196,7 @@ def processes(args):
             if result.returncode != 0:
                 raise SystemExit(f"child at {t} threads failed:\n{result.stderr}")
             runs[t].append(json.loads(result.stdout))
-    print(f"\n## Template extraction in fresh processes (CoNLL-2000 train, the core)\n")
+    print("\n## Template extraction in fresh processes (CoNLL-2000 train, the core)\n")
     print(f"{args.processes} child processes at each thread count, alternating; each: "
           f"its first call, then the median of {args.repeats} more.\n")
     print(f"| operation | call | 1 thread ms | {args.threads} threads ms | ratio of medians | "
