@@ -766,6 +766,7 @@ class FeatureExtractor:
         indices = (keys - rows * n_ids).astype(np.int32)
         values = ones(len(indices)) if (repeats == 1).all() else repeats.astype(np.float64)
         return Features(indptr, indices, values, offsets, len(index))
+
     def _thread_count(self) -> int:
         """Threads of the compiled extraction (an extractor without ``n_threads``,
         as older models' are: every core)."""
