@@ -154,8 +154,9 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
     largest ``c2`` down, each from the previous one's weights (``init``).
     A warm-started fit with a semi-supervised term starts from that
     previous model rather than from a supervised optimum of its own.
-    A fit stopped by ``max_iterations`` before it converges therefore
-    depends on the settings before it on the path, not only on its own.
+    The iterate of the best dev score that each fit keeps therefore
+    depends on the settings before it on the path; with ``dev_period``
+    above ``max_iterations`` only the last iterate is scored.
     """
     grid, added = _check_grid(estimator, grid, add_zero)
     if X_dev is None or y_dev is None:
