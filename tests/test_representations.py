@@ -324,6 +324,21 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     assert "checksum differs" in capsys.readouterr().err
     assert main(["tag", "-m", str(model), str(tmp_path / "test.txt"),
                  "--representations", str(moved)]) == 0
+    # a file given by hand is named as given, and checked as the recorded one is
+    capsys.readouterr()
+    for given, message in ((tmp_path / "none.rep", "none.rep: cannot read word-representations "
+                            "file: No such file or directory"),
+                           (tmp_path, "cannot read word-representations file: not a regular "
+                            "file"),
+                           (tmp_path / "test.txt", "checksum differs")):
+        assert main(["tag", "-m", str(model), str(tmp_path / "test.txt"),
+                     "--representations", str(given)]) == 2
+        assert message in capsys.readouterr().err, given
+    assert main(["train", str(tmp_path / "train.txt"), "-m", str(tmp_path / "m3.model"),
+                 "--representations", str(tmp_path / "test.txt"), "-q"]) == 2
+    assert "test.txt: not an sscrf word-representations file" in capsys.readouterr().err
+    assert main(["tag", "-m", str(moved), str(tmp_path / "test.txt")]) == 2
+    assert "not a CRF model but word representations" in capsys.readouterr().err
 
 
 def test_symmetric_eigen_against_numpy():

@@ -28,6 +28,7 @@ from .errors import SscrfError
 from .features import FeatureExtractor
 from .inputs import check_label_list, is_integer
 from .layout import ParameterLayout
+from .representations import REPRESENTATIONS_KIND
 from .resources import NotEnoughMemory, check_memory
 
 if TYPE_CHECKING:
@@ -132,6 +133,10 @@ def read_model(path: Any, new_model: Callable[[dict[str, Any], list[str]], Any])
     """
     meta, arrays = serialization.load(path)
     try:
+        if meta.get("kind") == REPRESENTATIONS_KIND:
+            raise SscrfError("not a CRF model but word representations (give them with "
+                             "--representations REP, or read them with "
+                             "WordRepresentations.load)")
         if meta.get("kind") != MODEL_KIND:
             raise SscrfError("not a CRF model")
         labels = meta["labels"]

@@ -550,7 +550,7 @@ class WordRepresentations:
     def load(cls, path: _Path) -> WordRepresentations:
         """Read representations written by :meth:`save`; every problem is an
         SscrfError naming the file."""
-        meta, arrays = serialization.load(path)
+        meta, arrays = serialization.load(path, kind="word-representations")
         name = os.fspath(path)
         try:
             if meta.get("kind") != REPRESENTATIONS_KIND:

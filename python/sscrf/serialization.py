@@ -135,8 +135,12 @@ def save(path: Union[str, os.PathLike[str]], meta: Mapping[str, Any],
     write_atomic(path, body + hashlib.sha256(body).digest())
 
 
-def load(path: Union[str, os.PathLike[str]]) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
+def load(path: Union[str, os.PathLike[str]],
+         kind: str = "model") -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
     """Load a file written by :func:`save`; returns ``(meta, arrays)``.
+
+    ``kind`` names what the caller expects the file to hold (``"model"``,
+    ``"word-representations"``) in the messages.
 
     Raises
     ------
@@ -146,36 +150,36 @@ def load(path: Union[str, os.PathLike[str]]) -> tuple[dict[str, Any], dict[str, 
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = _read(f, path)
+            data = _read(f, path, kind)
     except OSError as e:
-        raise SscrfError(f"{path}: cannot read model file: {e.strerror}") from None
+        raise SscrfError(f"{path}: cannot read {kind} file: {e.strerror}") from None
     if len(data) < _PREFIX.size + _DIGEST_SIZE or not data.startswith(MAGIC):
-        raise SscrfError(f"{path}: not an sscrf model file (bad magic or too short)")
+        raise SscrfError(f"{path}: not an sscrf {kind} file (bad magic or too short)")
     body, digest = data[:-_DIGEST_SIZE], data[-_DIGEST_SIZE:]
     _, version, header_len = _PREFIX.unpack_from(body)
     if version not in READABLE_VERSIONS:
-        raise SscrfError(f"{path}: model format version {version} is not supported "
+        raise SscrfError(f"{path}: {kind} format version {version} is not supported "
                          f"(this sscrf reads versions {', '.join(map(str, READABLE_VERSIONS))})")
     if hashlib.sha256(body).digest() != digest:
-        raise SscrfError(f"{path}: model file is truncated or corrupted (checksum mismatch)")
-    _check_header_size(header_len, path)
+        raise SscrfError(f"{path}: {kind} file is truncated or corrupted (checksum mismatch)")
+    _check_header_size(header_len, path, kind)
     if header_len > len(body) - _PREFIX.size:
-        raise SscrfError(f"{path}: model header runs past the end of the file")
+        raise SscrfError(f"{path}: {kind} header runs past the end of the file")
     try:
         header = json.loads(body[_PREFIX.size:_PREFIX.size + header_len].decode("utf-8"))
         entries, meta = header["arrays"], header["meta"]
     except (ValueError, KeyError, TypeError, RecursionError) as e:
-        raise SscrfError(f"{path}: malformed model header: {e!r}") from None
+        raise SscrfError(f"{path}: malformed {kind} header: {e!r}") from None
     if not isinstance(entries, list) or not isinstance(meta, dict):
-        raise SscrfError(f"{path}: malformed model header (arrays must be a list, meta a dict)")
+        raise SscrfError(f"{path}: malformed {kind} header (arrays must be a list, meta a dict)")
     arrays = {}
     offset = _PREFIX.size + header_len
     for entry in entries:
         name, dtype, shape = _array_entry(entry)
         if name is None:
-            raise SscrfError(f"{path}: malformed array entry in model header")
+            raise SscrfError(f"{path}: malformed array entry in {kind} header")
         if name in arrays:
-            raise SscrfError(f"{path}: array {name!r} appears twice in the model header")
+            raise SscrfError(f"{path}: array {name!r} appears twice in the {kind} header")
         if dtype not in _ALLOWED_DTYPES:
             raise SscrfError(f"{path}: array {name!r} has a disallowed dtype {dtype!r}")
         nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
@@ -190,12 +194,13 @@ def load(path: Union[str, os.PathLike[str]]) -> tuple[dict[str, Any], dict[str, 
                              f"{list(shape)}: {e}") from None
         offset += nbytes
     if offset != len(body):
-        raise SscrfError(f"{path}: model file has {len(body) - offset} unexpected trailing bytes")
+        raise SscrfError(f"{path}: {kind} file has {len(body) - offset} unexpected trailing bytes")
     return meta, arrays
 
 
-def _read(f: IO[bytes], path: str) -> bytes:
-    """The bytes of a model file, read no further than its sizes allow.
+def _read(f: IO[bytes], path: str, kind: str) -> bytes:
+    """The bytes of a model file (or of another ``kind`` in its container),
+    read no further than its sizes allow.
 
     A regular file is read whole once its size is known to fit in memory (it
     is held twice: the bytes and the arrays). A stream (a pipe, a device) is
@@ -205,14 +210,14 @@ def _read(f: IO[bytes], path: str) -> bytes:
     """
     status = os.fstat(f.fileno())
     if stat.S_ISREG(status.st_mode):
-        check_memory(2 * status.st_size, f"{path}: loading this model file")
+        check_memory(2 * status.st_size, f"{path}: loading this {kind} file")
         return f.read()
     data = f.read(_PREFIX.size)
     if len(data) < _PREFIX.size or not data.startswith(MAGIC):
         return data  # refused by the caller
     header_len = _PREFIX.unpack(data)[2]
-    _check_header_size(header_len, path)
-    check_memory(2 * header_len, f"{path}: reading this model's header")
+    _check_header_size(header_len, path, kind)
+    check_memory(2 * header_len, f"{path}: reading this {kind}'s header")
     data += f.read(header_len)
     try:
         entries = json.loads(data[_PREFIX.size:].decode("utf-8"))["arrays"]
@@ -221,17 +226,17 @@ def _read(f: IO[bytes], path: str) -> bytes:
                       for _, dtype, shape in shapes)
     except (ValueError, KeyError, TypeError, RecursionError):
         return data  # refused by the caller (truncated, or a malformed header)
-    check_memory(2 * n_bytes, f"{path}: loading this model")
+    check_memory(2 * n_bytes, f"{path}: loading this {kind}")
     data += f.read(n_bytes + _DIGEST_SIZE)
     if f.read(1):
-        raise SscrfError(f"{path}: model stream goes on past the arrays its header declares")
+        raise SscrfError(f"{path}: {kind} stream goes on past the arrays its header declares")
     return data
 
 
-def _check_header_size(header_len: int, path: str) -> None:
+def _check_header_size(header_len: int, path: str, kind: str) -> None:
     if header_len > MAX_HEADER_BYTES:
-        raise SscrfError(f"{path}: model header of {header_len:,} bytes is larger than the "
-                         f"{MAX_HEADER_BYTES >> 20} MiB a model file may have")
+        raise SscrfError(f"{path}: {kind} header of {header_len:,} bytes is larger than the "
+                         f"{MAX_HEADER_BYTES >> 20} MiB a {kind} file may have")
 
 
 def _array_entry(entry: Any) -> tuple[Any, Any, Any]:

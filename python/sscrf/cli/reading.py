@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
@@ -198,7 +199,8 @@ def load_model(path: str, threads: Optional[int] = None,
     record = getattr(model, "representations_", None)
     if record is not None:
         rep = _REPRESENTATIONS[model] = load_representations(
-            representations or record["path"], record["sha256"], path)
+            representations or record["path"], record["sha256"], path,
+            recorded=representations is None)
         spec = model.extractor_.vector_spec_
         if spec is not None:
             model.bind_word_vectors(rep.word_vectors(spec["column"], spec["scale"]))
@@ -209,14 +211,19 @@ def load_model(path: str, threads: Optional[int] = None,
 
 
 def load_representations(rep_path: str, sha256: Optional[str] = None,
-                         model_path: Optional[str] = None) -> WordRepresentations:
+                         model_path: Optional[str] = None,
+                         recorded: bool = False) -> WordRepresentations:
     """The WordRepresentations at ``rep_path``; with ``sha256``, only if the
-    file is the one a model (``model_path``) recorded."""
+    file is the one a model (``model_path``) recorded. ``recorded``: the path
+    is the one the model recorded, not one the user gave."""
     if sha256 is not None:
-        if not os.path.isfile(rep_path):
-            raise SscrfError(f"{model_path}: the model reads the word representations "
-                             f"{rep_path}, which is not there: give their file with "
-                             "--representations REP")
+        if not os.path.isfile(rep_path):  # its checksum is checked on a regular file only
+            if recorded:
+                raise SscrfError(f"{model_path}: the model reads the word representations "
+                                 f"{rep_path}, which is not there: give their file with "
+                                 "--representations REP")
+            what = "not a regular file" if os.path.exists(rep_path) else os.strerror(errno.ENOENT)
+            raise SscrfError(f"{rep_path}: cannot read word-representations file: {what}")
         if file_digest(rep_path) != sha256:
             raise SscrfError(f"{model_path}: {rep_path} is not the word-representations file "
                              "the model was trained with (its checksum differs): give that "

@@ -202,7 +202,8 @@ def _representations(args: argparse.Namespace, init: Any, templates: Any, n_colu
     path = args.representations
     if path is None:  # --init's model reads them: the same file again
         path = init.representations_["path"]
-        rep = load_representations(path, init.representations_["sha256"], args.init)
+        rep = load_representations(path, init.representations_["sha256"], args.init,
+                                   recorded=True)
     else:
         rep = load_representations(path)
     digest = file_digest(path)
