@@ -165,6 +165,22 @@ def test_bad_dev_settings(data, kwargs, fit_kwargs, match):
         sscrf.CRF(max_iterations=2, **kwargs).fit(X, y, **fit_kwargs)
 
 
+
+def test_bad_dev_data_is_named_as_dev_data(data):
+    X, y, X_dev, y_dev = data
+    bad = [
+        ({"X_dev": X_dev, "y_dev": y_dev[:-1]},
+         f"X_dev has {len(X_dev)} sentences but y_dev has {len(y_dev) - 1}"),
+        ({"X_dev": X_dev, "y_dev": [y_dev[0][:-1]] + y_dev[1:]}, "X_dev sentence 0: "),
+        ({"X_dev": X_dev, "y_dev": ["O"] + y_dev[1:]}, r"y_dev\[0\] must be a list of labels"),
+        ({"X_dev": X_dev, "y_dev": [[0] * len(y_dev[0])] + y_dev[1:]},
+         "X_dev sentence 0, token 0: a label must be a string"),
+        ({"X_dev": 5, "y_dev": y_dev}, "X_dev must be a list of sentences"),
+    ]
+    for fit_kwargs, match in bad:
+        with pytest.raises(sscrf.SscrfError, match=match):
+            sscrf.CRF(max_iterations=2).fit(X, y, **fit_kwargs)
+
 def patience_stop(curve, patience):
     """The index in ``curve`` of the check at which ``patience`` scores in a row have not
     beaten the best before them, or None."""

@@ -128,7 +128,8 @@ class DevSet:
 
     def __init__(self, extractor: Any, classes: Sequence[str], X_dev: Any, y_dev: Any,
                  scoring: Any, n_threads: int) -> None:
-        X_dev, y_dev = check_labeled(X_dev, y_dev, allow_empty_sentences=True)
+        X_dev, y_dev = check_labeled(X_dev, y_dev, allow_empty_sentences=True,
+                                     names=("X_dev", "y_dev"))
         if sum(map(len, y_dev)) == 0:
             raise SscrfError("X_dev has no token: give held-out sentences, or X_dev=None")
         self.y = [list(seq) for seq in y_dev]

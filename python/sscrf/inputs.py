@@ -260,19 +260,24 @@ def check_unlabeled(X: Any, name: str = "X_unlabeled") -> list[Any]:
 
 
 def check_labeled(X: Any, y: Any, allow_empty_sentences: bool = False,
-                  allow_empty_corpus: bool = False, partial: bool = False
-                  ) -> tuple[list[Any], list[Any]]:
+                  allow_empty_corpus: bool = False, partial: bool = False,
+                  names: tuple[str, str] = ("X", "y")) -> tuple[list[Any], list[Any]]:
     """``(X, y)`` as lists, one label per token. With ``partial``, a label may also be a
-    set of labels or None, and a sentence's labels an :class:`sscrf.annotations.Alternatives`."""
-    X = check_sentences(X, "X")
-    y = check_sentences(y, "y")
+    set of labels or None, and a sentence's labels an :class:`sscrf.annotations.Alternatives`.
+    ``names``: what the caller calls X and y, for the messages (``("X_dev", "y_dev")``)."""
+    x_name, y_name = names
+    X = check_sentences(X, x_name)
+    y = check_sentences(y, y_name)
     if len(X) != len(y):
-        raise SscrfError(f"X has {len(X)} sentences but y has {len(y)}")
+        raise SscrfError(f"{x_name} has {len(X)} sentences but {y_name} has {len(y)}")
+    where = "" if names == ("X", "y") else f"{x_name} "
     for s, (xs, ys) in enumerate(zip(X, y)):
         if isinstance(ys, (str, bytes)) or not hasattr(ys, "__len__"):
-            raise SscrfTypeError(f"y[{s}] must be a list of labels, not {type(ys).__name__}")
+            raise SscrfTypeError(f"{y_name}[{s}] must be a list of labels, not "
+                                 f"{type(ys).__name__}")
         if not hasattr(xs, "__len__") or len(xs) != len(ys):
-            raise SscrfError(f"sentence {s}: {len(xs) if hasattr(xs, '__len__') else '?'} tokens "
+            raise SscrfError(f"{where}sentence {s}: "
+                             f"{len(xs) if hasattr(xs, '__len__') else '?'} tokens "
                              f"but {len(ys)} labels")
         if not allow_empty_sentences and len(xs) == 0:
             raise SscrfError(f"sentence {s} is empty; training sentences need at least one token")
@@ -283,8 +288,8 @@ def check_labeled(X: Any, y: Any, allow_empty_sentences: bool = False,
             continue
         for t, label in enumerate(ys):
             if not isinstance(label, str):
-                raise SscrfTypeError(f"sentence {s}, token {t}: a label must be a string, "
-                                     f"not {type(label).__name__}")
+                raise SscrfTypeError(f"{where}sentence {s}, token {t}: a label must be a "
+                                     f"string, not {type(label).__name__}")
     if not X and not (allow_empty_sentences or allow_empty_corpus):
         raise SscrfError("the training data is empty")
     return X, y
