@@ -12,6 +12,7 @@ header checksum).
 import hashlib
 import os
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -230,6 +231,51 @@ def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
                        "--entropy-weight", "0.05")
     assert_error(code, err, str(bad), "truncated")
 
+
+
+def test_a_last_column_of_chunk_labels_read_as_tokens_is_warned_about(capsys, tmp_path):
+    U, train, unl = conll_files(tmp_path, 30, 30, 7)  # train's last column: B-NP, I-NP, O...
+    out = tmp_path / "x.corpus"
+    with pytest.warns(UserWarning, match="the last column holds chunk labels only"):
+        compile_corpus_file(train, out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile_corpus_file(train, out, has_labels=True)
+        compile_corpus_file(unl, out)  # its last column is the tags: no warning
+        compile_corpus_file(U, out)  # sentences, not a file
+    only_o = tmp_path / "o.txt"
+    write_conll(only_o, U, [["O"] * len(s) for s in U])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile_corpus_file(only_o, out)  # a column of O alone is no sign of labels
+    code, _, err = run(capsys, "compile", train, "-o", out, "-q")
+    assert code == 0 and f"sscrf: warning: {train}: the last column holds chunk labels " \
+        "only (B-NP, B-VP, I-NP, ...): without --labeled" in err, err
+    code, _, err = run(capsys, "compile", train, "-o", out, "-q", "--labeled")
+    assert code == 0 and "warning" not in err, err
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="pipes opened by path (/dev/fd)")
+def test_a_pipe_is_refused(capsys, tmp_path):
+    # Compiling opens the file once per pass: a pipe's later passes read
+    # nothing, which would give a corpus of its first lines or of none.
+    _, _, unl = conll_files(tmp_path, 1, 20, 3)
+    for args in ({}, {"hash_features": 1024}, "cli"):
+        r, w = os.pipe()
+        try:
+            os.write(w, unl.read_bytes())
+            os.close(w)
+            path = f"/dev/fd/{r}"
+            if args == "cli":
+                code, _, err = run(capsys, "compile", path, "-o", tmp_path / "x.corpus", "-q")
+                assert_error(code, err, path, "not a regular file")
+            else:
+                with pytest.raises(SscrfError, match="not a regular file: compiling reads a "
+                                                     "file more than once"):
+                    compile_corpus_file(path, tmp_path / "x.corpus", **args)
+        finally:
+            os.close(r)
+    assert not (tmp_path / "x.corpus").exists()
 
 def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):
     # A read-only array (a memory-mapped file's) is viewed, not copied: the

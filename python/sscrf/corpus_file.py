@@ -34,8 +34,10 @@ a time.
 
 import glob
 import os
+import re
 import tempfile
 import time
+import warnings
 from typing import Any, Iterator, Optional, Sequence, Union, cast
 
 import numpy as np
@@ -380,6 +382,25 @@ def _first_sentence(source: Any, has_labels: bool, encoding: str) -> Any:
     return None
 
 
+#: A value of a column that reads as a chunk label (IOB, IOBES), not a token's.
+_CHUNK_LABEL = re.compile(r"O|[BIESLU]-\S+")
+
+
+def _warn_if_last_column_is_labels(source: Any, name: str, encoding: str) -> None:
+    """Warns when the first tokens of a CoNLL file read without labels have
+    chunk labels, and only those, in their last column of two or more: its
+    values would become attributes, the gold labels as features."""
+    first = next(_batches(source, False, encoding, 2000), [])
+    last = [token[-1] for sentence, _ in first for token in sentence if len(token) >= 2]
+    if not last or len(last) < sum(len(sentence) for sentence, _ in first):
+        return
+    if any(value != "O" for value in last) and all(_CHUNK_LABEL.fullmatch(v) for v in last):
+        shown = ", ".join(sorted(set(last))[:3])
+        warnings.warn(f"{name}: the last column holds chunk labels only ({shown}, ...): "
+                      "without has_labels=True (sscrf compile --labeled) it is read as a token "
+                      "column, and the labels become attributes", UserWarning, stacklevel=3)
+
+
 def _extractor_of(vocabulary: Any) -> FeatureExtractor:
     """The fitted extractor of a CRF, an extractor or a compiled corpus."""
     if isinstance(vocabulary, CompiledCorpus):
@@ -405,9 +426,11 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
     Parameters
     ----------
     source : str, os.PathLike or list of sentences
-        A CoNLL file (read twice, as a stream, ``buffer_tokens`` at a time)
-        or sentences: token column lists (templates) or feature dicts
-        (``templates=None``).
+        A CoNLL file (a regular file, not a pipe: read twice, as a stream,
+        ``buffer_tokens`` at a time) or sentences: token column lists
+        (templates) or feature dicts (``templates=None``). A file's last
+        column is a token column unless ``has_labels``; one of chunk labels
+        only (``B-NP``, ``O``) is warned about.
     path : str or os.PathLike
         The output, written through a temporary file and a rename.
     templates : "default", template text, lines, Templates or None
@@ -445,18 +468,26 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
     check_integer(buffer_tokens, "buffer_tokens", minimum=1)
     if max_features is not None:
         check_integer(max_features, "max_features", minimum=1)
-    if has_labels and not isinstance(source, (str, bytes, os.PathLike)):
+    from_file = isinstance(source, (str, bytes, os.PathLike))
+    if has_labels and not from_file:
         raise SscrfError("has_labels=True reads a CoNLL file; give its path as source")
-    if not isinstance(source, (str, bytes, os.PathLike)):
+    if not from_file:
         source = check_unlabeled(source, "source")
     report = Progress(verbose)
-    name = os.fsdecode(source) if isinstance(source, (str, bytes, os.PathLike)) else "sentences"
+    name = os.fsdecode(source) if from_file else "sentences"
+    if from_file and os.path.exists(name) and not os.path.isfile(name):
+        # each pass opens the file anew: a pipe would give each pass other lines
+        raise SscrfError(f"{name}: not a regular file: compiling reads a file more than once "
+                         "(its first sentence, the vocabulary's count, the sentences), which a "
+                         "pipe or a device cannot give; write it to a file first")
     if hash_features is not None:
         hash_features = check_hash_features(hash_features)
         if vocabulary is not None or max_features is not None or min_freq != 1:
             raise SscrfError("hash_features has no vocabulary: vocabulary=, min_freq and "
                              "max_features go without it (a hashed model's vocabulary= "
                              "brings its hashing)")
+    if vocabulary is None and not has_labels and from_file:
+        _warn_if_last_column_is_labels(source, name, encoding)
     if vocabulary is None and isinstance(templates, str) and templates.strip() == "default":
         first = _first_sentence(source, has_labels, encoding)
         templates = default_templates(1 if not first else len(first[0]))

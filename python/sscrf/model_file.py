@@ -134,9 +134,9 @@ def read_model(path: Any, new_model: Callable[[dict[str, Any], list[str]], Any])
     meta, arrays = serialization.load(path)
     try:
         if meta.get("kind") == REPRESENTATIONS_KIND:
-            raise SscrfError("not a CRF model but word representations (give them with "
-                             "--representations REP, or read them with "
-                             "WordRepresentations.load)")
+            raise SscrfError("not a CRF model but word representations (as 'sscrf "
+                             "represent' writes them; 'sscrf train --representations' and "
+                             "WordRepresentations.load read them)")
         if meta.get("kind") != MODEL_KIND:
             raise SscrfError("not a CRF model")
         labels = meta["labels"]

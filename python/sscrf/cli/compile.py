@@ -8,6 +8,7 @@ from ..corpus_file import CompiledCorpus, compile_corpus_file, is_compiled_corpu
 from ..errors import SscrfError
 from ..features import read_templates
 from ..inputs import check_not_an_input, check_writable
+from .options import program_warnings
 from .reading import load_model
 
 __all__ = ["run"]
@@ -29,14 +30,20 @@ def run(args: argparse.Namespace) -> int:
         vocabulary = (CompiledCorpus.open(args.vocabulary, validate=False)
                       if is_compiled_corpus(args.vocabulary) else load_model(args.vocabulary))
     templates = "default" if args.template is None else read_templates(args.template)
-    info = compile_corpus_file(args.file, args.output, templates=templates,
-                               vocabulary=vocabulary, min_freq=args.min_freq,
-                               max_features=args.max_features,
-                               hash_features=args.hash_features, has_labels=args.labeled,
-                               buffer_tokens=args.buffer_tokens, verbose=not args.quiet)
+    with program_warnings(_in_command_terms):
+        info = compile_corpus_file(args.file, args.output, templates=templates,
+                                   vocabulary=vocabulary, min_freq=args.min_freq,
+                                   max_features=args.max_features,
+                                   hash_features=args.hash_features, has_labels=args.labeled,
+                                   buffer_tokens=args.buffer_tokens, verbose=not args.quiet)
     per_entry = info["array_bytes"] / max(info["nnz"], 1)
     print(f"{args.output}: {info['n_sentences']:,} sentences, {info['n_tokens']:,} tokens, "
           f"{info['nnz']:,} entries, {info['n_attributes']:,} attributes, "
           f"{info['bytes']:,} bytes ({per_entry:.2f} per entry besides the vocabulary), "
           f"{info['seconds']:.1f} s")
     return 0
+
+
+def _in_command_terms(message: str) -> str:
+    """The library's advice to Python callers, in the command's terms."""
+    return message.replace("has_labels=True (sscrf compile --labeled)", "--labeled")

@@ -7,8 +7,10 @@ loads no numpy (see :func:`sscrf.cli.main`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from typing import Callable
+import warnings
+from typing import Callable, Iterator
 
 PROG = "sscrf"
 
@@ -86,3 +88,17 @@ def representations_option(sub: argparse.ArgumentParser) -> None:
 def error(message: object) -> None:
     """Print ``sscrf: error: message`` on stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def program_warnings(rewrite: Callable[[str], str] = str) -> Iterator[None]:
+    """Warnings raised inside, printed as ``sscrf: warning: message`` (each
+    through ``rewrite``) on the way out, also when an error or an interrupt
+    ends the block (they may explain it)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for w in caught:
+                print(f"{PROG}: warning: {rewrite(str(w.message))}", file=sys.stderr)

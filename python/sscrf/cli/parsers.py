@@ -424,8 +424,8 @@ def add_compile(commands: Any) -> argparse.ArgumentParser:
         "that training and tagging read memory-mapped: from Python,\n"
         "sscrf.CompiledCorpus.open(OUT) as fit's X_unlabeled or predict's X. FILE is\n"
         "read twice as a stream (the vocabulary is counted, cut and frozen, then the\n"
-        "sentences are interned under it), so it need not fit in memory. The format\n"
-        "is documented in sscrf.corpus_file.")
+        "sentences are interned under it), so it need not fit in memory, but it must\n"
+        "be a regular file, not a pipe. The format is documented in sscrf.corpus_file.")
     sub.add_argument("file", metavar="FILE", help="CoNLL file (token columns; with --labeled, "
                                                   "the label last)")
     sub.add_argument("-o", "--output", metavar="OUT", required=True,
@@ -449,5 +449,5 @@ def add_compile(commands: Any) -> argparse.ArgumentParser:
                      help="FILE's last column is the label: stored with the sentences")
     sub.add_argument("--buffer-tokens", type=positive_int, default=1 << 18, metavar="N",
                      help="tokens read into memory at a time (default: 262144)")
-    sub.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    sub.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return sub

@@ -7,7 +7,6 @@ import os
 import sys
 import time
 from typing import Any, Optional, Sequence
-import warnings
 
 from ..constraints import read_constraints
 from ..corpus_file import CompiledCorpus, is_compiled_corpus
@@ -18,7 +17,7 @@ from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
-from .options import PROG, error
+from .options import PROG, error, program_warnings
 from .reading import load_model, load_representations, read_labeled
 from ..representations import DEFAULT_VECTOR_SCALE, file_digest
 
@@ -136,10 +135,8 @@ def run(args: argparse.Namespace) -> int:
                 hash_features=args.hash_features, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, word_vectors=vectors, verbose=not args.quiet)
-    caught = []
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")  # shown below as the program's warnings
+        with program_warnings():
             model.fit(corpus.tokens, corpus.labels,
                       X_unlabeled=unlabeled if compiled is None else compiled,
                       constraints=constraints, init=init)
@@ -147,9 +144,6 @@ def run(args: argparse.Namespace) -> int:
         if not hasattr(model, "coef_"):
             error(f"interrupted before the first iteration; {args.model} not written")
             return 130
-    finally:  # also before an error, which they may explain
-        for w in caught:
-            print(f"{PROG}: warning: {w.message}", file=sys.stderr)
     training = model.training_
     if rep is not None:
         model.representations_ = record
