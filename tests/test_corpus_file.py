@@ -218,6 +218,8 @@ def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
     assert code == 0, err
     m = CRF.load(model)
     assert m.predict(CompiledCorpus.open(tagged)) == m.predict(U)
+    code, _, err = run(capsys, "tag", "-m", model, tagged)
+    assert_error(code, err, "a compiled corpus holds attribute ids", "CompiledCorpus.open")
     code, _, err = run(capsys, "compile", unl, "-o", unl)
     assert_error(code, err, "destroy the input")
     template = tmp_path / "t.tpl"
@@ -256,10 +258,10 @@ def test_a_last_column_of_chunk_labels_read_as_tokens_is_warned_about(capsys, tm
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="pipes opened by path (/dev/fd)")
-def test_a_pipe_is_refused(capsys, tmp_path):
+def test_a_pipe_is_refused_by_compile_and_read_whole_by_train(capsys, tmp_path):
     # Compiling opens the file once per pass: a pipe's later passes read
     # nothing, which would give a corpus of its first lines or of none.
-    _, _, unl = conll_files(tmp_path, 1, 20, 3)
+    _, _, unl = conll_files(tmp_path, 1, 200, 3)
     for args in ({}, {"hash_features": 1024}, "cli"):
         r, w = os.pipe()
         try:
@@ -276,6 +278,21 @@ def test_a_pipe_is_refused(capsys, tmp_path):
         finally:
             os.close(r)
     assert not (tmp_path / "x.corpus").exists()
+    # train --unlabeled tells a compiled corpus from a CoNLL file without
+    # reading a pipe's first bytes away from the CoNLL reader
+    train = tmp_path / "train.txt"
+    write_conll(train, *generate_hmm_corpus(20, seed=4))
+    assert len(unl.read_bytes()) > 8192  # more than one buffered read
+    r, w = os.pipe()
+    try:
+        os.write(w, unl.read_bytes())
+        os.close(w)
+        code, out, err = run(capsys, "train", train, "-m", tmp_path / "m.model", "-q",
+                             "--unlabeled", f"/dev/fd/{r}", "--entropy-weight", "0.01",
+                             "--max-iterations", "2")
+    finally:
+        os.close(r)
+    assert code == 0 and "200 unlabeled sentences" in out, (out, err)
 
 def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):
     # A read-only array (a memory-mapped file's) is viewed, not copied: the

@@ -72,7 +72,11 @@ def _mapping(n_buckets: Optional[int]) -> str:
 
 
 def is_compiled_corpus(path: PathLike) -> bool:
-    """Whether the file at ``path`` starts with a compiled corpus's magic."""
+    """Whether ``path`` is a regular file that starts with a compiled corpus's
+    magic. A pipe is never one, and is not read: what a look at its first
+    bytes took would be missing for the reader that follows."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as f:
             return f.read(len(MAGIC)) == MAGIC

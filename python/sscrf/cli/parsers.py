@@ -431,9 +431,10 @@ def add_compile(commands: Any) -> argparse.ArgumentParser:
     sub.add_argument("-o", "--output", metavar="OUT", required=True,
                      help="the corpus file to write")
     sub.add_argument("--vocabulary", metavar="MODEL_OR_CORPUS",
-                     help="compile under this model's vocabulary and templates (to tag with it "
-                          "or train it further), or that of another corpus file (the next "
-                          "shard of one corpus); without it the vocabulary is FILE's own")
+                     help="compile under this model's vocabulary and templates (to tag it "
+                          "with the model in Python, or train the model further), or that of "
+                          "another corpus file (the next shard of one corpus); without it the "
+                          "vocabulary is FILE's own")
     sub.add_argument("--template", metavar="FILE",
                      help="CRF++-style template file (default: built-in templates for FILE's "
                           "token columns)")

@@ -10,6 +10,7 @@ import sys
 import weakref
 from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence
 
+from ..corpus_file import is_compiled_corpus
 from ..errors import SscrfError
 from ..io import (
     conll_sentences,
@@ -127,6 +128,10 @@ class ToTag(NamedTuple):
 def sentences_to_tag(path: str, model: CRF, model_path: str, args: argparse.Namespace,
                      need_gold: bool = False) -> Iterator[Any]:
     """FILE's sentences as they are read, as ToTag."""
+    if is_compiled_corpus(path):
+        raise SscrfError(f"{file_name(path)}: a compiled corpus holds attribute ids, not the "
+                         "words this command prints: give the CoNLL file it was compiled from "
+                         "(in Python, model.predict(sscrf.CompiledCorpus.open(path)) tags it)")
     expected = model_columns(model, model_path)
     if args.conllu:
         if expected != 1:
