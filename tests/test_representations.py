@@ -4,6 +4,7 @@ References are brute-force counts, a numpy PPMI and scipy/numpy's dense SVD.
 """
 
 import collections
+import os
 
 import numpy as np
 import pytest
@@ -339,6 +340,16 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     assert "test.txt: not an sscrf word-representations file" in capsys.readouterr().err
     assert main(["tag", "-m", str(moved), str(tmp_path / "test.txt")]) == 2
     assert "not a CRF model but word representations" in capsys.readouterr().err
+    # a pipe cannot be read again at tagging, nor its checksum taken after the read
+    r, w = os.pipe()
+    try:
+        os.write(w, moved.read_bytes()[:4096])
+        os.close(w)
+        assert main(["train", str(tmp_path / "train.txt"), "-m", str(tmp_path / "p.model"),
+                     "--representations", f"/dev/fd/{r}", "-q"]) == 2
+    finally:
+        os.close(r)
+    assert "not a regular file: the model records" in capsys.readouterr().err
 
 
 def test_symmetric_eigen_against_numpy():

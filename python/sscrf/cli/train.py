@@ -199,6 +199,10 @@ def _representations(args: argparse.Namespace, init: Any, templates: Any, n_colu
         rep = load_representations(path, init.representations_["sha256"], args.init,
                                    recorded=True)
     else:
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise SscrfError(f"{path}: not a regular file: the model records the word "
+                             "representations' path and checksum, so that tagging reads the "
+                             "same file again; write them to a file first")
         rep = load_representations(path)
     digest = file_digest(path)
     column = n_columns + (len(WORD_COLUMNS) if words else 0)
