@@ -294,6 +294,35 @@ def test_a_pipe_is_refused_by_compile_and_read_whole_by_train(capsys, tmp_path):
         os.close(r)
     assert code == 0 and "200 unlabeled sentences" in out, (out, err)
 
+
+def test_cli_trains_on_a_corpus_compiled_with_its_labels(capsys, tmp_path):
+    _, train, unl = conll_files(tmp_path, 40, 60, 17)
+    # unlabeled text of the labeled vocabulary: the CoNLL route counts the
+    # unlabeled text's attributes too, a compiled one keeps its own
+    write_conll(unl, generate_hmm_corpus(40, seed=17)[0] * 2)
+    labeled, unlabeled = tmp_path / "l.corpus", tmp_path / "u.corpus"
+    assert run(capsys, "compile", train, "--labeled", "-o", labeled, "-q")[0] == 0
+    assert run(capsys, "compile", unl, "--vocabulary", labeled, "-o", unlabeled, "-q")[0] == 0
+    for extra in ([], ["--unlabeled", "UNL", "--entropy-weight", "0.01"]):
+        models = []
+        for source, unl_source in ((train, unl), (labeled, unlabeled)):
+            models.append(tmp_path / f"m{len(models)}.model")
+            args = [a if a != "UNL" else unl_source for a in extra]
+            code, out, err = run(capsys, "train", source, "-m", models[-1], "-q",
+                                 "--max-iterations", "8", *args)
+            assert code == 0, err
+            assert "40 sentences" in out and ("80 unlabeled" in out) == bool(extra), out
+        assert models[0].read_bytes() == models[1].read_bytes()  # the same model, bit for bit
+    code, _, err = run(capsys, "train", unlabeled, "-m", tmp_path / "x.model", "-q")
+    assert_error(code, err, "compiled without its labels", "--labeled")
+    code, _, err = run(capsys, "train", labeled, "-m", tmp_path / "x.model", "--min-freq", "2",
+                       "--features", "words")
+    assert_error(code, err, "brings its templates", "--features words, --min-freq")
+    code, _, err = run(capsys, "train", labeled, "-m", tmp_path / "x.model", "--unlabeled", unl,
+                       "--entropy-weight", "0.01")
+    assert_error(code, err, "compiled under its vocabulary")
+    assert not (tmp_path / "x.model").exists()
+
 def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):
     # A read-only array (a memory-mapped file's) is viewed, not copied: the
     # corpus holds a reference to it for as long as it lives, and scores

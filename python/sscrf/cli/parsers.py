@@ -82,7 +82,8 @@ def add_train(commands: Any) -> None:
         "Ctrl-C stops training: the best model so far is saved, and the exit status\n"
         "is 130 so that a script does not take it for a finished training.")
     sub.add_argument("train", metavar="TRAIN",
-                     help="training file (CoNLL, or CoNLL-U with --conllu)")
+                     help="training file (CoNLL, CoNLL-U with --conllu, or a corpus that "
+                          "sscrf compile --labeled wrote)")
     sub.add_argument("-m", "--model", metavar="MODEL", required=True,
                      help="where to save the model")
     sub.add_argument("--template", metavar="FILE",

@@ -33,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.model)
     check_not_an_input(args.model, (args.train, args.template, args.unlabeled,
                                     args.constraints, args.representations))
+    if is_compiled_corpus(args.train):
+        return _train_compiled(args, started)
     templates: Any = "default"
     if args.template is not None:
         templates = read_templates(args.template)
@@ -144,14 +146,20 @@ def run(args: argparse.Namespace) -> int:
         if not hasattr(model, "coef_"):
             error(f"interrupted before the first iteration; {args.model} not written")
             return 130
-    training = model.training_
     if rep is not None:
         model.representations_ = record
     model.save(args.model)
-    n_tokens = sum(map(len, corpus.labels))
-    ge_note = "" if constraints is None else f", {len(model.constraints_)} constraints"
     read = unlabeled if compiled is None else compiled
-    unlabeled_note = "" if read is None else f", {len(read)} unlabeled sentences"
+    return _report(args, model, len(corpus.tokens), sum(map(len, corpus.labels)),
+                   None if read is None else len(read), constraints is not None, started)
+
+
+def _report(args: argparse.Namespace, model: CRF, n_sentences: int, n_tokens: int,
+            n_unlabeled: Optional[int], ge: bool, started: float) -> int:
+    """The one-line summary of a saved model's training; the exit status."""
+    training = model.training_
+    ge_note = f", {len(model.constraints_)} constraints" if ge else ""
+    unlabeled_note = "" if n_unlabeled is None else f", {n_unlabeled} unlabeled sentences"
     iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
     warm = training.get("stages", {}).get("supervised")
     if warm is not None and warm["stop_reason"] in (STOP_INTERRUPTED, STOP_CALLBACK):
@@ -160,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     elif warm is not None:  # two stages: the supervised warm start, then the full objective
         iterations = (f"{warm['iterations']} + {training['iterations']} iterations (supervised "
                       f"warm start, then {training['stop_reason']})")
-    print(f"{args.model}: {len(corpus.tokens)} sentences, {n_tokens} tokens{unlabeled_note}, "
+    print(f"{args.model}: {n_sentences} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
           f"{f' ({model.n_active_features_} state weights not 0)' if args.c1 > 0 else ''}, "
           f"{iterations}, {time.perf_counter() - started:.1f} s")
@@ -168,6 +176,54 @@ def run(args: argparse.Namespace) -> int:
         error(f"interrupted: {args.model} holds the best model so far, not a finished training")
         return 130
     return 0
+
+
+def _train_compiled(args: argparse.Namespace, started: float) -> int:
+    """``sscrf train`` on a corpus compiled with its labels (``sscrf compile
+    --labeled``): the corpus brings its templates, vocabulary and labels."""
+    fixed = [option for option, given in (
+        ("--template", args.template is not None), ("--features words", args.features == "words"),
+        ("--init", args.init is not None), ("--representations", args.representations is not None),
+        ("--vector-scale", args.vector_scale is not None), ("--partial", args.partial),
+        ("--conllu", args.conllu), ("--label-column", args.label_column is not None),
+        ("--labels", args.labels is not None), ("--min-freq", args.min_freq != 1),
+        ("--max-features", args.max_features is not None),
+        ("--hash-features", args.hash_features is not None)) if given]
+    if fixed:
+        raise SscrfError(f"{args.train}: a compiled corpus brings its templates, vocabulary and "
+                         f"labels; {', '.join(fixed)} go with a CoNLL TRAIN file")
+    corpus = CompiledCorpus.open(args.train)
+    if corpus.labels is None:
+        raise SscrfError(f"{args.train}: the corpus was compiled without its labels: compile "
+                         "the CoNLL file with --labeled to train on it")
+    constraints = _read_ge_constraints(args)
+    unlabeled = None
+    if args.unlabeled is not None:
+        if args.entropy_weight <= 0 and constraints is None:
+            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
+                             "FILE with --ge-weight L")
+        if not is_compiled_corpus(args.unlabeled):
+            raise SscrfError(f"{args.unlabeled}: with a compiled TRAIN, give the unlabeled "
+                             "text compiled under its vocabulary (sscrf compile FILE "
+                             f"--vocabulary {args.train})")
+        unlabeled = CompiledCorpus.open(args.unlabeled)
+    elif args.entropy_weight > 0:
+        raise SscrfError("--entropy-weight needs --unlabeled FILE")
+    model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
+                n_threads=args.threads, feature_set=args.feature_set,
+                entropy_weight=args.entropy_weight, entropy_method=args.entropy_method,
+                ge_weight=args.ge_weight, ge_penalty=args.ge_penalty, verbose=not args.quiet)
+    try:
+        with program_warnings():
+            model.fit(corpus, None, X_unlabeled=unlabeled, constraints=constraints)
+    except KeyboardInterrupt:  # the model holds the best parameters so far, if any
+        if not hasattr(model, "coef_"):
+            error(f"interrupted before the first iteration; {args.model} not written")
+            return 130
+    model.save(args.model)
+    return _report(args, model, len(corpus), corpus.n_tokens,
+                   None if unlabeled is None else len(unlabeled), constraints is not None,
+                   started)
 
 
 def _read_ge_constraints(args: argparse.Namespace) -> Optional[dict[str, Any]]:
