@@ -113,3 +113,24 @@ def test_run_demo_small():
 def test_run_demo_silent():
     result = run_demo(n_train=30, n_test=10, seed=1, n_threads=1, verbose=False, out=None)
     assert 0.0 <= result["f1"] <= 1.0
+
+
+def test_run_demo_side_by_side():
+    out = io.StringIO()
+    result = run_demo(n_train=90, n_test=40, seed=2, n_threads=1, verbose=False, out=out,
+                      max_iterations=30, n_unlabeled=300, n_few=20)
+    side = result["side_by_side"]
+    assert set(side) == {"few", "few+representations", "few+active", "few+random",
+                         "few+partial"}
+    assert all(0 <= f1 <= 1 for f1 in side.values())
+    text = out.getvalue()
+    for name, f1 in side.items():  # each row printed with its figure
+        assert f"{100 * f1:6.2f}" in text, name
+    assert "20 labeled sentences" in text and "picked by active learning" in text
+    assert "40 more with half their tokens labeled" in text
+    # n_few is bounded by the pool the rest of n_train leaves; 0 drops the table
+    small = run_demo(n_train=12, n_test=10, n_threads=1, verbose=False, out=None,
+                     max_iterations=10, n_unlabeled=0, n_few=50)
+    assert "few+representations" not in small["side_by_side"]
+    assert "side_by_side" not in run_demo(n_train=12, n_test=10, n_threads=1, verbose=False,
+                                          out=None, max_iterations=10, n_few=0, n_unlabeled=0)

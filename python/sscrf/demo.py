@@ -3,7 +3,8 @@
 Nothing is downloaded. :func:`generate_hmm_corpus` samples CoNLL-2000-like
 ``word POS chunk`` data from a small first-order hidden Markov model, and
 :func:`run_demo` trains ``CRF(templates="default")`` on one sample and scores
-it on another.
+it on another, then shows side by side what word representations, active
+learning and partial labels add to a few labeled sentences.
 
 The HMM
 -------
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO, Union
 
 import numpy as np
 
+from .active import select
 from .errors import SscrfError
 from .inputs import check_integer, random_generator
 from .metrics import chunk_scores, format_chunk_report, token_accuracy
@@ -204,14 +206,22 @@ def _examples(X: Sequence[Any], y: Sequence[Any], predicted: Sequence[Any], n: i
 def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
              n_threads: Optional[int] = None, verbose: bool = True,
              out: Optional[TextIO] = sys.stdout, max_iterations: int = 100,
-             n_unlabeled: int = 3000) -> dict[str, Any]:
-    """Train a CRF on HMM samples and score it on fresh ones.
+             n_unlabeled: int = 3000, n_few: int = 50) -> dict[str, Any]:
+    """Train a CRF on HMM samples and score it on fresh ones; then, side by
+    side, what unlabeled text and cheap supervision add to a few labels.
 
     Generates ``n_train + n_test`` sentences with :func:`generate_hmm_corpus`
     (the first ``n_train`` train, the rest test), trains
     ``CRF(templates="default", max_iterations=max_iterations)``, tags the test set and
     prints a conlleval-style chunk report with token accuracy and a few
-    tagged test sentences.
+    tagged test sentences. Then a table of chunk F1 on the same test set:
+    models of the first ``n_few`` training sentences alone, with word
+    representations from ``n_unlabeled`` unlabeled sentences, with
+    ``n_few`` more sentences of the rest chosen by active learning (least
+    confidence) or at random, and with ``2 * n_few`` more of which half the
+    tokens are labeled (as many labeled tokens as the ``n_few`` random
+    ones, in expectation); and the full ``n_train`` with and without the
+    representations.
 
     Parameters
     ----------
@@ -231,6 +241,9 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
         Sentences of unlabeled text (another sample of the HMM) to learn
         :class:`sscrf.WordRepresentations` from; a second model reads their
         cluster ids as extra columns, scored side by side. 0: no such row.
+    n_few : int
+        The few labeled sentences of the side-by-side table, at most
+        ``n_train // 3`` (the rest is the pool); 0: no table.
 
     Returns
     -------
@@ -239,10 +252,15 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
         ``chunk_scores`` (the full :func:`sscrf.metrics.chunk_scores` dict),
         ``n_train``, ``n_test``, ``n_train_tokens``, ``n_test_tokens``,
         ``iterations``, ``train_seconds`` and ``seconds`` (the whole demo);
-        with ``n_unlabeled``, ``f1_representations``.
+        with ``n_unlabeled``, ``f1_representations``; with ``n_few``,
+        ``side_by_side``: chunk F1 by row (``few``, ``few+representations``
+        with ``n_unlabeled``, ``few+active``, ``few+random``,
+        ``few+partial``).
     """
     if n_train < 1 or n_test < 1:
         raise SscrfError("run_demo needs n_train ≥ 1 and n_test ≥ 1")
+    check_integer(n_few, "n_few", minimum=0)
+    n_few = min(n_few, n_train // 3)  # the rest of n_train is the pool
     started = time.perf_counter()
 
     def say(text: str = "") -> None:
@@ -276,10 +294,34 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
         cells = [f"{w}/{p} {g}" + ("" if g == q else f"→{q}*")
                  for (w, p), g, q in zip(tokens_, gold, pred)]
         say("  " + "  ".join(cells))
-    f1_rep = None
+    f1_rep = rep = None
     if n_unlabeled > 0:
-        f1_rep = _with_representations(X_train, y_train, X_test, y_test, n_unlabeled, seed,
-                                       n_threads, max_iterations)
+        unlabeled, _ = generate_hmm_corpus(n_unlabeled, seed=seed + 1)
+        rep = WordRepresentations(n_threads=n_threads).fit([w for w, _ in s] for s in unlabeled)
+        f1_rep = _with_representations(rep, X_train, y_train, X_test, y_test, n_threads,
+                                       max_iterations)
+    side = None
+    if n_few > 0:
+        side = _side_by_side(n_few, rep, X_train, y_train, X_test, y_test, seed, n_threads,
+                             max_iterations)
+        rows = [(f"{n_few} labeled sentences", side["few"])]
+        if rep is not None:
+            rows.append((f"  + word representations from {n_unlabeled} unlabeled sentences",
+                         side["few+representations"]))
+        rows += [(f"  + {n_few} more, picked by active learning (least confidence)",
+                  side["few+active"]),
+                 (f"  + {n_few} more, picked at random", side["few+random"]),
+                 (f"  + {2 * n_few} more with half their tokens labeled (as many labels)",
+                  side["few+partial"]),
+                 (f"{n_train} labeled sentences (the model above)", scores["f1"])]
+        if f1_rep is not None:
+            rows.append(("  + word representations", f1_rep))
+        say()
+        say(f"side by side, chunk F1 on the {n_test} test sentences:")
+        width = max(len(name) for name, _ in rows)
+        for name, f1 in rows:
+            say(f"  {name:<{width}}  {100 * f1:6.2f}")
+    elif f1_rep is not None:
         say()
         say(f"side by side, chunk F1: {100 * scores['f1']:.2f} without, {100 * f1_rep:.2f} with "
             f"representations from {n_unlabeled} unlabeled sentences (cluster ids as columns)")
@@ -300,25 +342,57 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
         "train_seconds": train_seconds,
         "seconds": seconds,
         **({} if f1_rep is None else {"f1_representations": f1_rep}),
+        **({} if side is None else {"side_by_side": side}),
     }
 
 
-def _with_representations(X_train: list[list[list[str]]], y_train: list[list[str]],
-                          X_test: list[list[list[str]]], y_test: list[list[str]],
-                          n_unlabeled: int, seed: int, n_threads: Optional[int],
+def _rep_columns(rep: WordRepresentations,
+                 sentences: list[list[list[str]]]) -> list[list[list[str]]]:
+    """Tokens with the cluster ids of their word appended as columns."""
+    return [[list(t) + c for t, c in zip(s, rep.columns([w for w, _ in s]))]
+            for s in sentences]
+
+
+def _with_representations(rep: WordRepresentations, X_train: list[list[list[str]]],
+                          y_train: list[list[str]], X_test: list[list[list[str]]],
+                          y_test: list[list[str]], n_threads: Optional[int],
                           max_iterations: int) -> float:
-    """Chunk F1 of a model that also reads the cluster ids, at -1, 0 and +1, of
-    word representations learned from ``n_unlabeled`` more HMM sentences."""
-    unlabeled, _ = generate_hmm_corpus(n_unlabeled, seed=seed + 1)
-    rep = WordRepresentations(n_threads=n_threads).fit([w for w, _ in s] for s in unlabeled)
-
-    def columns(sentences: list[list[list[str]]]) -> list[list[list[str]]]:
-        return [[list(t) + c for t, c in zip(s, rep.columns([w for w, _ in s]))]
-                for s in sentences]
-
+    """Chunk F1 of a model that also reads the cluster ids of ``rep``, at -1,
+    0 and +1."""
     lines = [line for line in default_templates(2).lines if line != "B"]
     lines += [f"Urep{j}{d:+d}:%x[{d},{2 + j}]" for j in range(len(rep.clusters))
               for d in (-1, 0, 1)]
     model = CRF(templates=lines + ["B"], max_iterations=max_iterations, n_threads=n_threads)
-    model.fit(columns(X_train), y_train)
-    return chunk_scores(y_test, model.predict(columns(X_test)))["f1"]
+    model.fit(_rep_columns(rep, X_train), y_train)
+    return chunk_scores(y_test, model.predict(_rep_columns(rep, X_test)))["f1"]
+
+
+def _side_by_side(n_few: int, rep: Optional[WordRepresentations],
+                  X_train: list[list[list[str]]], y_train: list[list[str]],
+                  X_test: list[list[list[str]]], y_test: list[list[str]], seed: int,
+                  n_threads: Optional[int], max_iterations: int) -> dict[str, float]:
+    """Chunk F1 of models of the first ``n_few`` training sentences, alone and
+    with each kind of cheap help (see :func:`run_demo`); the rest of the
+    training sentences are the pool that active learning and the random and
+    partial rows draw from."""
+    X_few, y_few = X_train[:n_few], y_train[:n_few]
+    X_pool, y_pool = X_train[n_few:], y_train[n_few:]
+
+    def f1(X: list[Any], y: list[Any]) -> float:
+        model = CRF(templates="default", max_iterations=max_iterations, n_threads=n_threads)
+        return chunk_scores(y_test, model.fit(X, y).predict(X_test))["f1"]
+
+    few = CRF(templates="default", max_iterations=max_iterations, n_threads=n_threads)
+    few.fit(X_few, y_few)
+    out = {"few": chunk_scores(y_test, few.predict(X_test))["f1"]}
+    if rep is not None:
+        out["few+representations"] = _with_representations(rep, X_few, y_few, X_test, y_test,
+                                                           n_threads, max_iterations)
+    rng = np.random.default_rng(seed)
+    for name, strategy in (("few+active", "least_confidence"), ("few+random", "random")):
+        picked, _ = select(few, X_pool, strategy, n_few, random_state=rng)
+        out[name] = f1(X_few + [X_pool[i] for i in picked], y_few + [y_pool[i] for i in picked])
+    partial = [[label if rng.random() < 0.5 else None for label in labels]
+               for labels in y_pool[:2 * n_few]]
+    out["few+partial"] = f1(X_few + X_pool[:2 * n_few], y_few + partial)
+    return out

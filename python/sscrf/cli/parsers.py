@@ -282,7 +282,10 @@ def add_demo(commands: Any) -> None:
         commands, "demo", "train and score a CRF on a built-in HMM corpus",
         "Sample a chunking corpus from a small built-in hidden Markov model (nothing\n"
         "is downloaded; see sscrf.demo), train a CRF with the default templates, tag\n"
-        "a held-out sample and print chunk scores and a few tagged sentences.")
+        "a held-out sample and print chunk scores and a few tagged sentences; then,\n"
+        "side by side, the chunk F1 of 50 of the training sentences alone and with\n"
+        "word representations from unlabeled text, 50 more picked by active learning\n"
+        "or at random, or 100 more with half their tokens labeled.")
     sub.add_argument("--seed", type=non_negative_int, default=0, help="corpus seed (default: 0)")
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: every core)")
