@@ -4,7 +4,8 @@ import io
 
 import pytest
 
-from sscrf.demo import EMISSIONS, LABELS, START, TRANSITIONS, WORDS, generate_hmm_corpus, run_demo
+from sscrf.demo import (EMISSIONS, LABELS, PROTOTYPES, START, TRANSITIONS, WORDS,
+                        generate_hmm_corpus, run_demo)
 
 
 def iob2_violations(labels):
@@ -121,7 +122,7 @@ def test_run_demo_side_by_side():
                       max_iterations=30, n_unlabeled=300, n_few=20)
     side = result["side_by_side"]
     assert set(side) == {"few", "few+representations", "few+active", "few+random",
-                         "few+partial"}
+                         "few+partial", "few+prototypes", "prototypes"}
     assert all(0 <= f1 <= 1 for f1 in side.values())
     text = out.getvalue()
     for name, f1 in side.items():  # each row printed with its figure
@@ -134,3 +135,18 @@ def test_run_demo_side_by_side():
     assert "few+representations" not in small["side_by_side"]
     assert "side_by_side" not in run_demo(n_train=12, n_test=10, n_threads=1, verbose=False,
                                           out=None, max_iterations=10, n_few=0, n_unlabeled=0)
+
+
+def test_each_prototype_word_is_seen_mostly_with_its_label():
+    tokens, labels = generate_hmm_corpus(3000, seed=5)
+    counts = {}
+    for sentence, sentence_labels in zip(tokens, labels):
+        for (word, _), label in zip(sentence, sentence_labels):
+            if word in PROTOTYPES:
+                counts.setdefault(word, {}).setdefault(label, 0)
+                counts[word][label] += 1
+    assert set(counts) == set(PROTOTYPES)
+    for word, label in PROTOTYPES.items():
+        assert max(counts[word], key=counts[word].get) == label, (word, counts[word])
+        assert counts[word][label] > 0.5 * sum(counts[word].values()), (word, counts[word])
+    assert set(PROTOTYPES.values()) == set(LABELS)

@@ -4,7 +4,8 @@ Nothing is downloaded. :func:`generate_hmm_corpus` samples CoNLL-2000-like
 ``word POS chunk`` data from a small first-order hidden Markov model, and
 :func:`run_demo` trains ``CRF(templates="default")`` on one sample and scores
 it on another, then shows side by side what word representations, active
-learning and partial labels add to a few labeled sentences.
+learning, partial labels and labeled words (GE) add to a few labeled
+sentences.
 
 The HMM
 -------
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Optional, TextIO, Union
 import numpy as np
 
 from .active import select
+from .constraints import majority_constraints
 from .errors import SscrfError
 from .inputs import check_integer, random_generator
 from .metrics import chunk_scores, format_chunk_report, token_accuracy
@@ -60,6 +62,7 @@ __all__ = [
     "EMISSIONS",
     "WORDS",
     "POS_NOISE",
+    "PROTOTYPES",
     "generate_hmm_corpus",
     "run_demo",
 ]
@@ -112,6 +115,11 @@ WORDS = {
 
 #: Probability that the POS column is replaced by a uniformly drawn tag.
 POS_NOISE = 0.03
+
+#: Two words a label, each mostly seen with it: the labeled features of the
+#: demo's generalized-expectation rows.
+PROTOTYPES = {"the": "B-NP", "a": "B-NP", "market": "I-NP", "shares": "I-NP", "is": "B-VP",
+              "said": "B-VP", "be": "I-VP", "been": "I-VP", "of": "O", ".": "O"}
 
 
 def _cumulative(dist: Mapping[str, float], keys: Sequence[str]) -> NDArray[np.float64]:
@@ -218,10 +226,12 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
     models of the first ``n_few`` training sentences alone, with word
     representations from ``n_unlabeled`` unlabeled sentences, with
     ``n_few`` more sentences of the rest chosen by active learning (least
-    confidence) or at random, and with ``2 * n_few`` more of which half the
+    confidence) or at random, with ``2 * n_few`` more of which half the
     tokens are labeled (as many labeled tokens as the ``n_few`` random
-    ones, in expectation); and the full ``n_train`` with and without the
-    representations.
+    ones, in expectation), and with the :data:`PROTOTYPES` words as labeled
+    features (generalized expectation on the rest of the training
+    sentences, unlabeled); those words alone, without a labeled sentence;
+    and the full ``n_train`` with and without the representations.
 
     Parameters
     ----------
@@ -255,7 +265,7 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
         with ``n_unlabeled``, ``f1_representations``; with ``n_few``,
         ``side_by_side``: chunk F1 by row (``few``, ``few+representations``
         with ``n_unlabeled``, ``few+active``, ``few+random``,
-        ``few+partial``).
+        ``few+partial``, ``few+prototypes``, ``prototypes``).
     """
     if n_train < 1 or n_test < 1:
         raise SscrfError("run_demo needs n_train ≥ 1 and n_test ≥ 1")
@@ -313,6 +323,10 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
                  (f"  + {n_few} more, picked at random", side["few+random"]),
                  (f"  + {2 * n_few} more with half their tokens labeled (as many labels)",
                   side["few+partial"]),
+                 (f"  + {len(PROTOTYPES)} labeled words (GE on the other "
+                  f"{n_train - n_few}, unlabeled)", side["few+prototypes"]),
+                 (f"{len(PROTOTYPES)} labeled words alone (GE), no labeled sentence",
+                  side["prototypes"]),
                  (f"{n_train} labeled sentences (the model above)", scores["f1"])]
         if f1_rep is not None:
             rows.append(("  + word representations", f1_rep))
@@ -395,4 +409,13 @@ def _side_by_side(n_few: int, rep: Optional[WordRepresentations],
     partial = [[label if rng.random() < 0.5 else None for label in labels]
                for labels in y_pool[:2 * n_few]]
     out["few+partial"] = f1(X_few + X_pool[:2 * n_few], y_few + partial)
+    word = next(line.split(":")[0] for line in default_templates(2).lines
+                if line.endswith(":%x[0,0]"))  # the template of the token's word
+    constraints = majority_constraints({f"{word}:{w}": label for w, label in PROTOTYPES.items()},
+                                       list(LABELS))
+    for name, X, y in (("few+prototypes", X_few, y_few), ("prototypes", [], [])):
+        model = CRF(templates="default", ge_weight=5.0, labels=list(LABELS),
+                    max_iterations=max_iterations, n_threads=n_threads)
+        model.fit(X, y, X_unlabeled=X_pool, constraints=constraints)
+        out[name] = chunk_scores(y_test, model.predict(X_test))["f1"]
     return out

@@ -285,7 +285,8 @@ def add_demo(commands: Any) -> None:
         "a held-out sample and print chunk scores and a few tagged sentences; then,\n"
         "side by side, the chunk F1 of 50 of the training sentences alone and with\n"
         "word representations from unlabeled text, 50 more picked by active learning\n"
-        "or at random, or 100 more with half their tokens labeled.")
+        "or at random, 100 more with half their tokens labeled, or 10 labeled words\n"
+        "(generalized expectation on the rest, unlabeled).")
     sub.add_argument("--seed", type=non_negative_int, default=0, help="corpus seed (default: 0)")
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: every core)")
