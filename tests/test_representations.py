@@ -385,6 +385,16 @@ def test_cli_represent_reads_conll_and_refuses_what_does_not_fit(tmp_path, capsy
     assert main(["represent", str(raw), "-o", str(b), "--dim", "4", "--clusters", "2,4",
                  "-q"]) == 0
     assert a.read_bytes() == b.read_bytes()
+    conllu = tmp_path / "raw.conllu"  # a comment, a multiword token line, FORM in column 2
+    conllu.write_text("".join(
+        "# sent_id = %d\n1-2\tx\t_\t_\t_\t_\t_\t_\t_\t_\n" % k
+        + "".join(f"{i}\t{w}\t{w.lower()}\tX\t_\t_\t0\tdep\t_\t_\n"
+                  for i, w in enumerate(sent, 1)) + "\n"
+        for k, sent in enumerate(sentences)))
+    c = tmp_path / "c.rep"
+    assert main(["represent", str(conllu), "--conllu", "-o", str(c), "--dim", "4",
+                 "--clusters", "2,4", "-q"]) == 0
+    assert c.read_bytes() == b.read_bytes()
     capsys.readouterr()
     assert main(["represent", str(raw), "-o", str(raw), "-q"]) == 2
     assert main(["represent", str(raw), "-o", str(b), "--clusters", "4,2"]) == 2

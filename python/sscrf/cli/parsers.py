@@ -391,16 +391,20 @@ def add_represent(commands: Any) -> None:
     sub = _command(
         commands, "represent", "learn word representations from unlabeled text",
         "Learn word vectors and nested word clusters from TEXT (one sentence a line,\n"
-        "words separated by spaces; or a CoNLL file with --conll, words in column 0),\n"
-        "read once, and save them to REP for 'sscrf train --representations REP'\n"
+        "words separated by spaces; or a CoNLL file with --conll, words in column 0;\n"
+        "or a CoNLL-U file with --conllu, words in FORM), read once, and save them to\n"
+        "REP for 'sscrf train --representations REP'\n"
         "(see sscrf.WordRepresentations). Example:\n"
         "  sscrf represent pubmed.txt -o bio.rep\n"
         "  sscrf train labeled.txt --features words --representations bio.rep -m ner.model")
     sub.add_argument("text", metavar="TEXT", help="unlabeled text ('-': standard input)")
     sub.add_argument("-o", "--output", metavar="REP", required=True,
                      help="where to save the representations")
-    sub.add_argument("--conll", action="store_true",
-                     help="TEXT is a CoNLL column file (the word in column 0)")
+    form = sub.add_mutually_exclusive_group()
+    form.add_argument("--conll", action="store_true",
+                      help="TEXT is a CoNLL column file (the word in column 0)")
+    form.add_argument("--conllu", action="store_true",
+                      help="TEXT is a CoNLL-U file (the word in FORM)")
     sub.add_argument("--dim", type=positive_int, default=100, metavar="D",
                      help="dimensions of the word vectors (default: 100)")
     sub.add_argument("--cluster-dim", type=positive_int, default=None, metavar="D",

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
-from ..io import conll_sentences, text_sentences
+from ..io import conll_sentences, conllu_indices, conllu_sentences, text_sentences
 from ..representations import WordRepresentations
 from .reading import file_name, readable
 
@@ -26,6 +26,13 @@ def _conll_sentences(path: str) -> Iterator[list[str]]:
         yield [token[0] for token in tokens]
 
 
+def _conllu_sentences(path: str) -> Iterator[list[str]]:
+    """The FORM column of each sentence of a CoNLL-U file."""
+    form, _ = conllu_indices(None, ("form",))
+    for _, tokens, _ in conllu_sentences(readable(path), form, None, "utf-8"):
+        yield [token[0] for token in tokens]
+
+
 def run(args: argparse.Namespace) -> int:
     """``sscrf represent``: the exit status."""
     started = time.perf_counter()
@@ -38,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
                               min_count=args.min_count, max_vocabulary=args.max_vocabulary,
                               random_state=args.seed, n_threads=args.threads,
                               verbose=not args.quiet)
-    sentences = _conll_sentences(args.text) if args.conll else _raw_sentences(args.text)
+    read = (_conll_sentences if args.conll else _conllu_sentences if args.conllu
+            else _raw_sentences)
+    sentences = read(args.text)
     rep.fit(sentences)
     rep.save(args.output)
     print(f"{args.output}: {len(rep.vocabulary_)} words from {rep.n_tokens_} tokens, "
