@@ -255,6 +255,11 @@ def test_a_last_column_of_chunk_labels_read_as_tokens_is_warned_about(capsys, tm
         "only (B-NP, B-VP, I-NP, ...): without --labeled" in err, err
     code, _, err = run(capsys, "compile", train, "-o", out, "-q", "--labeled")
     assert code == 0 and "warning" not in err, err
+    partial = tmp_path / "partial.txt"  # --partial's syntax, which a compiled corpus has not
+    partial.write_text("a X B-N\nb Y *\nc Z B-N|O\n\nd X O\n")
+    code, _, err = run(capsys, "compile", partial, "-o", out, "-q", "--labeled")
+    assert code == 0 and "labels '*', 'B-N|O' look like partial annotations" in err, err
+    assert "a compiled corpus stores each as a label of its own" in err
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/fd"), reason="pipes opened by path (/dev/fd)")

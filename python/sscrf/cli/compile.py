@@ -8,7 +8,7 @@ from ..corpus_file import CompiledCorpus, compile_corpus_file, is_compiled_corpu
 from ..errors import SscrfError
 from ..features import read_templates
 from ..inputs import check_not_an_input, check_writable
-from .options import program_warnings
+from .options import program_warnings, warn_partial_like
 from .reading import load_model
 
 __all__ = ["run"]
@@ -36,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
                                    max_features=args.max_features,
                                    hash_features=args.hash_features, has_labels=args.labeled,
                                    buffer_tokens=args.buffer_tokens, verbose=not args.quiet)
+    if args.labeled:
+        warn_partial_like(args.file, CompiledCorpus.open(args.output, validate=False).label_names,
+                          "a compiled corpus stores each as a label of its own: train on the "
+                          "CoNLL file with --partial")
     per_entry = info["array_bytes"] / max(info["nnz"], 1)
     print(f"{args.output}: {info['n_sentences']:,} sentences, {info['n_tokens']:,} tokens, "
           f"{info['nnz']:,} entries, {info['n_attributes']:,} attributes, "

@@ -10,7 +10,7 @@ import argparse
 import contextlib
 import sys
 import warnings
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 PROG = "sscrf"
 
@@ -102,3 +102,14 @@ def program_warnings(rewrite: Callable[[str], str] = str) -> Iterator[None]:
         finally:
             for w in caught:
                 print(f"{PROG}: warning: {rewrite(str(w.message))}", file=sys.stderr)
+
+
+def warn_partial_like(path: object, labels: Iterable[str], consequence: str) -> None:
+    """Warn when ``labels`` (distinct or not) hold ``*`` or ``A|B``, the
+    partial-annotation syntax of ``--partial``; ``consequence`` says what
+    becomes of them here."""
+    partial_like = sorted({label for label in labels if label == "*" or "|" in label})
+    if partial_like:
+        shown = ", ".join(map(repr, partial_like[:3])) + (", ..." if len(partial_like) > 3 else "")
+        print(f"{PROG}: warning: {path}: labels {shown} look like partial annotations (* "
+              f"unknown, A|B a set of labels); {consequence}", file=sys.stderr)

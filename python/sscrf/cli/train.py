@@ -17,7 +17,7 @@ from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
-from .options import PROG, error, program_warnings
+from .options import PROG, error, program_warnings, warn_partial_like
 from .reading import load_model, load_representations, read_labeled
 from ..representations import DEFAULT_VECTOR_SCALE, file_digest
 
@@ -53,14 +53,8 @@ def run(args: argparse.Namespace) -> int:
                                  for i, t in enumerate(corpus.tokens[0][:3])):
             print(f"{PROG}: warning: {args.train}: the tokens look like CoNLL-U lines (ID and 8 "
                   "more columns before the label): read it with --conllu", file=sys.stderr)
-        partial_like = sorted({label for sentence in corpus.labels for label in sentence
-                               if label == "*" or "|" in label})
-        if partial_like:
-            shown = ", ".join(map(repr, partial_like[:3]))
-            shown += ", ..." if len(partial_like) > 3 else ""
-            print(f"{PROG}: warning: {args.train}: labels {shown} look like partial annotations "
-                  "(* unknown, A|B a set of labels); without --partial each is a label of its "
-                  "own", file=sys.stderr)
+        warn_partial_like(args.train, (label for sentence in corpus.labels for label in sentence),
+                          "without --partial each is a label of its own")
     if not corpus.tokens and constraints is None:
         raise SscrfError(f"{args.train}: no sentences to train on")
     unlabeled = compiled = None
