@@ -318,6 +318,14 @@ def test_cli_trains_on_a_corpus_compiled_with_its_labels(capsys, tmp_path):
             assert code == 0, err
             assert "40 sentences" in out and ("80 unlabeled" in out) == bool(extra), out
         assert models[0].read_bytes() == models[1].read_bytes()  # the same model, bit for bit
+    hashed = tmp_path / "h.corpus"  # a hashed corpus trains a model hashed the same way
+    assert run(capsys, "compile", train, "--labeled", "--hash-features", "1024", "-o", hashed,
+               "-q")[0] == 0
+    for source, extra in ((hashed, []), (train, ["--hash-features", "1024"])):
+        code, _, err = run(capsys, "train", source, "-m", tmp_path / f"h{len(extra)}.model", "-q",
+                           "--max-iterations", "8", *extra)
+        assert code == 0, err
+    assert (tmp_path / "h0.model").read_bytes() == (tmp_path / "h2.model").read_bytes()
     code, _, err = run(capsys, "train", unlabeled, "-m", tmp_path / "x.model", "-q")
     assert_error(code, err, "compiled without its labels", "--labeled")
     code, _, err = run(capsys, "train", labeled, "-m", tmp_path / "x.model", "--min-freq", "2",

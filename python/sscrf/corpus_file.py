@@ -521,6 +521,11 @@ def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, 
     label_ids: dict[str, int] = {}
     n_tokens = n_sentences = nnz = 0
     all_ones, started = True, time.perf_counter()
+    # a hashing extractor is fitted without a pass; it records the token
+    # columns (the fewest of any token, as a fit does) from this one
+    widths: Optional[list[int]] = (
+        [] if extractor.hash_features is not None and extractor.n_columns_ is None
+        and extractor.templates is not None else None)
     folder = os.path.dirname(os.path.abspath(path))
     with tempfile.TemporaryDirectory(prefix=".sscrf-compile-", dir=folder) as spill:
         files = {k: open(os.path.join(spill, k), "wb")
@@ -530,6 +535,8 @@ def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, 
             files["offsets"].write(np.zeros(1, "<i8").tobytes())
             for k, batch in enumerate(_batches(source, has_labels, encoding, buffer_tokens), 1):
                 f = extractor.transform([s for s, _ in batch])
+                if widths is not None and f.n_tokens:
+                    widths.append(min(len(token) for s, _ in batch for token in s))
                 files["indptr"].write((f.indptr[1:] + nnz).astype("<i8").tobytes())
                 files["offsets"].write((f.offsets[1:] + n_tokens).astype("<i8").tobytes())
                 files["indices"].write(np.asarray(f.indices, "<i4").tobytes())
@@ -550,6 +557,8 @@ def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, 
         narrow = nnz <= np.iinfo(np.uint32).max
         flags = ((FLAG_ONES if all_ones else 0) | (FLAG_LABELS if has_labels else 0)
                  | (FLAG_POINTERS32 if narrow else 0))
+        if widths:
+            extractor.n_columns_ = min(widths)
         state = extractor.to_state()
         meta = {"features": state, "labels": list(label_ids) if has_labels else None,
                 "source": name}

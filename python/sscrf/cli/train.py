@@ -205,6 +205,7 @@ def _train_compiled(args: argparse.Namespace, started: float) -> int:
         raise SscrfError("--entropy-weight needs --unlabeled FILE")
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads, feature_set=args.feature_set,
+                hash_features=corpus.hash_features,  # a hashed corpus needs a hashed model
                 entropy_weight=args.entropy_weight, entropy_method=args.entropy_method,
                 ge_weight=args.ge_weight, ge_penalty=args.ge_penalty, verbose=not args.quiet)
     try:
