@@ -58,10 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if not corpus.tokens and constraints is None:
         raise SscrfError(f"{args.train}: no sentences to train on")
     unlabeled = compiled = None
+    _check_unlabeled_terms(args, constraints)
     if args.unlabeled is not None:
-        if args.entropy_weight <= 0 and constraints is None:
-            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
-                             "FILE with --ge-weight L")
         if is_compiled_corpus(args.unlabeled):  # it brings its templates and vocabulary
             if args.template is not None or args.features == "words" or args.init is not None:
                 raise SscrfError(f"{args.unlabeled}: a compiled corpus brings its templates and "
@@ -102,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
         if short is not None:
             raise SscrfError(f"{args.unlabeled}: sentence {short[0]} has {short[1]} column(s), "
                              f"{args.train} has {n_columns} token column(s)")
-    elif args.entropy_weight > 0 and compiled is None:
-        raise SscrfError("--entropy-weight needs --unlabeled FILE")
     if (args.labels is None and constraints is None
             and not any(label is not None for seq in corpus.labels for label in seq)):
         raise SscrfError(f"{args.train}: no token has a label; give the label set with "
@@ -131,15 +127,10 @@ def run(args: argparse.Namespace) -> int:
                 hash_features=args.hash_features, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
                 ge_penalty=args.ge_penalty, word_vectors=vectors, verbose=not args.quiet)
-    try:
-        with program_warnings():
-            model.fit(corpus.tokens, corpus.labels,
-                      X_unlabeled=unlabeled if compiled is None else compiled,
-                      constraints=constraints, init=init)
-    except KeyboardInterrupt:  # the model holds the best parameters so far, if any
-        if not hasattr(model, "coef_"):
-            error(f"interrupted before the first iteration; {args.model} not written")
-            return 130
+    if not _fit(model, args, corpus.tokens, corpus.labels,
+                X_unlabeled=unlabeled if compiled is None else compiled,
+                constraints=constraints, init=init):
+        return 130
     if rep is not None:
         model.representations_ = record
     model.save(args.model)
@@ -191,34 +182,47 @@ def _train_compiled(args: argparse.Namespace, started: float) -> int:
         raise SscrfError(f"{args.train}: the corpus was compiled without its labels: compile "
                          "the CoNLL file with --labeled to train on it")
     constraints = _read_ge_constraints(args)
+    _check_unlabeled_terms(args, constraints)
     unlabeled = None
     if args.unlabeled is not None:
-        if args.entropy_weight <= 0 and constraints is None:
-            raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
-                             "FILE with --ge-weight L")
         if not is_compiled_corpus(args.unlabeled):
             raise SscrfError(f"{args.unlabeled}: with a compiled TRAIN, give the unlabeled "
                              "text compiled under its vocabulary (sscrf compile FILE "
                              f"--vocabulary {args.train})")
         unlabeled = CompiledCorpus.open(args.unlabeled)
-    elif args.entropy_weight > 0:
-        raise SscrfError("--entropy-weight needs --unlabeled FILE")
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads, feature_set=args.feature_set,
                 hash_features=corpus.hash_features,  # a hashed corpus needs a hashed model
                 entropy_weight=args.entropy_weight, entropy_method=args.entropy_method,
                 ge_weight=args.ge_weight, ge_penalty=args.ge_penalty, verbose=not args.quiet)
-    try:
-        with program_warnings():
-            model.fit(corpus, None, X_unlabeled=unlabeled, constraints=constraints)
-    except KeyboardInterrupt:  # the model holds the best parameters so far, if any
-        if not hasattr(model, "coef_"):
-            error(f"interrupted before the first iteration; {args.model} not written")
-            return 130
+    if not _fit(model, args, corpus, None, X_unlabeled=unlabeled, constraints=constraints):
+        return 130
     model.save(args.model)
     return _report(args, model, len(corpus), corpus.n_tokens,
                    None if unlabeled is None else len(unlabeled), constraints is not None,
                    started)
+
+
+def _check_unlabeled_terms(args: argparse.Namespace, constraints: Any) -> None:
+    """--unlabeled and the terms that read it go together."""
+    if args.unlabeled is None and args.entropy_weight > 0:
+        raise SscrfError("--entropy-weight needs --unlabeled FILE")
+    if args.unlabeled is not None and args.entropy_weight <= 0 and constraints is None:
+        raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
+                         "FILE with --ge-weight L")
+
+
+def _fit(model: CRF, args: argparse.Namespace, X: Any, y: Any, **fit_params: Any) -> bool:
+    """Fit, the library's warnings shown as the program's; False when
+    interrupted before the first iteration (nothing to save)."""
+    try:
+        with program_warnings():
+            model.fit(X, y, **fit_params)
+    except KeyboardInterrupt:  # the model holds the best parameters so far, if any
+        if not hasattr(model, "coef_"):
+            error(f"interrupted before the first iteration; {args.model} not written")
+            return False
+    return True
 
 
 def _read_ge_constraints(args: argparse.Namespace) -> Optional[dict[str, Any]]:
