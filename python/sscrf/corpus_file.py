@@ -466,7 +466,8 @@ def compile_corpus_file(source: Any, path: PathLike, *, templates: Any = "defaul
     dict
         ``n_tokens``, ``n_sentences``, ``nnz``, ``n_attributes``, ``bytes``
         (the file), ``array_bytes`` (the file less its header and
-        vocabulary) and ``seconds``.
+        vocabulary), ``labels`` (the stored label names, in id order; None
+        without ``has_labels``) and ``seconds``.
     """
     started = time.perf_counter()
     check_integer(buffer_tokens, "buffer_tokens", minimum=1)
@@ -576,7 +577,7 @@ def _write(source: Any, path: PathLike, name: str, extractor: FeatureExtractor, 
         end, array_bytes = assemble(path, meta, flags, (n_tokens, n_sentences, nnz), spilled)
     return {"n_tokens": n_tokens, "n_sentences": n_sentences, "nnz": nnz,
             "n_attributes": len(extractor.attributes_ or ()), "bytes": end,
-            "array_bytes": array_bytes}
+            "array_bytes": array_bytes, "labels": meta["labels"]}
 
 
 # -- shards ---------------------------------------------------------------------------------

@@ -37,9 +37,8 @@ def run(args: argparse.Namespace) -> int:
                                    hash_features=args.hash_features, has_labels=args.labeled,
                                    buffer_tokens=args.buffer_tokens, verbose=not args.quiet)
     if args.labeled:
-        labels = CompiledCorpus.open(args.output, validate=False).label_names or []
-        warn_partial_like(args.file, labels, "a compiled corpus stores each as a label of its "
-                          "own: train on the CoNLL file with --partial")
+        warn_partial_like(args.file, info["labels"], "a compiled corpus stores each as a label "
+                          "of its own: train on the CoNLL file with --partial")
     per_entry = info["array_bytes"] / max(info["nnz"], 1)
     print(f"{args.output}: {info['n_sentences']:,} sentences, {info['n_tokens']:,} tokens, "
           f"{info['nnz']:,} entries, {info['n_attributes']:,} attributes, "
