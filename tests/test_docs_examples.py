@@ -4,7 +4,7 @@ Each Markdown file is one test: its ```python blocks run in order in one
 namespace, in a temporary folder that holds the demo corpus as files (see
 :func:`corpus_files`):
 
-- ``train.txt``, ``test.txt``, ``small.txt``, ``seed.txt``,
+- ``train.txt``, ``test.txt``, ``dev.txt``, ``small.txt``, ``seed.txt``,
   ``conll2000/train.txt``, ``conll2000/test.txt``: ``word POS chunk``;
 - ``raw.txt``, ``pool.txt``: ``word POS``, unlabeled;
 - ``partial.txt``: ``word POS chunk`` with ``*`` (unknown) and ``A|B``
@@ -85,7 +85,9 @@ def corpus_files(folder):
     X, y = generate_hmm_corpus(120, seed=0)
     X_test, y_test = generate_hmm_corpus(40, seed=1)
     X_raw, _ = generate_hmm_corpus(80, seed=2)
+    X_dev, y_dev = generate_hmm_corpus(40, seed=3)
     for name, tokens, labels in [("train.txt", X, y), ("test.txt", X_test, y_test),
+                                 ("dev.txt", X_dev, y_dev),
                                  ("small.txt", X[:40], y[:40]), ("seed.txt", X[:20], y[:20]),
                                  ("conll2000/train.txt", X, y),
                                  ("conll2000/test.txt", X_test, y_test),

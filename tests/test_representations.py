@@ -5,6 +5,7 @@ References are brute-force counts, a numpy PPMI and scipy/numpy's dense SVD.
 
 import collections
 import os
+import re
 
 import numpy as np
 import pytest
@@ -311,6 +312,15 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
         assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 0
         lines = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln]
         assert len(lines[0]) == 3 and sum(a[1] == a[2] for a in lines) == len(lines)
+    # --dev gets the cluster columns too: its score is the saved model's on it
+    assert main(["train", str(tmp_path / "train.txt"), "--features", "words",
+                 "--representations", str(rep), "-m", str(model), "-q", "--max-iterations",
+                 "10", "--dev", str(tmp_path / "test.txt"), "--dev-period", "1"]) == 0
+    best = sscrf.CRF.load(model).training_["dev"]["best_score"]
+    capsys.readouterr()
+    assert main(["eval", "-m", str(model), str(tmp_path / "test.txt")]) == 0
+    fb1 = float(re.search(r"FB1:\s*([\d.]+)", capsys.readouterr().out).group(1))
+    assert abs(fb1 - 100 * best) < 0.01
     # the next round of active learning: --init's model brings its representations
     again = tmp_path / "m2.model"
     assert main(["train", str(tmp_path / "test.txt"), "--init", str(model), "-m", str(again),

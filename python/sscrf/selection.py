@@ -186,7 +186,7 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
                        best_iteration=record["dev"]["best_iteration"],
                        seconds=time.perf_counter() - started, warm_start=bool(warm))
             table.append(row)
-            report.step(i + 1, f"setting {i + 1}/{len(settings)}: "
+            report.note(f"setting {i + 1}/{len(settings)}: "
                         + ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v!r}"
                                     for k, v in setting.items())
                         + f": dev {row['dev_score']:.4f}")

@@ -50,6 +50,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def non_negative_floats(text: str) -> list[float]:
+    """One number, or several separated by commas: the values of a search on --dev."""
+    values = [non_negative_float(part.strip()) for part in text.split(",")]
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"a value is repeated in {text!r}")
+    return values
+
+
 def label_list(text: str) -> list[str]:
     labels = [label.strip() for label in text.split(",")]
     if not all(labels):

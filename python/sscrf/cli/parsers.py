@@ -17,6 +17,7 @@ from .options import (
     label_list,
     model_threads_option,
     non_negative_float,
+    non_negative_floats,
     non_negative_int,
     positive_int,
     representations_option,
@@ -102,8 +103,9 @@ def add_train(commands: Any) -> None:
     sub.add_argument("--c1", type=non_negative_float, default=0.0, metavar="C1",
                      help="L1 coefficient: the loss gains C1·‖θ‖₁, trained by OWL-QN; most "
                           "weights become exactly 0 (default: 0)")
-    sub.add_argument("--c2", type=non_negative_float, default=1.0, metavar="C2",
-                     help="L2 coefficient: loss = -log-likelihood + C2·‖θ‖² (default: 1.0)")
+    sub.add_argument("--c2", type=non_negative_floats, default=[1.0], metavar="C2[,C2...]",
+                     help="L2 coefficient: loss = -log-likelihood + C2·‖θ‖² (default: 1.0); "
+                          "with --dev, several values separated by commas are searched")
     sub.add_argument("--max-iterations", type=non_negative_int, default=100, metavar="N",
                      help="L-BFGS iteration limit (default: 100); with --unlabeled, of each "
                           "stage: the supervised warm start, then the full objective")
@@ -132,11 +134,19 @@ def add_train(commands: Any) -> None:
                           "training then weighs every attribute of TRAIN and FILE with every "
                           "label (the dense feature set, by default), so the model grows with FILE's "
                           "vocabulary: --min-freq bounds it, or --feature-set observed)")
-    sub.add_argument("--entropy-weight", type=non_negative_float, default=0.0, metavar="G",
+    sub.add_argument("--entropy-weight", type=non_negative_floats, default=[0.0],
+                     metavar="G[,G...]",
                      help="weight γ of the entropy of the unlabeled sentences (default: 0; "
                           "needs --unlabeled); the term sums over them, so start near "
-                          "0.1 x labeled / unlabeled tokens and tune on held-out data "
-                          "against a supervised model with --feature-set dense")
+                          "0.1 x labeled / unlabeled tokens and choose on --dev, where 0 "
+                          "joins the values so that the supervised model can win")
+    sub.add_argument("--proportion-weight", type=non_negative_floats, default=[0.0],
+                     metavar="P[,P...]",
+                     help="weight of the label-proportion term (default: 0; needs "
+                          "--unlabeled): the unlabeled tokens' label distribution is held "
+                          "to TRAIN's (Mann & McCallum 2007), which keeps --entropy-weight "
+                          "from labeling every uncertain token with the commonest label; "
+                          "start near 0.1 x labeled tokens")
     sub.add_argument("--entropy-method", choices=("fast", "jiao"), default="fast",
                      help="entropy gradient: fast O(n S^2) (default) or Jiao et al.'s "
                           "O(n^2 S^3) reference")
@@ -147,7 +157,7 @@ def add_train(commands: Any) -> None:
                           "sscrf.constraints); TRAIN may then be an empty file (the token "
                           "columns are those of the unlabeled file, the labels --labels or "
                           "those the constraints name)")
-    sub.add_argument("--ge-weight", type=non_negative_float, default=0.0, metavar="L",
+    sub.add_argument("--ge-weight", type=non_negative_floats, default=[0.0], metavar="L[,L...]",
                      help="weight λ of the GE term (default: 0; needs --constraints and "
                           "--unlabeled)")
     sub.add_argument("--ge-penalty", choices=("kl", "l2"), default="kl",
@@ -164,6 +174,16 @@ def add_train(commands: Any) -> None:
     sub.add_argument("--vector-scale", type=non_negative_float, default=None, metavar="S",
                      help="length of the --representations vector features (default: 6, "
                           "as WordRepresentations.features; 0: cluster ids only)")
+    sub.add_argument("--dev", metavar="DEV",
+                     help="held-out, completely labeled sentences in TRAIN's format: the "
+                          "model keeps the iterate of the best DEV score (chunk F1 for B-/I- "
+                          "labels, token accuracy otherwise), and of several values given to "
+                          "--c2, --entropy-weight, --proportion-weight or --ge-weight, every "
+                          "combination is trained (c2 from the largest down, each fit "
+                          "starting from the last) and the best on DEV is saved; a table of "
+                          "them is printed")
+    sub.add_argument("--dev-period", type=positive_int, default=None, metavar="N",
+                     help="score DEV every N iterations, and the last (default: 5)")
     sub.add_argument("--partial", action="store_true",
                      help="partial and ambiguous annotations: a label cell may be a set "
                           "'A|B|C' (any of these) or '*' (not annotated); such sentences are "

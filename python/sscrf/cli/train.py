@@ -20,6 +20,7 @@ from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error, program_warnings, warn_partial_like
 from .reading import load_model, load_representations, read_labeled
 from ..representations import DEFAULT_VECTOR_SCALE, file_digest
+from ..selection import select_hyperparameters
 
 __all__ = ["run"]
 
@@ -32,9 +33,10 @@ def run(args: argparse.Namespace) -> int:
                          "a file name")
     check_writable(args.model)
     check_not_an_input(args.model, (args.train, args.template, args.unlabeled,
-                                    args.constraints, args.representations))
+                                    args.constraints, args.representations, args.dev))
+    grid = _search_grid(args)
     if is_compiled_corpus(args.train):
-        return _train_compiled(args, started)
+        return _train_compiled(args, grid, started)
     templates: Any = "default"
     if args.template is not None:
         templates = read_templates(args.template)
@@ -115,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             corpus = corpus._replace(tokens=_with_columns(corpus.tokens, rep))
             if unlabeled is not None:
                 unlabeled = _with_columns(unlabeled, rep)
+    dev = _read_dev(args, n_columns, words, rep)
     if args.template is not None and not any(line.strip()[:1] == "B"
                                              for line in templates.lines):
         print(f"{PROG}: warning: {args.template}: no 'B' line; sscrf trains label "
@@ -126,21 +129,25 @@ def run(args: argparse.Namespace) -> int:
                 min_freq=args.min_freq, max_features=args.max_features,
                 hash_features=args.hash_features, entropy_weight=args.entropy_weight,
                 entropy_method=args.entropy_method, ge_weight=args.ge_weight,
-                ge_penalty=args.ge_penalty, word_vectors=vectors, verbose=not args.quiet)
-    if not _fit(model, args, corpus.tokens, corpus.labels,
-                X_unlabeled=unlabeled if compiled is None else compiled,
-                constraints=constraints, init=init):
+                ge_penalty=args.ge_penalty, proportion_weight=args.proportion_weight,
+                dev_period=args.dev_period, word_vectors=vectors, verbose=not args.quiet)
+    fitted = _fit(model, args, grid, dev, corpus.tokens, corpus.labels,
+                  X_unlabeled=unlabeled if compiled is None else compiled,
+                  constraints=constraints, init=init)
+    if fitted is None:
         return 130
     if rep is not None:
-        model.representations_ = record
-    model.save(args.model)
+        fitted.representations_ = record
+    fitted.save(args.model)
     read = unlabeled if compiled is None else compiled
-    return _report(args, model, len(corpus.tokens), sum(map(len, corpus.labels)),
-                   None if read is None else len(read), constraints is not None, started)
+    return _report(args, fitted, len(corpus.tokens), sum(map(len, corpus.labels)),
+                   None if read is None else len(read), constraints is not None, grid,
+                   started)
 
 
 def _report(args: argparse.Namespace, model: CRF, n_sentences: int, n_tokens: int,
-            n_unlabeled: Optional[int], ge: bool, started: float) -> int:
+            n_unlabeled: Optional[int], ge: bool, grid: dict[str, list[float]],
+            started: float) -> int:
     """The one-line summary of a saved model's training; the exit status."""
     training = model.training_
     ge_note = f", {len(model.constraints_)} constraints" if ge else ""
@@ -156,14 +163,15 @@ def _report(args: argparse.Namespace, model: CRF, n_sentences: int, n_tokens: in
     print(f"{args.model}: {n_sentences} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
           f"{f' ({model.n_active_features_} state weights not 0)' if args.c1 > 0 else ''}, "
-          f"{iterations}, {time.perf_counter() - started:.1f} s")
+          f"{iterations}{_dev_note(model, grid)}, {time.perf_counter() - started:.1f} s")
     if training["stop_reason"] == STOP_INTERRUPTED:
         error(f"interrupted: {args.model} holds the best model so far, not a finished training")
         return 130
     return 0
 
 
-def _train_compiled(args: argparse.Namespace, started: float) -> int:
+def _train_compiled(args: argparse.Namespace, grid: dict[str, list[float]], started: float
+                    ) -> int:
     """``sscrf train`` on a corpus compiled with its labels (``sscrf compile
     --labeled``): the corpus brings its templates, vocabulary and labels."""
     fixed = [option for option, given in (
@@ -190,39 +198,148 @@ def _train_compiled(args: argparse.Namespace, started: float) -> int:
                              "text compiled under its vocabulary (sscrf compile FILE "
                              f"--vocabulary {args.train})")
         unlabeled = CompiledCorpus.open(args.unlabeled)
+    dev = _read_dev(args, corpus.extractor().n_columns_, False, None)
     model = CRF(c1=args.c1, c2=args.c2, max_iterations=args.max_iterations,
                 n_threads=args.threads, feature_set=args.feature_set,
                 hash_features=corpus.hash_features,  # a hashed corpus needs a hashed model
                 entropy_weight=args.entropy_weight, entropy_method=args.entropy_method,
-                ge_weight=args.ge_weight, ge_penalty=args.ge_penalty, verbose=not args.quiet)
-    if not _fit(model, args, corpus, None, X_unlabeled=unlabeled, constraints=constraints):
+                ge_weight=args.ge_weight, ge_penalty=args.ge_penalty,
+                proportion_weight=args.proportion_weight, dev_period=args.dev_period,
+                verbose=not args.quiet)
+    fitted = _fit(model, args, grid, dev, corpus, None, X_unlabeled=unlabeled,
+                  constraints=constraints)
+    if fitted is None:
         return 130
-    model.save(args.model)
-    return _report(args, model, len(corpus), corpus.n_tokens,
+    fitted.save(args.model)
+    return _report(args, fitted, len(corpus), corpus.n_tokens,
                    None if unlabeled is None else len(unlabeled), constraints is not None,
-                   started)
+                   grid, started)
 
 
 def _check_unlabeled_terms(args: argparse.Namespace, constraints: Any) -> None:
     """--unlabeled and the terms that read it go together."""
-    if args.unlabeled is None and args.entropy_weight > 0:
-        raise SscrfError("--entropy-weight needs --unlabeled FILE")
-    if args.unlabeled is not None and args.entropy_weight <= 0 and constraints is None:
-        raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, or --constraints "
-                         "FILE with --ge-weight L")
+    for option, weight in (("--entropy-weight", args.entropy_weight),
+                           ("--proportion-weight", args.proportion_weight)):
+        if args.unlabeled is None and weight > 0:
+            raise SscrfError(f"{option} needs --unlabeled FILE")
+    if (args.unlabeled is not None and args.entropy_weight <= 0
+            and args.proportion_weight <= 0 and constraints is None):
+        raise SscrfError("--unlabeled needs --entropy-weight G with G > 0, --proportion-weight "
+                         "P with P > 0, or --constraints FILE with --ge-weight L")
 
 
-def _fit(model: CRF, args: argparse.Namespace, X: Any, y: Any, **fit_params: Any) -> bool:
-    """Fit, the library's warnings shown as the program's; False when
-    interrupted before the first iteration (nothing to save)."""
+#: CRF's default dev_period, --dev-period's default.
+DEV_PERIOD = 5
+
+#: The options whose several values --dev chooses among, with CRF's names.
+SEARCHED = (("--c2", "c2"), ("--entropy-weight", "entropy_weight"),
+            ("--proportion-weight", "proportion_weight"), ("--ge-weight", "ge_weight"))
+
+
+def _search_grid(args: argparse.Namespace) -> dict[str, list[float]]:
+    """The grid of the options given several values (empty when none is), each
+    option left on ``args`` as one number: its value, or its largest in a
+    grid (so that checks such as "--entropy-weight needs --unlabeled" see
+    that the search weighs the term)."""
+    grid = {}
+    for option, name in SEARCHED:
+        values = getattr(args, name)
+        if len(values) > 1:
+            if args.dev is None:
+                raise SscrfError(f"{option} {','.join(f'{v:g}' for v in values)}: several values "
+                                 "need --dev DEV, held-out sentences to choose among them")
+            grid[name] = values
+        setattr(args, name, max(values))
+    if grid and args.init is not None:
+        raise SscrfError("--init starts one training from OLD_MODEL; a search over several "
+                         "values starts each c2 path afresh: give one value to each option "
+                         "with --init")
+    return grid
+
+
+def _read_dev(args: argparse.Namespace, n_columns: Optional[int], words: bool, rep: Any
+              ) -> Optional[tuple[list[Any], list[Any]]]:
+    """(sentences, labels) of --dev, with the derived columns TRAIN has (the
+    words preset's, the representations' cluster ids); None without it."""
+    if args.dev is None:
+        if args.dev_period is not None:
+            raise SscrfError("--dev-period goes with --dev DEV")
+        args.dev_period = DEV_PERIOD
+        return None
+    args.dev_period = DEV_PERIOD if args.dev_period is None else args.dev_period
+    # DEV is completely labeled: A|B and * are labels of their own there
+    corpus = read_labeled(args.dev, argparse.Namespace(**dict(vars(args), partial=False)))
+    if not corpus.tokens:
+        raise SscrfError(f"{args.dev}: no sentences to score on")
+    if n_columns is not None:
+        short = next(((s, len(t)) for s, sentence in enumerate(corpus.tokens) for t in sentence
+                      if len(t) < n_columns), None)
+        if short is not None:
+            raise SscrfError(f"{args.dev}: sentence {short[0] + 1} has a token of {short[1]} "
+                             f"column(s) before its label, TRAIN has {n_columns} token column(s)")
+    tokens: list[Any] = corpus.tokens
+    with gc_paused():
+        if n_columns is not None:
+            tokens = [[token[:n_columns] for token in sentence] for sentence in tokens]
+        if words:
+            tokens = [add_word_columns(sentence) for sentence in tokens]
+        if rep is not None:
+            tokens = _with_columns(tokens, rep)
+    return tokens, corpus.labels
+
+
+def _fit(model: CRF, args: argparse.Namespace, grid: dict[str, list[float]], dev: Any,
+         X: Any, y: Any, **fit_params: Any) -> Optional[CRF]:
+    """The fitted model (with a grid, the best on --dev), the library's
+    warnings shown as the program's; None when interrupted before there is
+    a model to save."""
     try:
         with program_warnings():
+            if grid:  # _search_grid refused --init
+                fit_params.pop("init", None)
+                selection = select_hyperparameters(model, grid, X, y, *dev, **fit_params)
+                _print_table(selection, args.dev)
+                return selection.model
+            if dev is not None:
+                fit_params.update(X_dev=dev[0], y_dev=dev[1])
             model.fit(X, y, **fit_params)
-    except KeyboardInterrupt:  # the model holds the best parameters so far, if any
+    except KeyboardInterrupt:  # a single fit keeps the best parameters so far, if any
+        if grid:
+            error(f"interrupted during the search on {args.dev}; {args.model} not written")
+            return None
         if not hasattr(model, "coef_"):
             error(f"interrupted before the first iteration; {args.model} not written")
-            return False
-    return True
+            return None
+    return model
+
+
+def _print_table(selection: Any, dev: str) -> None:
+    """A row per setting of the search, in the order they were trained, the
+    chosen one marked."""
+    names = list(selection.best_params)
+    widths = [max(len(name), 8) for name in names]
+    print("  ".join(f"{name:>{w}}" for name, w in zip(names, widths))
+          + "  dev score  best iteration  iterations  seconds")
+    for row in selection.table:
+        chosen = all(row[name] == selection.best_params[name] for name in names)
+        print("  ".join(f"{row[name]:>{w}g}" for name, w in zip(names, widths))
+              + f"  {row['dev_score']:>9.4f}  {row['best_iteration']:>14}"
+              f"  {row['iterations']:>10}  {row['seconds']:>7.1f}"
+              + ("  <- saved" if chosen else ""))
+    if selection.added_zero:
+        print(f"(0 was added to {', '.join(selection.added_zero)}, so that {dev} also judged "
+              "the model without the term)")
+
+
+def _dev_note(model: CRF, grid: dict[str, list[float]]) -> str:
+    """What the summary says of --dev: the kept iterate's score, and the setting a search
+    chose."""
+    dev = model.training_.get("dev")
+    if dev is None:
+        return ""
+    chosen = "".join(f", {name}={getattr(model, name):g}" for name in grid)
+    return (f", dev {dev['scoring'].replace('_', ' ')} {dev['best_score']:.4f} at iteration "
+            f"{dev['best_iteration']}{chosen}")
 
 
 def _read_ge_constraints(args: argparse.Namespace) -> Optional[dict[str, Any]]:
