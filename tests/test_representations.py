@@ -188,6 +188,8 @@ def test_one_shot_generator_and_types(corpus, fitted):
         WordRepresentations(clusters=(8, 4)).fit(corpus)
     with pytest.raises(SscrfError, match="min_count"):
         WordRepresentations(min_count=10**6).fit(corpus)
+    with pytest.raises(SscrfError, match="no word has a context"):  # nothing for the SVD
+        WordRepresentations(dim=2, clusters=(2,)).fit([w] for s in corpus for w in s)
     with pytest.raises(SscrfError, match="not fitted"):
         WordRepresentations().features(["a"])
 
@@ -407,6 +409,18 @@ def test_cli_represent_reads_conll_and_refuses_what_does_not_fit(tmp_path, capsy
     assert c.read_bytes() == b.read_bytes()
     capsys.readouterr()
     assert main(["represent", str(raw), "-o", str(raw), "-q"]) == 2
+    # a CoNLL file read as text: one word a line has no context; word + tag is warned of
+    one = tmp_path / "one.conll"
+    one.write_text("".join("".join(f"{w}\n" for w in s) + "\n" for s in sentences))
+    assert main(["represent", str(one), "-o", str(b), "-q"]) == 2
+    assert "no word has a context" in capsys.readouterr().err
+    assert main(["represent", str(conll), "-o", str(b), "--dim", "4", "--clusters", "2,4",
+                 "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "lines hold 2 word(s)" in err and "needs --conll" in err
+    assert main(["represent", str(raw), "-o", str(b), "--dim", "4", "--clusters", "2,4",
+                 "-q"]) == 0
+    assert capsys.readouterr().err == ""
     assert main(["represent", str(raw), "-o", str(b), "--clusters", "4,2"]) == 2
     _write_labeled(tmp_path / "train.txt", make_corpus(10, 8))
     model = tmp_path / "m.model"

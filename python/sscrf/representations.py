@@ -227,6 +227,10 @@ class WordRepresentations:
             raise SscrfError(f"sentences: no word occurs min_count={self.min_count} times "
                              f"(read {n_tokens} tokens)")
         ppmi = self._ppmi(keep, len(counts), keys, pair_counts)
+        if ppmi.nnz == 0:  # no context to factorise: the SVD would have nothing to find
+            raise SscrfError(f"sentences: no word has a context (another word within "
+                             f"window={self.window} of it in a sentence, of positive PMI) "
+                             f"in {n_tokens} tokens: are the sentences one word each?")
         progress.note(f"representations: PPMI matrix {ppmi.shape[0]:,} x {ppmi.shape[1]:,}, "
                       f"{ppmi.nnz:,} entries; SVD to "
                       f"{min(max(self.dim, cluster_dim), len(keep))} dimensions")

@@ -3,21 +3,45 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
 from ..io import conll_sentences, conllu_indices, conllu_sentences, text_sentences
 from ..representations import WordRepresentations
+from .options import PROG
 from .reading import file_name, readable
 
 __all__ = ["run"]
 
 
-def _raw_sentences(path: str) -> Iterator[list[str]]:
-    """Whitespace-separated words, one sentence a line (blank lines skipped)."""
-    return text_sentences(readable(path))
+class _RawSentences:
+    """Whitespace-separated words, one sentence a line (blank lines skipped),
+    counting the lines of 1, 2 and 3 words: a CoNLL file read as text has
+    hardly any others."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lines = 0
+        self.short = [0, 0, 0, 0]  # lines of 1, 2 and 3 words at [1], [2], [3]
+
+    def __iter__(self) -> Iterator[list[str]]:
+        for words in text_sentences(readable(self.path)):
+            self.lines += 1
+            if len(words) <= 3:
+                self.short[len(words)] += 1
+            yield words
+
+    def conll_hint(self) -> Optional[str]:
+        """What to say when 9 lines in 10 or more hold the same 1, 2 or 3 words, as
+        a CoNLL file read as text does (None otherwise)."""
+        n = max(range(1, 4), key=lambda k: self.short[k])
+        if not self.lines or self.short[n] < 0.9 * self.lines:
+            return None
+        return (f"{self.short[n]} of its {self.lines} lines hold {n} word(s): a CoNLL file (a "
+                "token a line) needs --conll, else each line is read as a sentence")
 
 
 def _conll_sentences(path: str) -> Iterator[list[str]]:
@@ -45,10 +69,19 @@ def run(args: argparse.Namespace) -> int:
                               min_count=args.min_count, max_vocabulary=args.max_vocabulary,
                               random_state=args.seed, n_threads=args.threads,
                               verbose=not args.quiet)
-    read = (_conll_sentences if args.conll else _conllu_sentences if args.conllu
-            else _raw_sentences)
-    sentences = read(args.text)
-    rep.fit(sentences)
+    sentences = (_conll_sentences(args.text) if args.conll else
+                 _conllu_sentences(args.text) if args.conllu else _RawSentences(args.text))
+    raw = sentences if isinstance(sentences, _RawSentences) else None
+    try:
+        rep.fit(sentences)
+    except SscrfError:
+        hint = None if raw is None else raw.conll_hint()
+        if hint is not None:
+            raise SscrfError(f"{file_name(args.text)}: no word has a context; {hint}") from None
+        raise
+    hint = None if raw is None else raw.conll_hint()
+    if hint is not None:
+        print(f"{PROG}: warning: {file_name(args.text)}: {hint}", file=sys.stderr)
     rep.save(args.output)
     print(f"{args.output}: {len(rep.vocabulary_)} words from {rep.n_tokens_} tokens, "
           f"{rep.vectors_.shape[1]} dimensions, clusters at "
