@@ -1,12 +1,14 @@
 """`sscrf train --dev`: the best dev iterate, a search over several values, the
-label-proportion term (sscrf.cli.train).
+label-proportion term, files from standard input (sscrf.cli.train).
 
 The command line only adapts: each model is checked against the library's
 fit of the same settings, and each dev score against the saved model's
 predictions scored anew.
 """
 
+import io
 import re
+import sys
 
 import numpy as np
 
@@ -150,3 +152,24 @@ def test_bad_dev_options_are_refused(capsys, data, tmp_path):
     code, _, err = run(capsys, *base, "--c2", "1,1")
     assert code == 2 and "repeated" in err
     assert not path.exists()
+
+
+def test_train_reads_one_of_its_files_from_standard_input(capsys, data, tmp_path, monkeypatch):
+    def stdin_of(path):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+
+    base = ["--max-iterations", "8", "--threads", "1", "-q"]
+    paths = [tmp_path / f"{k}.model" for k in range(4)]
+    code, _, err = run(capsys, "train", data["train"], "-m", paths[0], "--dev", data["test"],
+                       *base)
+    assert code == 0, err
+    stdin_of(data["train"])
+    code, _, err = run(capsys, "train", "-", "-m", paths[1], "--dev", data["test"], *base)
+    assert code == 0, err
+    stdin_of(data["test"])
+    code, _, err = run(capsys, "train", data["train"], "-m", paths[2], "--dev", "-", *base)
+    assert code == 0, err
+    assert paths[0].read_bytes() == paths[1].read_bytes() == paths[2].read_bytes()
+    code, _, err = run(capsys, "train", "-", "-m", paths[3], "--dev", "-", *base)
+    assert_error(code, err, "TRAIN and --dev are both '-'")
+    assert not paths[3].exists()

@@ -84,7 +84,7 @@ def add_train(commands: Any) -> None:
         "is 130 so that a script does not take it for a finished training.")
     sub.add_argument("train", metavar="TRAIN",
                      help="training file (CoNLL, CoNLL-U with --conllu, or a corpus that "
-                          "sscrf compile --labeled wrote)")
+                          "sscrf compile --labeled wrote; '-': standard input)")
     sub.add_argument("-m", "--model", metavar="MODEL", required=True,
                      help="where to save the model")
     sub.add_argument("--template", metavar="FILE",
@@ -130,7 +130,8 @@ def add_train(commands: Any) -> None:
                           "another label in TRAIN is an error")
     sub.add_argument("--unlabeled", metavar="FILE",
                      help="unlabeled sentences (CoNLL, the token columns of TRAIN; extra "
-                          "columns, e.g. labels, are ignored) for entropy regularisation or GE; "
+                          "columns, e.g. labels, are ignored; '-': standard input, or a corpus "
+                          "sscrf compile wrote) for entropy regularisation or GE; "
                           "training then weighs every attribute of TRAIN and FILE with every "
                           "label (the dense feature set, by default), so the model grows with FILE's "
                           "vocabulary: --min-freq bounds it, or --feature-set observed)")
@@ -175,7 +176,8 @@ def add_train(commands: Any) -> None:
                      help="length of the --representations vector features (default: 6, "
                           "as WordRepresentations.features; 0: cluster ids only)")
     sub.add_argument("--dev", metavar="DEV",
-                     help="held-out, completely labeled sentences in TRAIN's format: the "
+                     help="held-out, completely labeled sentences in TRAIN's format ('-': "
+                          "standard input): the "
                           "model keeps the iterate of the best DEV score (chunk F1 for B-/I- "
                           "labels, token accuracy otherwise), and of several values given to "
                           "--c2, --entropy-weight, --proportion-weight or --ge-weight, every "

@@ -76,11 +76,12 @@ def label_column(args: argparse.Namespace) -> str:
 
 def read_labeled(path: str, args: argparse.Namespace,
                  labels: Optional[Sequence[str]] = None) -> Any:
-    """Tokens and labels of a training file; returns the ConllCorpus."""
+    """Tokens and labels of a training file ('-': standard input); returns the ConllCorpus."""
     if args.conllu:
         if getattr(args, "partial", False):
             raise SscrfError("--partial reads label sets from CoNLL column files, not CoNLL-U")
-        corpus = read_conllu(path, label_column=label_column(args), token_columns=("form",))
+        corpus = read_conllu(readable(path), label_column=label_column(args),
+                             token_columns=("form",))
         if labels is not None:
             known = set(labels)
             for s, sentence in enumerate(corpus.labels or []):
@@ -91,7 +92,7 @@ def read_labeled(path: str, args: argparse.Namespace,
                                          "is not in --labels")
         return corpus
     label_column(args)
-    return read_conll(path, labels=labels, label_sets=getattr(args, "partial", False))
+    return read_conll(readable(path), labels=labels, label_sets=getattr(args, "partial", False))
 
 
 # Sentences are tagged this many tokens at a time, so that the memory of

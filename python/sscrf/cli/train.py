@@ -18,7 +18,7 @@ from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
 from .options import PROG, error, program_warnings, warn_partial_like
-from .reading import load_model, load_representations, read_labeled
+from .reading import load_model, load_representations, read_labeled, readable
 from ..representations import DEFAULT_VECTOR_SCALE, file_digest
 from ..selection import select_hyperparameters
 
@@ -34,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.model)
     check_not_an_input(args.model, (args.train, args.template, args.unlabeled,
                                     args.constraints, args.representations, args.dev))
+    piped = [name for name, path in (("TRAIN", args.train), ("--unlabeled", args.unlabeled),
+                                     ("--dev", args.dev)) if path == "-"]
+    if len(piped) > 1:
+        raise SscrfError(f"{' and '.join(piped)} are both '-': standard input can be read once; "
+                         "give a file name to all but one")
     grid = _search_grid(args)
     if is_compiled_corpus(args.train):
         return _train_compiled(args, grid, started)
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                                  "a CoNLL --unlabeled file")
             compiled = CompiledCorpus.open(args.unlabeled)
         else:
-            unlabeled = read_conll(args.unlabeled, has_labels=False).tokens
+            unlabeled = read_conll(readable(args.unlabeled), has_labels=False).tokens
     columns_from = args.train if corpus.tokens else args.unlabeled
     if not (corpus.tokens or unlabeled or compiled):
         raise SscrfError(f"{args.train}: no sentences to train on, and {args.unlabeled} has "
