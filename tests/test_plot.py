@@ -12,6 +12,7 @@ import sscrf
 from sscrf import plot
 from sscrf.active import ActiveLearner, simulate
 from sscrf.cli import main
+from sscrf.cli.plot import training_names
 from sscrf.demo import generate_hmm_corpus
 from sscrf.errors import SscrfError, SscrfTypeError
 from sscrf.io import write_conll
@@ -140,6 +141,23 @@ def test_read_training_log_of_a_terminal_and_of_a_file():
         plot.read_training_log(["hello\n"])
 
 
+def test_a_log_of_two_stages_and_of_a_search_is_drawn_a_line_a_training():
+    lines = ["stage 1/2: supervised warm start\n", "iter  1  loss 9\n", "iter  3  loss 6\n",
+             "stage 2/2: adding the entropy term\n", "iter  1  loss 5\n", "iter  2  loss 4\n",
+             "setting 1/2: c2=1: dev 0.5\n", "iter  1  loss 3\n", "iter  2  loss 2\n",
+             "setting 2/2: c2=0.1: dev 0.6\n"]
+    record = plot.read_training_log(lines)
+    assert record == [(1, 9.0), (3, 6.0), (4, 5.0), (5, 4.0), (1, 3.0), (2, 2.0)]
+    figure = plot.training_loss(record)
+    assert line_data(figure) == [([1, 3, 4, 5], [9.0, 6.0, 5.0, 4.0]), ([1, 2], [3.0, 2.0])]
+    assert [t.get_text() for t in figure.axes[0].get_legend().get_texts()] == [
+        "training 1", "training 2"]
+    named = plot.training_loss(record, names=["c2=1", "c2=0.1"])
+    assert [t.get_text() for t in named.axes[0].get_legend().get_texts()] == ["c2=1", "c2=0.1"]
+    with pytest.raises(SscrfError, match="1 name"):
+        plot.training_loss(record, names=["c2=1"])
+
+
 def test_no_pyplot_and_a_clear_error_without_matplotlib(monkeypatch, tmp_path):
     had_pyplot = "matplotlib.pyplot" in sys.modules
     plot.training_loss([3.0, 2.0, 1.0], path=tmp_path / "x.png")
@@ -168,6 +186,20 @@ def test_cli_plot_confusion_and_loss(fitted, tmp_path, capsys):
             sys.stderr = saved_stderr
     assert main(["plot", "loss", str(log), "-o", str(tmp_path / "loss.png")]) == 0
     assert_png_not_blank(tmp_path / "loss.png")
+    # a search on --dev: a line a setting, named as the log reports it
+    with open(log, "w") as f:
+        saved_stderr = sys.stderr
+        sys.stderr = f
+        try:
+            assert main(["train", str(tmp_path / "train.txt"), "-m", str(tmp_path / "t.model"),
+                         "--max-iterations", "6", "--threads", "1", "--dev",
+                         str(tmp_path / "train.txt"), "--c2", "1,0.1"]) == 0
+        finally:
+            sys.stderr = saved_stderr
+    lines = log.read_text().splitlines()
+    assert training_names(lines, plot.read_training_log(lines)) == ["c2=1", "c2=0.1"]
+    assert main(["plot", "loss", str(log), "-o", str(tmp_path / "search.png")]) == 0
+    assert_png_not_blank(tmp_path / "search.png")
     capsys.readouterr()
     assert main(["plot", "loss", str(tmp_path / "m.model"), "-o", str(tmp_path / "x.png")]) == 2
     assert "keeps no loss history" in capsys.readouterr().err

@@ -38,6 +38,8 @@ _RECORDS = frozenset({"iterations", "evaluations", "seconds", "loss", "stop_reas
 
 #: A line of ``sscrf train``'s progress on stderr: ``iter  10  loss 252.119 ...``.
 _LOG_LINE = re.compile(r"^\s*iter\s+(\d+)\s+loss\s+(\S+)")
+#: ``stage 2/2: adding the entropy term ...``: a training's next stage begins.
+_STAGE_LINE = re.compile(r"^stage (\d+)/\d+:")
 
 
 def _new_figure(width: float = 6.4, height: float = 4.2) -> Figure:
@@ -317,7 +319,8 @@ def _loss_stages(record: Any) -> list[tuple[str, list[float]]]:
 
 
 def training_loss(model_or_record: Any, *, log: bool = False, path: Optional[PathLike] = None,
-                  title: Optional[str] = None) -> Figure:
+                  title: Optional[str] = None, names: Optional[Sequence[str]] = None
+                  ) -> Figure:
     """The training loss after each iteration.
 
     Parameters
@@ -328,12 +331,18 @@ def training_loss(model_or_record: Any, *, log: bool = False, path: Optional[Pat
         (one per iteration), or ``(iteration, loss)`` pairs as
         :func:`read_training_log` reads them from ``sscrf train``'s
         progress. A two-stage training (the supervised start of entropy
-        regularisation or GE) is drawn as two segments, numbered on.
+        regularisation or GE) is drawn as two segments, numbered on. Pairs
+        whose iteration starts again from a lower one are another training
+        (the settings of ``sscrf train --dev`` with several values), each
+        drawn as its own line.
     log : bool
         A logarithmic vertical axis (losses that drop by orders of magnitude).
     path : str or path-like, optional
         Where to write the figure as a PNG.
     title : str, optional
+    names : list of str, optional
+        With ``(iteration, loss)`` pairs of several trainings, the legend's
+        name of each (default: ``training 1``, ``training 2``, ...).
 
     Returns
     -------
@@ -342,12 +351,22 @@ def training_loss(model_or_record: Any, *, log: bool = False, path: Optional[Pat
     Raises
     ------
     SscrfError
-        If matplotlib is missing or there is no loss history.
+        If matplotlib is missing or there is no loss history, or ``names``
+        does not name each training.
     """
     pairs = (isinstance(model_or_record, Sequence) and len(model_or_record) > 0
              and all(isinstance(p, tuple) and len(p) == 2 for p in model_or_record))
     if pairs:
-        stages = [("", [(int(k), float(v)) for k, v in model_or_record])]
+        runs: list[list[tuple[int, float]]] = []
+        for k, v in model_or_record:
+            if not runs or int(k) <= runs[-1][-1][0]:
+                runs.append([])
+            runs[-1].append((int(k), float(v)))
+        if names is not None and len(names) != len(runs):
+            raise SscrfError(f"names gives {len(names)} name(s) for {len(runs)} training(s)")
+        if names is None:
+            names = [f"training {i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
+        stages = list(zip(names, runs))
     else:
         stages = []
         start = 1
@@ -386,21 +405,34 @@ def read_training_log(lines: Iterable[str]) -> list[tuple[int, float]]:
     -------
     list of (int, float)
         In the order read; the iterations of a second training stage number
-        on from the first.
+        on from the first (a ``stage 2/2`` line), and a training that follows
+        another (the settings of a search on ``--dev``) starts from 1 again.
 
     Raises
     ------
     SscrfError
         If no line reports a loss.
     """
-    found = []
+    found: list[tuple[int, float]] = []
+    offset = 0  # the iterations of the stages before, in a training of several
+    last = 0  # the last iteration as reported
+    next_stage = False  # a "stage 2/2" line came since the last report
     for line in lines:
         for report in line.split("\r"):  # a terminal's reports redraw one line
+            stage = _STAGE_LINE.match(report)
+            if stage:
+                next_stage = int(stage.group(1)) > 1 and bool(found)
+                offset = found[-1][0] if next_stage else 0
+                continue
             match = _LOG_LINE.match(report)
             if match:
+                iteration = int(match.group(1))
+                if iteration <= last and not next_stage:  # another training begins
+                    offset = 0
+                last, next_stage = iteration, False
                 loss = float(match.group(2))
                 if math.isfinite(loss):
-                    found.append((int(match.group(1)), loss))
+                    found.append((offset + iteration, loss))
     if not found:
         raise SscrfError("no 'iter K loss F' line found: is this the progress output of "
                          "'sscrf train' (written on stderr unless --quiet)?")

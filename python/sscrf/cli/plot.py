@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import re
+from typing import Any, Optional
 
 from ..errors import SscrfError
 from ..io import read_conll
@@ -12,6 +13,9 @@ from ..plot import confusion_matrix, read_training_log, training_loss
 from .reading import file_name, load_model, readable
 
 __all__ = ["run"]
+
+#: The line ``sscrf train --dev`` writes after each setting of a search.
+_SETTING_LINE = re.compile(r"^setting \d+/\d+: (.*): dev \S+\s*$")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,7 +28,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def training_names(lines: list[str], record: list[tuple[int, float]]) -> Optional[list[str]]:
+    """The setting of each training of a search on --dev (``c2=0.1``), from the
+    lines its log reports them on after each training, for the legend; None
+    for a log of one training, or whose reports do not match its trainings."""
+    settings = [m.group(1) for line in lines for part in line.split("\r")
+                for m in [_SETTING_LINE.match(part)] if m]
+    runs = 1 + sum(b[0] <= a[0] for a, b in zip(record, record[1:]))
+    if runs == 1 or len(settings) not in (runs, runs - 1):
+        return None
+    # an interrupted search's last training has no report
+    return settings + ["(interrupted)"] * (runs - len(settings))
+
+
 def _loss(args: argparse.Namespace) -> None:
+    names = None
     with open(args.file, "rb") as f:
         is_model = f.read(len(MAGIC)) == MAGIC
     if is_model:
@@ -37,11 +55,14 @@ def _loss(args: argparse.Namespace) -> None:
         record: Any = model
     else:
         with open(args.file, encoding="utf-8", errors="replace") as f:
-            try:
-                record = read_training_log(f)
-            except SscrfError as e:
-                raise SscrfError(f"{args.file}: neither a model nor a training log: {e}") from None
-    training_loss(record, log=args.log, path=args.output, title=args.title)
+            lines = f.read().splitlines()
+        try:
+            record = read_training_log(lines)
+        except SscrfError as e:
+            raise SscrfError(f"{args.file}: neither a model nor a training log: {e}") from None
+        names = training_names(lines, record)
+    training_loss(record, log=args.log, path=args.output, title=args.title, names=names)
+
 
 
 def _confusion(args: argparse.Namespace) -> None:
