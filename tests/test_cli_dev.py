@@ -62,6 +62,12 @@ def test_several_c2_values_are_searched_on_dev(capsys, data, tmp_path):
         CRF(templates="default", max_iterations=12, n_threads=1), {"c2": [0.01, 1, 0.1]},
         data["X_train"], data["y_train"], data["X_test"], data["y_test"])
     assert np.array_equal(model.coef_, selection.model.coef_)
+    code, out, err = run(capsys, "dump", path, "--top", "1")
+    assert code == 0, err
+    record = model.training_["dev"]
+    assert f"settings: c2={model.c2:g}" in out.splitlines()
+    assert (f"dev: chunk f1 {record['best_score']:.4f}, the iterate of iteration "
+            f"{record['best_iteration']} (scored every 5 iterations)") in out.splitlines()
 
 
 def test_a_weight_searched_gets_zero_and_the_proportion_term(capsys, data, tmp_path):
@@ -80,6 +86,11 @@ def test_a_weight_searched_gets_zero_and_the_proportion_term(capsys, data, tmp_p
     assert "0 was added to proportion_weight" in out
     model = CRF.load(path)
     assert model.entropy_weight == 0.01
+    code, dumped, err = run(capsys, "dump", path, "--top", "1")
+    assert code == 0, err
+    chosen = model.proportion_weight  # shown when not 0
+    assert ("settings: c2=1, entropy_weight=0.01"
+            + (f", proportion_weight={chosen:g}" if chosen else "")) in dumped.splitlines()
     selection = select_hyperparameters(
         CRF(templates="default", max_iterations=6, n_threads=1, entropy_weight=0.01),
         {"proportion_weight": [30, 100]}, data["X_train"], data["y_train"], data["X_test"],

@@ -21,6 +21,8 @@ def test_dump(capsys, data):
     state = model.state_features_
     assert f"non-zero state features: {len(state)}" in out
     lines = out.splitlines()
+    assert f"settings: c2={model.c2:g}" in lines  # c1 and the term weights are 0
+    assert not any(line.startswith("dev:") for line in lines)
     start = lines.index("top 7 state features by |weight|:")
     rows = [line.split() for line in lines[start + 2:start + 9]]
     weights = [abs(float(r[0])) for r in rows]

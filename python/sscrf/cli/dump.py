@@ -17,6 +17,10 @@ from .reading import load_model, model_columns
 __all__ = ["run"]
 
 
+#: The settings the text dump shows: c2 always, the others when not 0.
+_WEIGHTS = ("c1", "c2", "entropy_weight", "proportion_weight", "ge_weight")
+
+
 def _format_table(row_names: Sequence[str], column_names: Sequence[str],
                   rows: Sequence[Sequence[Any]]) -> list[str]:
     """Right-aligned table of floats with row and column headers."""
@@ -52,10 +56,18 @@ def run(args: argparse.Namespace) -> int:
     out.append(f"parameters: {model.n_parameters_} ({n_state_parameters} state, {S * S} "
                f"transition, {2 * S} start/end); feature set: {model.feature_set_}")
     out.append(f"non-zero state features: {len(state)}")
+    out.append("settings: " + ", ".join(
+        f"{name}={getattr(model, name):g}" for name in _WEIGHTS
+        if name == "c2" or getattr(model, name, 0)))
     training = getattr(model, "training_", {}) or {}
     if "iterations" in training:
         out.append(f"training: {training['iterations']} iterations, loss "
                    f"{training.get('loss', float('nan')):.6g} ({training.get('stop_reason', '?')})")
+    dev = training.get("dev")
+    if dev:
+        scoring = dev["scoring"].replace("_", " ") if dev.get("scoring") else "a callable's score"
+        out.append(f"dev: {scoring} {dev['best_score']:.4f}, the iterate of iteration "
+                   f"{dev['best_iteration']} (scored every {dev['period']} iterations)")
     out.append("")
     top = heapq.nsmallest(args.top, state.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
     out.append(f"top {len(top)} state features by |weight|:")
