@@ -160,6 +160,11 @@ def test_bad_dev_options_are_refused(capsys, data, tmp_path):
     assert_error(code, err, str(empty), "no sentences to score on")
     code, _, err = run(capsys, *base, "--dev", path)  # the model would overwrite DEV
     assert code == 2 and "Traceback" not in err
+    other = tmp_path / "other.txt"  # a label the model cannot have: warned, scored as errors
+    other.write_text(data["test"].read_text().replace(" B-NP\n", " B-XP\n"))
+    code, _, err = run(capsys, *base, "--dev", other)
+    assert code == 0 and f"sscrf: warning: {other} has labels the model has not: 'B-XP'" in err
+    path.unlink()
     code, _, err = run(capsys, *base, "--c2", "1,1")
     assert code == 2 and "repeated" in err
     assert not path.exists()

@@ -113,8 +113,9 @@ def test_named_scores_equal_the_metrics_of_predict(data):
     y_dev = [seq[:-1] + ["B-Z" if seq[-1] == "B-X" else seq[-1]] for seq in y_dev]
     for scoring, metric in (("accuracy", token_accuracy),
                             ("chunk_f1", lambda t, p: chunk_scores(t, p)["f1"])):
-        model = sscrf.CRF(n_threads=1, max_iterations=10, dev_scoring=scoring,
-                          dev_period=1).fit(X, y, X_dev=X_dev, y_dev=y_dev)
+        with pytest.warns(UserWarning, match="labels the model has not: 'B-Z'"):
+            model = sscrf.CRF(n_threads=1, max_iterations=10, dev_scoring=scoring,
+                              dev_period=1).fit(X, y, X_dev=X_dev, y_dev=y_dev)
         dev = model.training_["dev"]
         assert dev["scoring"] == scoring and len(dev["curve"]) >= 10
         assert dev["best_score"] == metric(y_dev, model.predict(X_dev))
@@ -293,3 +294,15 @@ def test_same_choice_at_one_and_two_threads(data):
     assert runs[0].best_params == runs[1].best_params
     np.testing.assert_array_equal(runs[0].model.coef_, runs[1].model.coef_)
     assert [r["dev_score"] for r in runs[0].table] == [r["dev_score"] for r in runs[1].table]
+
+
+def test_dev_labels_the_model_lacks_are_warned_of(data):
+    # test_named_scores_equal_the_metrics_of_predict: they count as errors
+    X, y, X_dev, y_dev = data
+    y_other = [["B-Y" if label == "B-X" else label for label in seq] for seq in y_dev]
+    n_other = sum(label == "B-Y" for seq in y_other for label in seq)
+    with pytest.warns(UserWarning, match=rf"labels the model has not: 'B-Y' \({n_other} tokens\)"):
+        sscrf.CRF(max_iterations=3).fit(X, y, X_dev=X_dev, y_dev=y_other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the model's own labels: no warning
+        sscrf.CRF(max_iterations=3).fit(X, y, X_dev=X_dev, y_dev=y_dev)

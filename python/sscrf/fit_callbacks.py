@@ -14,7 +14,9 @@ which the fit returns instead of the last one.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -133,6 +135,16 @@ class DevSet:
         if sum(map(len, y_dev)) == 0:
             raise SscrfError("X_dev has no token: give held-out sentences, or X_dev=None")
         self.y = [list(seq) for seq in y_dev]
+        known = set(classes)
+        unknown = collections.Counter(label for seq in self.y for label in seq
+                                      if label not in known)
+        if unknown:
+            shown = ", ".join(map(repr, sorted(unknown)[:3])) + (", ..." if len(unknown) > 3
+                                                                 else "")
+            warnings.warn(f"y_dev has labels the model has not: {shown} "
+                          f"({sum(unknown.values())} tokens); the model never predicts them, "
+                          "so those tokens count as errors in every dev score", UserWarning,
+                          stacklevel=2)
         self.name, self.function = scoring_function(scoring, self.y)
         features = extractor.transform(X_dev)
         self.corpus, self.offsets = compile_corpus(features), np.asarray(features.offsets)

@@ -299,7 +299,7 @@ def _fit(model: CRF, args: argparse.Namespace, grid: dict[str, list[float]], dev
     warnings shown as the program's; None when interrupted before there is
     a model to save."""
     try:
-        with program_warnings():
+        with program_warnings(lambda message: message.replace("y_dev has", f"{args.dev} has")):
             if grid:  # _search_grid refused --init
                 fit_params.pop("init", None)
                 selection = select_hyperparameters(model, grid, X, y, *dev, **fit_params)
