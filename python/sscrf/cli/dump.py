@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     out.append(f"non-zero state features: {len(state)}")
     out.append("settings: " + ", ".join(
         f"{name}={getattr(model, name):g}" for name in _WEIGHTS
-        if name == "c2" or getattr(model, name, 0)))
+        if name == "c2" or getattr(model, name) != 0))
     training = getattr(model, "training_", {}) or {}
     if "iterations" in training:
         out.append(f"training: {training['iterations']} iterations, loss "
