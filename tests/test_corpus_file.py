@@ -222,6 +222,15 @@ def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
     assert_error(code, err, "a compiled corpus holds attribute ids", "CompiledCorpus.open")
     code, _, err = run(capsys, "compile", unl, "-o", unl)
     assert_error(code, err, "destroy the input")
+    # a model reading columns the command does not derive: refused by name, not
+    # failed on FILE's first token
+    words = tmp_path / "w.model"
+    code, _, err = run(capsys, "train", train, "-m", words, "--features", "words",
+                       "--max-iterations", "2", "-q")
+    assert code == 0, err
+    code, _, err = run(capsys, "compile", unl, "-o", tmp_path / "w.corpus", "--vocabulary", words)
+    assert_error(code, err, str(words), "--features words", "sscrf train --unlabeled FILE")
+    assert not (tmp_path / "w.corpus").exists()
     template = tmp_path / "t.tpl"
     template.write_text("U00:%x[0,0]\n")
     code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,

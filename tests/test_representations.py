@@ -314,6 +314,11 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
         assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 0
         lines = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln]
         assert len(lines[0]) == 3 and sum(a[1] == a[2] for a in lines) == len(lines)
+    # sscrf compile adds no cluster columns: such a model is refused as its vocabulary
+    capsys.readouterr()
+    assert main(["compile", str(tmp_path / "train.txt"), "-o", str(tmp_path / "x.corpus"),
+                 "--vocabulary", str(model), "-q"]) == 2
+    assert "trained with --representations" in capsys.readouterr().err
     # --dev gets the cluster columns too: its score is the saved model's on it
     assert main(["train", str(tmp_path / "train.txt"), "--features", "words",
                  "--representations", str(rep), "-m", str(model), "-q", "--max-iterations",

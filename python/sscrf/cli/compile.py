@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..corpus_file import CompiledCorpus, compile_corpus_file, is_compiled_corpus
 from ..errors import SscrfError
 from ..features import read_templates
+from ..features.words import preset_columns
 from ..inputs import check_not_an_input, check_writable
+from ..model import CRF
 from .options import program_warnings, warn_partial_like
 from .reading import load_model
 
@@ -29,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
                              "FILE's own")
         vocabulary = (CompiledCorpus.open(args.vocabulary, validate=False)
                       if is_compiled_corpus(args.vocabulary) else load_model(args.vocabulary))
+        _check_columns_of(vocabulary, args.vocabulary)
     templates = "default" if args.template is None else read_templates(args.template)
     with program_warnings(_in_command_terms):
         info = compile_corpus_file(args.file, args.output, templates=templates,
@@ -45,6 +49,23 @@ def run(args: argparse.Namespace) -> int:
           f"{info['bytes']:,} bytes ({per_entry:.2f} per entry besides the vocabulary), "
           f"{info['seconds']:.1f} s")
     return 0
+
+
+def _check_columns_of(vocabulary: Any, path: str) -> None:
+    """Refuse a model that reads more than FILE's own columns: those --features
+    words derives from the word, or the cluster ids and vectors of
+    --representations, which sscrf compile does not add."""
+    if not isinstance(vocabulary, CRF):
+        return
+    adds = [what for what, given in (
+        ("--features words", preset_columns(vocabulary.extractor_.templates) is not None),
+        ("--representations", getattr(vocabulary, "representations_", None) is not None
+         or vocabulary.extractor_.vector_spec_ is not None)) if given]
+    if adds:
+        raise SscrfError(f"{path}: the model was trained with {' and '.join(adds)}, whose "
+                         "columns and features sscrf compile does not add to FILE's; give "
+                         "such a model the CoNLL file itself (sscrf train --unlabeled FILE, "
+                         "sscrf tag)")
 
 
 def _in_command_terms(message: str) -> str:
