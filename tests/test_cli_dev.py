@@ -52,7 +52,7 @@ def test_several_c2_values_are_searched_on_dev(capsys, data, tmp_path):
     rows = [line.split() for line in lines[1:4]]
     assert [float(r[0]) for r in rows] == [1, 0.1, 0.01]  # the c2 path, largest first
     scores = [float(r[1]) for r in rows]
-    saved = [r for r in rows if r[-1] == "saved"]
+    saved = [r for r in rows if r[-1] == "chosen"]
     assert len(saved) == 1 and float(saved[0][1]) == max(scores)
     model = CRF.load(path)
     assert model.c2 == float(saved[0][0])

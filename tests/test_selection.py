@@ -34,6 +34,13 @@ def test_c2_path_table_and_best_model(data):
     assert sel.model.c2 == sel.best_params["c2"]
     assert sel.best_score == pytest.approx(chunk_scores(y_dev, sel.model.predict(X_dev))["f1"])
     assert sel.added_zero == []
+    # as text: a header, a row per setting in the table's order, the chosen one marked
+    lines = str(sel).splitlines()
+    assert lines[0].split() == ["c2", "dev", "score", "best", "iteration", "iterations", "seconds"]
+    rows = [line.split() for line in lines[1:]]
+    assert [float(r[0]) for r in rows] == [row["c2"] for row in sel.table]
+    assert [float(r[1]) for r in rows] == [round(row["dev_score"], 4) for row in sel.table]
+    assert [r[0] for r in rows if r[-1] == "chosen"] == [f"{sel.best_params['c2']:g}"]
 
 
 def test_warm_start_begins_near_the_previous_optimum(data):

@@ -60,6 +60,30 @@ class Selection:
     table: list[dict[str, Any]] = field(default_factory=list)
     added_zero: list[str] = field(default_factory=list)
 
+    def __str__(self) -> str:
+        """The table as text: a row per setting in the order they were fitted,
+        the chosen one marked (``sscrf train --dev`` prints it)."""
+        names = list(self.best_params)
+        widths = [max(len(name), 8) for name in names]
+        lines = ["  ".join(f"{name:>{w}}" for name, w in zip(names, widths))
+                 + "  dev score  best iteration  iterations  seconds"]
+        for row in self.table:
+            chosen = all(row[name] == self.best_params[name] for name in names)
+            lines.append("  ".join(f"{_cell(row[name]):>{w}}" for name, w in zip(names, widths))
+                         + f"  {row['dev_score']:>9.4f}  {row['best_iteration']:>14}"
+                         f"  {row['iterations']:>10}  {row['seconds']:>7.1f}"
+                         + ("  <- chosen" if chosen else ""))
+        if self.added_zero:
+            lines.append(f"(0 was added to {', '.join(self.added_zero)}: the model without "
+                         "the term is one of the settings)")
+        return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    """A grid value as the table shows it."""
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else str(value)
+
 
 def _check_grid(estimator: Any, grid: Any, add_zero: bool = True
                 ) -> tuple[dict[str, list[Any]], list[str]]:

@@ -303,7 +303,7 @@ def _fit(model: CRF, args: argparse.Namespace, grid: dict[str, list[float]], dev
             if grid:  # _search_grid refused --init
                 fit_params.pop("init", None)
                 selection = select_hyperparameters(model, grid, X, y, *dev, **fit_params)
-                _print_table(selection, args.dev)
+                print(selection)
                 return selection.model
             if dev is not None:
                 fit_params.update(X_dev=dev[0], y_dev=dev[1])
@@ -316,24 +316,6 @@ def _fit(model: CRF, args: argparse.Namespace, grid: dict[str, list[float]], dev
             error(f"interrupted before the first iteration; {args.model} not written")
             return None
     return model
-
-
-def _print_table(selection: Any, dev: str) -> None:
-    """A row per setting of the search, in the order they were trained, the
-    chosen one marked."""
-    names = list(selection.best_params)
-    widths = [max(len(name), 8) for name in names]
-    print("  ".join(f"{name:>{w}}" for name, w in zip(names, widths))
-          + "  dev score  best iteration  iterations  seconds")
-    for row in selection.table:
-        chosen = all(row[name] == selection.best_params[name] for name in names)
-        print("  ".join(f"{row[name]:>{w}g}" for name, w in zip(names, widths))
-              + f"  {row['dev_score']:>9.4f}  {row['best_iteration']:>14}"
-              f"  {row['iterations']:>10}  {row['seconds']:>7.1f}"
-              + ("  <- saved" if chosen else ""))
-    if selection.added_zero:
-        print(f"(0 was added to {', '.join(selection.added_zero)}, so that {dev} also judged "
-              "the model without the term)")
 
 
 def _dev_note(model: CRF, grid: dict[str, list[float]]) -> str:
