@@ -118,6 +118,12 @@ def test_a_compiled_train_with_dev_gives_the_same_model(capsys, data, tmp_path):
                            "--c2", "1,0.1", "--max-iterations", "8", "--threads", "1", "-q")
         assert code == 0, err
     assert models[0].read_bytes() == models[1].read_bytes()
+    dev_corpus = tmp_path / "dev.corpus"
+    code, _, err = run(capsys, "compile", "--labeled", data["test"], "--vocabulary", corpus,
+                       "-o", dev_corpus, "-q")
+    assert code == 0, err
+    code, _, err = run(capsys, "train", corpus, "-m", tmp_path / "x.model", "--dev", dev_corpus)
+    assert_error(code, err, str(dev_corpus), "give that file")
 
 
 def test_dev_gets_the_columns_train_gets(capsys, tmp_path):
