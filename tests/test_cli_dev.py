@@ -123,7 +123,7 @@ def test_a_compiled_train_with_dev_gives_the_same_model(capsys, data, tmp_path):
                        "-o", dev_corpus, "-q")
     assert code == 0, err
     code, _, err = run(capsys, "train", corpus, "-m", tmp_path / "x.model", "--dev", dev_corpus)
-    assert_error(code, err, str(dev_corpus), "give that file")
+    assert_error(code, err, str(dev_corpus), "give the CoNLL file it was compiled from")
 
 
 def test_dev_gets_the_columns_train_gets(capsys, tmp_path):

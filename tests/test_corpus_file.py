@@ -309,6 +309,27 @@ def test_a_pipe_is_refused_by_compile_and_read_whole_by_train(capsys, tmp_path):
     assert code == 0 and "200 unlabeled sentences" in out, (out, err)
 
 
+def test_cli_commands_refuse_a_compiled_corpus_where_text_or_a_model_goes(capsys, tmp_path):
+    U, train, unl = conll_files(tmp_path, 30, 30, 5)
+    corpus, model = tmp_path / "u.corpus", tmp_path / "m.model"
+    assert run(capsys, "compile", unl, "-o", corpus, "-q")[0] == 0
+    assert run(capsys, "train", train, "-m", model, "--max-iterations", "2", "-q")[0] == 0
+    out = tmp_path / "out"
+    for argv, wanted in (
+            (["represent", corpus, "-o", out], "not a text file"),
+            (["select", "-m", model, "--pool", corpus, "--strategy", "random"], "not a text file"),
+            (["eval", corpus], "not a text file"),
+            (["plot", "confusion", corpus, "-o", out], "not a text file"),
+            (["compile", corpus, "-o", out], "not a CoNLL file"),
+            (["dump", corpus], "not a model"),
+            (["tag", "-m", corpus, train], "not a model"),
+            (["train", train, "-m", out, "--init", corpus], "not a model"),
+            (["plot", "loss", corpus, "-o", out], "not a model or a training log")):
+        code, _, err = run(capsys, *argv)
+        assert_error(code, err, f"{corpus}: a compiled corpus (sscrf compile), {wanted}")
+    assert not out.exists()
+
+
 def test_cli_trains_on_a_corpus_compiled_with_its_labels(capsys, tmp_path):
     _, train, unl = conll_files(tmp_path, 40, 60, 17)
     # unlabeled text of the labeled vocabulary: the CoNLL route counts the

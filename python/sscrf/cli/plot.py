@@ -10,7 +10,7 @@ from ..errors import SscrfError
 from ..io import read_conll
 from ..serialization import MAGIC
 from ..plot import confusion_matrix, read_training_log, training_loss
-from .reading import file_name, load_model, readable
+from .reading import file_name, load_model, readable, refuse_compiled_corpus
 
 __all__ = ["run"]
 
@@ -43,6 +43,8 @@ def training_names(lines: list[str], record: list[tuple[int, float]]) -> Optiona
 
 def _loss(args: argparse.Namespace) -> None:
     names = None
+    refuse_compiled_corpus(args.file, "a model or a training log",
+                           "give a model, or the progress sscrf train wrote on stderr")
     with open(args.file, "rb") as f:
         is_model = f.read(len(MAGIC)) == MAGIC
     if is_model:

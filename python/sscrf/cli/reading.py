@@ -108,7 +108,16 @@ def readable(path: str) -> Any:
         if sys.stdin is None:
             raise SscrfError("standard input is closed")
         return getattr(sys.stdin, "buffer", sys.stdin)
+    refuse_compiled_corpus(path)
     return path
+
+
+def refuse_compiled_corpus(path: str, wanted: str = "a text file",
+                           advice: str = "give the CoNLL file it was compiled from") -> None:
+    """Raise SscrfError if ``path`` is a corpus ``sscrf compile`` wrote where
+    ``wanted`` is expected (read as text, it fails on its first bytes)."""
+    if is_compiled_corpus(path):
+        raise SscrfError(f"{path}: a compiled corpus (sscrf compile), not {wanted}; {advice}")
 
 
 def file_name(path: str) -> str:
@@ -199,6 +208,7 @@ def load_model(path: str, threads: Optional[int] = None,
     the word representations it was trained with, if any (read from where
     training read them, or from ``representations``; their checksum must
     match the model's record)."""
+    refuse_compiled_corpus(path, "a model", "give the file sscrf train -m wrote")
     model = CRF.load(path)
     if threads is not None:
         model.n_threads = threads

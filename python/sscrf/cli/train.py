@@ -272,10 +272,6 @@ def _read_dev(args: argparse.Namespace, n_columns: Optional[int], words: bool, r
         args.dev_period = DEV_PERIOD
         return None
     args.dev_period = DEV_PERIOD if args.dev_period is None else args.dev_period
-    if is_compiled_corpus(args.dev):
-        raise SscrfError(f"{args.dev}: --dev reads the CoNLL file a corpus is compiled from, "
-                         "not the compiled corpus: give that file (it is compiled under the "
-                         "model's vocabulary as training goes)")
     # DEV is completely labeled: A|B and * are labels of their own there
     corpus = read_labeled(args.dev, argparse.Namespace(**dict(vars(args), partial=False)))
     if not corpus.tokens:
