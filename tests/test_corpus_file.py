@@ -327,6 +327,11 @@ def test_cli_commands_refuse_a_compiled_corpus_where_text_or_a_model_goes(capsys
             (["plot", "loss", corpus, "-o", out], "not a model or a training log")):
         code, _, err = run(capsys, *argv)
         assert_error(code, err, f"{corpus}: a compiled corpus (sscrf compile), {wanted}")
+    # a model where text goes
+    for argv in (["eval", model], ["represent", model, "-o", out], ["train", model, "-m", out],
+                 ["compile", model, "-o", out], ["train", train, "-m", out, "--dev", model]):
+        code, _, err = run(capsys, *argv)
+        assert_error(code, err, f"{model}: an sscrf model or word-representations file, not")
     assert not out.exists()
 
 

@@ -12,7 +12,7 @@ from ..features.words import preset_columns
 from ..inputs import check_not_an_input, check_writable
 from ..model import CRF
 from .options import program_warnings, warn_partial_like
-from .reading import load_model, refuse_compiled_corpus
+from .reading import load_model, refuse_binary
 
 __all__ = ["run"]
 
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         raise SscrfError("-o -: a corpus file is memory-mapped, not streamed; give a file name")
     check_writable(args.output)
     check_not_an_input(args.output, (args.file, args.template, args.vocabulary))
-    refuse_compiled_corpus(args.file, "a CoNLL file")
+    refuse_binary(args.file, "a CoNLL file")
     vocabulary = None
     if args.vocabulary is not None:
         if args.template is not None or args.min_freq != 1 or args.max_features is not None \

@@ -23,6 +23,7 @@ from ..io import (
 from ..features.words import add_word_columns, preset_columns
 from ..model import CRF
 from ..representations import WordRepresentations, file_digest
+from ..serialization import MAGIC as SSCRF_MAGIC
 
 __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",
            "load_representations", "model_columns", "model_tokens", "no_spaces", "read_for_tagging",
@@ -108,8 +109,29 @@ def readable(path: str) -> Any:
         if sys.stdin is None:
             raise SscrfError("standard input is closed")
         return getattr(sys.stdin, "buffer", sys.stdin)
-    refuse_compiled_corpus(path)
+    refuse_binary(path)
     return path
+
+
+def refuse_binary(path: str, wanted: str = "a text file") -> None:
+    """Raise SscrfError if ``path`` is one of sscrf's binary files (a compiled
+    corpus, a model, word representations) where ``wanted`` is expected: read
+    as text, each fails on its first bytes."""
+    refuse_compiled_corpus(path, wanted)
+    if _starts_with(path, SSCRF_MAGIC):
+        raise SscrfError(f"{path}: an sscrf model or word-representations file, not {wanted}; "
+                         "give the CoNLL or text file")
+
+
+def _starts_with(path: str, magic: bytes) -> bool:
+    """Whether the regular file ``path`` starts with ``magic`` (a pipe is not read)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
 
 
 def refuse_compiled_corpus(path: str, wanted: str = "a text file",
