@@ -66,7 +66,6 @@ def _loss(args: argparse.Namespace) -> None:
     training_loss(record, log=args.log, path=args.output, title=args.title, names=names)
 
 
-
 def _confusion(args: argparse.Namespace) -> None:
     corpus = read_conll(readable(args.file), has_labels=False)
     if not corpus.tokens or len(corpus.tokens[0][0]) < 2:

@@ -26,8 +26,9 @@ from ..representations import WordRepresentations, file_digest
 from ..serialization import MAGIC as SSCRF_MAGIC
 
 __all__ = ["BATCH_TOKENS", "ToTag", "batches", "file_name", "label_column", "load_model",
-           "load_representations", "model_columns", "model_tokens", "no_spaces", "read_for_tagging",
-           "read_labeled", "readable", "sentences_to_tag"]
+           "load_representations", "model_columns", "model_tokens", "no_spaces",
+           "read_for_tagging", "read_labeled", "readable", "refuse_binary",
+           "refuse_compiled_corpus", "sentences_to_tag"]
 
 # The word representations of each loaded model that reads them (load_model).
 _REPRESENTATIONS: "weakref.WeakKeyDictionary[CRF, WordRepresentations]" = (
