@@ -37,6 +37,7 @@ column (default UPOS) as the label.
 EPILOG = """\
 examples:
   sscrf train train.txt -m chunk.model
+  sscrf train train.txt -m chunk.model --dev dev.txt --c2 1,0.1,0.01
   sscrf tag -m chunk.model test.txt -o tagged.txt
   sscrf eval tagged.txt
   sscrf eval -m chunk.model test.txt
