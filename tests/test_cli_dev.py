@@ -70,6 +70,22 @@ def test_several_c2_values_are_searched_on_dev(capsys, data, tmp_path):
             f"{record['best_iteration']} (scored every 5 iterations)") in out.splitlines()
 
 
+def test_c1_is_searched_as_c2_is(capsys, data, tmp_path):
+    path = tmp_path / "m.model"
+    code, out, err = run(capsys, "train", data["train"], "-m", path, "--dev", data["test"],
+                         "--c1", "0,0.5", "--c2", "0.1", "--max-iterations", "10",
+                         "--threads", "1", "-q")
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:2] == ["c1", "dev"]
+    model = CRF.load(path)
+    selection = select_hyperparameters(
+        CRF(templates="default", max_iterations=10, n_threads=1, c2=0.1), {"c1": [0, 0.5]},
+        data["X_train"], data["y_train"], data["X_test"], data["y_test"])
+    assert model.c1 == selection.best_params["c1"]
+    assert np.array_equal(model.coef_, selection.model.coef_)
+    assert ("state weights not 0" in out) == (model.c1 > 0)
+
+
 def test_a_weight_searched_gets_zero_and_the_proportion_term(capsys, data, tmp_path):
     raw = tmp_path / "raw.txt"
     X_raw, _ = generate_hmm_corpus(120, seed=13)

@@ -101,9 +101,10 @@ def add_train(commands: Any) -> None:
                      help="start from OLD_MODEL's weights (attributes and labels it knows; the "
                           "rest from 0) and, without --template, use its templates: the next "
                           "round of active learning, or more data for a trained model")
-    sub.add_argument("--c1", type=non_negative_float, default=0.0, metavar="C1",
+    sub.add_argument("--c1", type=non_negative_floats, default=[0.0], metavar="C1[,C1...]",
                      help="L1 coefficient: the loss gains C1·‖θ‖₁, trained by OWL-QN; most "
-                          "weights become exactly 0 (default: 0)")
+                          "weights become exactly 0 (default: 0); with --dev, several values "
+                          "separated by commas are searched")
     sub.add_argument("--c2", type=non_negative_floats, default=[1.0], metavar="C2[,C2...]",
                      help="L2 coefficient: loss = -log-likelihood + C2·‖θ‖² (default: 1.0); "
                           "with --dev, several values separated by commas are searched")
@@ -181,8 +182,8 @@ def add_train(commands: Any) -> None:
                           "standard input): the "
                           "model keeps the iterate of the best DEV score (chunk F1 for B-/I- "
                           "labels, token accuracy otherwise), and of several values given to "
-                          "--c2, --entropy-weight, --proportion-weight or --ge-weight, every "
-                          "combination is trained (c2 from the largest down, each fit "
+                          "--c1, --c2, --entropy-weight, --proportion-weight or --ge-weight, "
+                          "every combination is trained (c2 from the largest down, each fit "
                           "starting from the last) and the best on DEV is saved; a table of "
                           "them is printed")
     sub.add_argument("--dev-period", type=positive_int, default=None, metavar="N",

@@ -167,7 +167,7 @@ def _report(args: argparse.Namespace, model: CRF, n_sentences: int, n_tokens: in
                       f"warm start, then {training['stop_reason']})")
     print(f"{args.model}: {n_sentences} sentences, {n_tokens} tokens{unlabeled_note}, "
           f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
-          f"{f' ({model.n_active_features_} state weights not 0)' if args.c1 > 0 else ''}, "
+          f"{f' ({model.n_active_features_} state weights not 0)' if model.c1 > 0 else ''}, "
           f"{iterations}{_dev_note(model, grid)}, {time.perf_counter() - started:.1f} s")
     if training["stop_reason"] == STOP_INTERRUPTED:
         error(f"interrupted: {args.model} holds the best model so far, not a finished training")
@@ -237,7 +237,7 @@ def _check_unlabeled_terms(args: argparse.Namespace, constraints: Any) -> None:
 DEV_PERIOD = 5
 
 #: The options whose several values --dev chooses among, with CRF's names.
-SEARCHED = (("--c2", "c2"), ("--entropy-weight", "entropy_weight"),
+SEARCHED = (("--c1", "c1"), ("--c2", "c2"), ("--entropy-weight", "entropy_weight"),
             ("--proportion-weight", "proportion_weight"), ("--ge-weight", "ge_weight"))
 
 
