@@ -156,6 +156,8 @@ def test_a_log_of_two_stages_and_of_a_search_is_drawn_a_line_a_training():
     assert [t.get_text() for t in named.axes[0].get_legend().get_texts()] == ["c2=1", "c2=0.1"]
     with pytest.raises(SscrfError, match="1 name"):
         plot.training_loss(record, names=["c2=1"])
+    with pytest.raises(SscrfError, match="names goes with"):
+        plot.training_loss([3.0, 2.0], names=["a"])
 
 
 def test_no_pyplot_and_a_clear_error_without_matplotlib(monkeypatch, tmp_path):

@@ -368,6 +368,9 @@ def training_loss(model_or_record: Any, *, log: bool = False, path: Optional[Pat
             names = [f"training {i + 1}" for i in range(len(runs))] if len(runs) > 1 else [""]
         stages = list(zip(names, runs))
     else:
+        if names is not None:
+            raise SscrfError("names goes with (iteration, loss) pairs of several trainings; a "
+                             "model's or record's stages are named by the record")
         stages = []
         start = 1
         for name, losses in _loss_stages(model_or_record):
