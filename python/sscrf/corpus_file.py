@@ -52,7 +52,7 @@ from .features import FeatureExtractor, Features, default_templates
 from .features.csr import is_ones, ones
 from .features.hashing import BucketNames, check_hash_features
 from .features.vocabulary import AttributeCounts, Vocabulary
-from .inputs import check_integer, check_unlabeled
+from .inputs import check_integer, check_unlabeled, starts_with
 from .io import conll_sentences
 from .progress import Progress
 
@@ -73,15 +73,8 @@ def _mapping(n_buckets: Optional[int]) -> str:
 
 def is_compiled_corpus(path: PathLike) -> bool:
     """Whether ``path`` is a regular file that starts with a compiled corpus's
-    magic. A pipe is never one, and is not read: what a look at its first
-    bytes took would be missing for the reader that follows."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
+    magic (a pipe is never one, and is not read: :func:`sscrf.inputs.starts_with`)."""
+    return starts_with(path, MAGIC)
 
 
 class CompiledCorpus:

@@ -215,6 +215,19 @@ def check_writable(path: Any) -> None:
                              "replaced: make it writable (chmod u+w) or write elsewhere")
 
 
+def starts_with(path: Any, magic: bytes) -> bool:
+    """Whether ``path`` is a regular file that starts with ``magic``. A pipe is
+    never one, and is not read: what a look at its first bytes took would be
+    missing for the reader that follows."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(magic)) == magic
+    except OSError:
+        return False
+
+
 def check_not_an_input(output: Any, inputs: Sequence[Any]) -> None:
     """Raise SscrfError if ``output`` is the same file as one of ``inputs`` (through
     symbolic and hard links: :func:`os.path.samefile`), which writing it would destroy.

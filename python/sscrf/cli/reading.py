@@ -12,6 +12,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 from ..corpus_file import is_compiled_corpus
 from ..errors import SscrfError
+from ..inputs import starts_with
 from ..io import (
     conll_sentences,
     conllu_indices,
@@ -119,20 +120,9 @@ def refuse_binary(path: str, wanted: str = "a text file") -> None:
     corpus, a model, word representations) where ``wanted`` is expected: read
     as text, each fails on its first bytes."""
     refuse_compiled_corpus(path, wanted)
-    if _starts_with(path, SSCRF_MAGIC):
+    if starts_with(path, SSCRF_MAGIC):
         raise SscrfError(f"{path}: an sscrf model or word-representations file, not {wanted}; "
                          "give the CoNLL or text file")
-
-
-def _starts_with(path: str, magic: bytes) -> bool:
-    """Whether the regular file ``path`` starts with ``magic`` (a pipe is not read)."""
-    if not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(magic)) == magic
-    except OSError:
-        return False
 
 
 def refuse_compiled_corpus(path: str, wanted: str = "a text file",

@@ -245,7 +245,10 @@ def _search_grid(args: argparse.Namespace) -> dict[str, list[float]]:
     """The grid of the options given several values (empty when none is), each
     option left on ``args`` as one number: its value, or its largest in a
     grid (so that checks such as "--entropy-weight needs --unlabeled" see
-    that the search weighs the term)."""
+    that the search weighs the term); --dev-period gets its default."""
+    if args.dev is None and args.dev_period is not None:
+        raise SscrfError("--dev-period goes with --dev DEV")
+    args.dev_period = DEV_PERIOD if args.dev_period is None else args.dev_period
     grid = {}
     for option, name in SEARCHED:
         values = getattr(args, name)
@@ -267,11 +270,7 @@ def _read_dev(args: argparse.Namespace, n_columns: Optional[int], words: bool, r
     """(sentences, labels) of --dev, with the derived columns TRAIN has (the
     words preset's, the representations' cluster ids); None without it."""
     if args.dev is None:
-        if args.dev_period is not None:
-            raise SscrfError("--dev-period goes with --dev DEV")
-        args.dev_period = DEV_PERIOD
         return None
-    args.dev_period = DEV_PERIOD if args.dev_period is None else args.dev_period
     # DEV is completely labeled: A|B and * are labels of their own there
     corpus = read_labeled(args.dev, argparse.Namespace(**dict(vars(args), partial=False)))
     if not corpus.tokens:
