@@ -138,6 +138,35 @@ def test_training_adds_the_labeled_attributes_after_the_corpus_vocabulary(corpor
         m.predict(t, allowed=[None] * len(t))
 
 
+def test_a_compiled_vocabulary_is_not_cut_again_in_fit(corpora, tmp_path):
+    X, y, U, _ = corpora
+    write_conll(tmp_path / "x.txt", X, y)
+    labeled = CompiledCorpus.build(tmp_path / "x.txt", tmp_path / "x.corpus", has_labels=True)
+    unlabeled = CompiledCorpus.build(U, tmp_path / "u.corpus", max_features=50)
+    fit = dict(templates="default", max_iterations=2, n_threads=1, verbose=False)
+    refused = [
+        (lambda: CRF(min_freq=2, **fit).fit(labeled, None), "x.corpus: .* give min_freq=2 to"),
+        (lambda: CRF(max_features=10, **fit).fit(labeled, None), "give max_features=10 to"),
+        (lambda: CRF(min_freq=2, max_features=10, **fit).fit(labeled, None),
+         r"min_freq=2 and max_features=10 .*--min-freq and --max-features"),
+        (lambda: CRF(max_features=10, entropy_weight=0.1, **fit).fit(X, y, X_unlabeled=unlabeled),
+         "u.corpus: .* give max_features=10 to"),
+        (lambda: CRF(hash_features=256, min_freq=2, **fit).fit(X, y),
+         "hash_features has no vocabulary"),
+        (lambda: CRF(hash_features=256, max_features=10, **fit).fit(X, y),
+         "hash_features has no vocabulary"),
+    ]
+    for call, message in refused:
+        with pytest.raises(SscrfError, match=message):
+            call()
+    # min_freq with a compiled X_unlabeled cuts the attributes X adds to its vocabulary
+    m = CRF(min_freq=3, entropy_weight=0.1, **fit).fit(X, y, X_unlabeled=unlabeled)
+    frequent = FeatureExtractor(default_templates(2), min_freq=3).fit(X).attributes_
+    assert m.extractor_.attributes_[:50] == unlabeled.attributes
+    assert set(m.extractor_.attributes_[50:]) == set(frequent) - set(unlabeled.attributes)
+    assert len(FeatureExtractor(default_templates(2)).fit(X).attributes_) > len(frequent)
+
+
 def good_file(tmp_path):
     U, _ = generate_hmm_corpus(20, seed=9)
     path = tmp_path / "good.corpus"
@@ -236,6 +265,9 @@ def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
     code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,
                        "--entropy-weight", "0.05", "--template", template)
     assert_error(code, err, "brings its templates")
+    code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", out,
+                       "--entropy-weight", "0.05", "--max-features", "40")
+    assert_error(code, err, str(out), "give max_features=40", "sscrf compile --max-features")
     bad = tmp_path / "bad.corpus"
     bad.write_bytes(out.read_bytes()[:-3])
     code, _, err = run(capsys, "train", train, "-m", model, "--unlabeled", bad,
@@ -369,6 +401,8 @@ def test_cli_trains_on_a_corpus_compiled_with_its_labels(capsys, tmp_path):
     code, _, err = run(capsys, "train", labeled, "-m", tmp_path / "x.model", "--unlabeled", unl,
                        "--entropy-weight", "0.01")
     assert_error(code, err, "compiled under its vocabulary")
+    code, _, err = run(capsys, "train", labeled, "-m", tmp_path / "x.model", "--max-features", "9")
+    assert_error(code, err, "--max-features goes with a CoNLL TRAIN file")
     assert not (tmp_path / "x.model").exists()
 
 def test_the_core_views_read_only_arrays_and_keeps_them_alive(tmp_path):

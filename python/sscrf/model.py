@@ -103,7 +103,8 @@ class CRF(FittedModelView):
     hash_features : int or None
         ``2**k``: attributes go to ``2**k`` buckets by FNV-1a 64 of their
         UTF-8 string (see :class:`~sscrf.features.FeatureExtractor`), with no
-        vocabulary; the model records it and tags with it.
+        vocabulary (``min_freq`` and ``max_features`` are refused with it);
+        the model records it and tags with it.
     word_vectors : sscrf.representations.WordVectors or None
         With templates: real-valued word-vector features for each token
         (:meth:`sscrf.WordRepresentations.word_vectors`, the ``rep.v``
@@ -321,7 +322,8 @@ class CRF(FittedModelView):
             for GE the constraints, name the labels). Or a
             :class:`sscrf.CompiledCorpus` compiled with its labels
             (``has_labels=True``), with ``y=None``: the model takes its
-            vocabulary and labels.
+            vocabulary and labels (``min_freq`` and ``max_features`` are
+            refused: cut the vocabulary when compiling).
         y : list or None
             Per sentence, one entry per token: a label, a set (``set``,
             ``frozenset`` or ``tuple``) of acceptable labels, or ``None``
@@ -337,7 +339,12 @@ class CRF(FittedModelView):
             and with it ``feature_set="auto"`` is ``dense``. When every one
             of these weights is 0 (the baseline of a grid over them), it and
             ``constraints`` take no part in the objective: a supervised fit
-            on the same features, with a ``UserWarning``.
+            on the same features, with a ``UserWarning``. Or a
+            :class:`sscrf.CompiledCorpus`: its vocabulary comes first,
+            unchanged, then the attributes of ``X`` it lacks (those at
+            ``min_freq`` tokens of ``X`` or more); ``max_features`` is
+            refused, as for a compiled ``X``, whose vocabulary is the
+            model's: cut it when compiling.
         init : CRF, path or None
             Warm start: weights of attributes and labels this model shares
             with ``init`` start from ``init``'s values, the rest from 0.

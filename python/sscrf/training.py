@@ -96,6 +96,11 @@ def check_params(params: Params) -> int:
         check_integer(params[name], name, minimum=least)
     if params.get("max_features") is not None:
         check_integer(params["max_features"], "max_features", minimum=1)
+    if params.get("hash_features") is not None and (params["min_freq"] != 1
+                                                    or params.get("max_features") is not None):
+        raise SscrfError("hash_features has no vocabulary: min_freq and max_features go "
+                         "without it (bound the model by hash_features or max_features, not "
+                         "both)")
     check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
     check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
     check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
@@ -486,6 +491,17 @@ def _extract(params: Mapping[str, Any], plan: _Plan
             isinstance(corpus, CompiledCorpus) for corpus in (plan.X, plan.unlabeled)):
         raise SscrfError("a compiled corpus holds its template features only; word_vectors "
                          "take sentences")
+    # a compiled corpus's ids are the model's: its vocabulary was cut when it was compiled
+    cuts = {"min_freq": params["min_freq"] != 1 and isinstance(plan.X, CompiledCorpus),
+            "max_features": params.get("max_features") is not None and compiled}
+    if any(cuts.values()):
+        corpus = plan.X if isinstance(plan.X, CompiledCorpus) else plan.unlabeled
+        names = [name for name, cut in cuts.items() if cut]
+        given = " and ".join(f"{name}={params[name]}" for name in names)
+        options = " and ".join("--" + name.replace("_", "-") for name in names)
+        raise SscrfError(f"{corpus.path}: a compiled corpus's vocabulary was cut when it was "
+                         f"compiled: give {given} to CompiledCorpus.build (sscrf compile "
+                         f"{options}) instead")
     if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
         extractor = plan.X.extractor()
         features = [plan.X.features()]
@@ -507,7 +523,7 @@ def _extract(params: Mapping[str, Any], plan: _Plan
         # the zero-weight model is the one the semi-supervised fits start from
         corpora = [plan.X] + ([plan.unlabeled] if plan.unlabeled else [])
         features = extractor.fit_transform(*corpora)
-    if params.get("max_features") is not None and not compiled:
+    if params.get("max_features") is not None:
         attributes, features = limit_features(extractor.attributes_ or [], features,
                                               params["max_features"])
         extractor.set_vocabulary(Vocabulary(attributes, extractor.n_columns_))

@@ -189,7 +189,8 @@ def _train_compiled(args: argparse.Namespace, grid: dict[str, list[float]], star
         ("--hash-features", args.hash_features is not None)) if given]
     if fixed:
         raise SscrfError(f"{args.train}: a compiled corpus brings its templates, vocabulary and "
-                         f"labels; {', '.join(fixed)} go with a CoNLL TRAIN file")
+                         f"labels; {', '.join(fixed)} {'go' if len(fixed) > 1 else 'goes'} "
+                         "with a CoNLL TRAIN file")
     corpus = CompiledCorpus.open(args.train)
     if corpus.labels is None:
         raise SscrfError(f"{args.train}: the corpus was compiled without its labels: compile "
