@@ -4,6 +4,8 @@ References are brute-force counts, a numpy PPMI and scipy/numpy's dense SVD.
 """
 
 import collections
+import hashlib
+import json
 import os
 import re
 
@@ -333,6 +335,17 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     assert main(["train", str(tmp_path / "test.txt"), "--init", str(model), "-m", str(again),
                  "-q", "--max-iterations", "10"]) == 0
     assert sscrf.CRF.load(again).representations_ == sscrf.CRF.load(model).representations_
+    # sscrf dump names the file the model looks up, and the vectors it adds
+    digest = hashlib.sha256(rep.read_bytes()).hexdigest()
+    capsys.readouterr()
+    assert main(["dump", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert f"representations: {rep} (sha256 {digest[:16]}...): 2 cluster-id column(s)" in out
+    assert "word vectors: 6 dimensions scaled by 6, as rep.v0 to rep.v5" in out
+    assert main(["dump", str(model), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["representations"]["sha256"] == digest
+    assert document["word_vectors"]["dim"] == 6
     # other representations at the recorded path: refused, and where the old ones went
     moved = tmp_path / "old.rep"
     rep.rename(moved)

@@ -52,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
                    f"{model_columns(model, args.model)} token column(s)")
     else:
         out.append("features: feature dicts")
+    record = getattr(model, "representations_", None)
+    if record:  # the file tag and eval look up, checked by its sha256
+        out.append(f"representations: {record['path']} (sha256 {record['sha256'][:16]}...): "
+                   f"{record['columns']} cluster-id column(s)")
+    spec = getattr(extractor, "vector_spec_", None)
+    if spec:
+        out.append(f"word vectors: {spec['dim']} dimensions scaled by {spec['scale']:g}, "
+                   f"as {spec['name']}0 to {spec['name']}{spec['dim'] - 1}")
     out.append(f"attributes: {len(extractor.attributes_ or [])}")
     out.append(f"parameters: {model.n_parameters_} ({n_state_parameters} state, {S * S} "
                f"transition, {2 * S} start/end); feature set: {model.feature_set_}")
@@ -127,6 +135,8 @@ def _write_json(model: Any, path: str, out: TextIO) -> None:
         "attributes": attributes,
         "feature_set": model.feature_set_,
         "templates": templates,
+        "representations": _plain(getattr(model, "representations_", None)),
+        "word_vectors": _plain(getattr(extractor, "vector_spec_", None)),
         "state_features": pairs,
         "transitions": model.transitions_.tolist(),
         "start": model.start_weights_.tolist(),
