@@ -251,6 +251,12 @@ def test_cli_compile_then_train_and_refusals(capsys, tmp_path):
     assert_error(code, err, "a compiled corpus holds attribute ids", "CompiledCorpus.open")
     code, _, err = run(capsys, "compile", unl, "-o", unl)
     assert_error(code, err, "destroy the input")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    code, stdout, err = run(capsys, "compile", empty, "-o", tmp_path / "e.corpus", "-q")
+    assert code == 0 and f"warning: {empty}: no sentences" in err
+    assert "0 entries" in stdout and "per entry" not in stdout
+    assert len(CompiledCorpus.open(tmp_path / "e.corpus")) == 0
     # a model reading columns the command does not derive: refused by name, not
     # failed on FILE's first token
     words = tmp_path / "w.model"

@@ -440,6 +440,17 @@ def test_cli_represent_reads_conll_and_refuses_what_does_not_fit(tmp_path, capsy
                  "-q"]) == 0
     assert capsys.readouterr().err == ""
     assert main(["represent", str(raw), "-o", str(b), "--clusters", "4,2"]) == 2
+    # the library's "sentences" are the file here; clusters past the words are said capped
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    capsys.readouterr()
+    assert main(["represent", str(empty), "-o", str(b), "-q"]) == 2
+    assert f"error: {empty}: no word occurs min_count=2 times" in capsys.readouterr().err
+    tiny = tmp_path / "tiny.txt"
+    tiny.write_text("a b c\na b c\n")
+    assert main(["represent", str(tiny), "-o", str(b), "-q"]) == 0
+    assert "3 words from 6 tokens, 3 dimensions, clusters at 32, 128, 512, 2048 (each at " \
+        "most 3, the words)" in capsys.readouterr().out
     _write_labeled(tmp_path / "train.txt", make_corpus(10, 8))
     model = tmp_path / "m.model"
     assert main(["train", str(tmp_path / "train.txt"), "-m", str(model), "-q",

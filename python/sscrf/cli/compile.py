@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..corpus_file import CompiledCorpus, compile_corpus_file, is_compiled_corpus
@@ -11,7 +12,7 @@ from ..features import read_templates
 from ..features.words import preset_columns
 from ..inputs import check_not_an_input, check_writable
 from ..model import CRF
-from .options import program_warnings, warn_partial_like
+from .options import PROG, program_warnings, warn_partial_like
 from .reading import load_model, refuse_binary
 
 __all__ = ["run"]
@@ -44,11 +45,14 @@ def run(args: argparse.Namespace) -> int:
     if args.labeled:
         warn_partial_like(args.file, info["labels"], "a compiled corpus stores each as a label "
                           "of its own: train on the CoNLL file with --partial")
-    per_entry = info["array_bytes"] / max(info["nnz"], 1)
+    if info["n_tokens"] == 0:
+        print(f"{PROG}: warning: {args.file}: no sentences; {args.output} is an empty corpus",
+              file=sys.stderr)
+    per_entry = (f" ({info['array_bytes'] / info['nnz']:.2f} per entry besides the vocabulary)"
+                 if info["nnz"] else "")
     print(f"{args.output}: {info['n_sentences']:,} sentences, {info['n_tokens']:,} tokens, "
           f"{info['nnz']:,} entries, {info['n_attributes']:,} attributes, "
-          f"{info['bytes']:,} bytes ({per_entry:.2f} per entry besides the vocabulary), "
-          f"{info['seconds']:.1f} s")
+          f"{info['bytes']:,} bytes{per_entry}, {info['seconds']:.1f} s")
     return 0
 
 

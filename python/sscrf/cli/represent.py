@@ -74,16 +74,21 @@ def run(args: argparse.Namespace) -> int:
     raw = sentences if isinstance(sentences, _RawSentences) else None
     try:
         rep.fit(sentences)
-    except SscrfError:
+    except SscrfError as error:
         hint = None if raw is None else raw.conll_hint()
         if hint is not None:
             raise SscrfError(f"{file_name(args.text)}: no word has a context; {hint}") from None
+        message = str(error)  # the library names its input "sentences"; this one is a file
+        if message.startswith("sentences: "):
+            raise SscrfError(f"{file_name(args.text)}: {message[len('sentences: '):]}") from None
         raise
     hint = None if raw is None else raw.conll_hint()
     if hint is not None:
         print(f"{PROG}: warning: {file_name(args.text)}: {hint}", file=sys.stderr)
     rep.save(args.output)
-    print(f"{args.output}: {len(rep.vocabulary_)} words from {rep.n_tokens_} tokens, "
+    n_words = len(rep.vocabulary_)
+    capped = f" (each at most {n_words}, the words)" if max(rep.clusters) > n_words else ""
+    print(f"{args.output}: {n_words} words from {rep.n_tokens_} tokens, "
           f"{rep.vectors_.shape[1]} dimensions, clusters at "
-          f"{', '.join(map(str, rep.clusters))}, {time.perf_counter() - started:.1f} s")
+          f"{', '.join(map(str, rep.clusters))}{capped}, {time.perf_counter() - started:.1f} s")
     return 0
