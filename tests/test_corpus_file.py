@@ -138,6 +138,25 @@ def test_training_adds_the_labeled_attributes_after_the_corpus_vocabulary(corpor
         m.predict(t, allowed=[None] * len(t))
 
 
+def test_score_takes_a_corpus_compiled_with_its_labels(corpora, tmp_path):
+    X, y, _, _ = corpora
+    T, z = generate_hmm_corpus(30, seed=24)
+    m = CRF(templates="default", max_iterations=5, n_threads=1, verbose=False).fit(X, y)
+    write_conll(tmp_path / "t.txt", T, z)
+    t = CompiledCorpus.build(tmp_path / "t.txt", tmp_path / "t.corpus", vocabulary=m,
+                             has_labels=True)
+    predicted = m.predict(T)
+    hits = sum(p == g for ps, gs in zip(predicted, z) for p, g in zip(ps, gs))
+    assert m.score(t) == hits / sum(map(len, z))
+    with pytest.raises(SscrfError, match="brings its labels; give y=None"):
+        m.score(t, z)
+    bare = CompiledCorpus.build(T, tmp_path / "u.corpus", vocabulary=m)
+    with pytest.raises(SscrfError, match=r"no labels stored; .* to score it"):
+        m.score(bare)
+    with pytest.raises(sscrf.SscrfTypeError, match="by score"):
+        list(bare)
+
+
 def test_a_compiled_vocabulary_is_not_cut_again_in_fit(corpora, tmp_path):
     X, y, U, _ = corpora
     write_conll(tmp_path / "x.txt", X, y)

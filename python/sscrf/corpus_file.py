@@ -119,8 +119,9 @@ class CompiledCorpus:
 
     def __iter__(self) -> Iterator[Any]:
         raise SscrfTypeError(f"{self.path}: a CompiledCorpus is not a list of sentences; it "
-                             "is taken as fit's X_unlabeled and by predict and "
-                             "predict_marginals (without allowed=)")
+                             "is taken as fit's X (compiled with its labels) and "
+                             "X_unlabeled, by predict and predict_marginals (without "
+                             "allowed=), and by score (with its labels)")
 
     def __repr__(self) -> str:
         return (f"<CompiledCorpus {self.path!r}: {self.n_sentences:,} sentences, "
@@ -664,9 +665,10 @@ def unlabeled_input(X_unlabeled: Any) -> Any:
     return X_unlabeled
 
 
-def labeled_input(X: CompiledCorpus, y: Any) -> list[list[str]]:
-    """The labels a compiled corpus given as fit's ``X`` stores, per sentence (``y`` must
-    be None).
+def labeled_input(X: CompiledCorpus, y: Any, use: str = "to train on it as X"
+                  ) -> list[list[str]]:
+    """The labels a compiled corpus given as fit's (or score's) ``X`` stores, per sentence
+    (``y`` must be None); ``use`` ends the message when it has none.
 
     Raises
     ------
@@ -677,7 +679,7 @@ def labeled_input(X: CompiledCorpus, y: Any) -> list[list[str]]:
         raise SscrfError(f"{X.path}: a compiled corpus as X brings its labels; give y=None")
     if X.labels is None or X.label_names is None:
         raise SscrfError(f"{X.path}: no labels stored; compile it with has_labels=True "
-                         "(sscrf compile --labeled) to train on it as X")
+                         f"(sscrf compile --labeled) {use}")
     unlabeled_input(X)  # no empty sentences
     names = np.array(X.label_names, dtype=object)
     offsets = np.asarray(X.features().offsets)

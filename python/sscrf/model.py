@@ -18,6 +18,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 from . import training
+from .corpus_file import CompiledCorpus, labeled_input
 from .decoding import Decoder
 from .errors import SscrfError, SscrfTypeError
 from .fit_callbacks import saved_scoring
@@ -589,9 +590,17 @@ class CRF(FittedModelView):
         """
         return self._decoder().most_uncertain_span(X, width)
 
-    def score(self, X: Any, y: Any) -> float:
-        """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors."""
-        X, y = check_labeled(X, y, allow_empty_sentences=True)
+    def score(self, X: Any, y: Any = None) -> float:
+        """Token accuracy of ``predict(X)`` against ``y``; unseen gold labels count as errors.
+
+        ``X`` may be a :class:`sscrf.CompiledCorpus` compiled with its labels
+        (``has_labels=True``) under the model's vocabulary, with ``y=None``:
+        its stored labels are ``y``.
+        """
+        if isinstance(X, CompiledCorpus):
+            y = labeled_input(X, y, "to score it")
+        else:
+            X, y = check_labeled(X, y, allow_empty_sentences=True)
         predicted = self.predict(X)
         total = sum(len(s) for s in y)
         if total == 0:
