@@ -366,6 +366,34 @@ def test_a_pipe_is_refused_by_compile_and_read_whole_by_train(capsys, tmp_path):
     assert code == 0 and "200 unlabeled sentences" in out, (out, err)
 
 
+def test_cli_eval_scores_a_corpus_compiled_with_its_labels(capsys, tmp_path):
+    _, train, _ = conll_files(tmp_path, 40, 1, 41)
+    X, y = generate_hmm_corpus(25, seed=43)
+    test, model = tmp_path / "test.txt", tmp_path / "m.model"
+    write_conll(test, X, y)
+    assert run(capsys, "train", train, "-m", model, "--max-iterations", "5", "-q")[0] == 0
+    labeled, bare = tmp_path / "t.corpus", tmp_path / "b.corpus"
+    for out, extra in ((labeled, ["--labeled"]), (bare, [])):
+        code, _, err = run(capsys, "compile", test, "-o", out, "--vocabulary", model, "-q",
+                           *extra)
+        assert code == 0, err
+    # the same report as the CoNLL file's, for both reports
+    for extra in ([], ["--tokens"]):
+        code, from_text, err = run(capsys, "eval", "-m", model, test, *extra)
+        assert code == 0, err
+        code, from_corpus, err = run(capsys, "eval", "-m", model, labeled, *extra)
+        assert code == 0, err
+        assert from_corpus == from_text
+    code, _, err = run(capsys, "eval", "-m", model, bare)
+    assert_error(code, err, f"{bare}: no labels stored", "sscrf compile --labeled")
+    code, _, err = run(capsys, "eval", "-m", model, labeled, "--conllu")
+    assert_error(code, err, "--conllu goes with a CoNLL FILE")
+    other = tmp_path / "other.model"
+    assert run(capsys, "train", test, "-m", other, "--max-iterations", "2", "-q")[0] == 0
+    code, _, err = run(capsys, "eval", "-m", other, labeled)
+    assert_error(code, err, f"{labeled}: compiled under another vocabulary")
+
+
 def test_cli_commands_refuse_a_compiled_corpus_where_text_or_a_model_goes(capsys, tmp_path):
     U, train, unl = conll_files(tmp_path, 30, 30, 5)
     corpus, model = tmp_path / "u.corpus", tmp_path / "m.model"
@@ -375,7 +403,7 @@ def test_cli_commands_refuse_a_compiled_corpus_where_text_or_a_model_goes(capsys
     for argv, wanted in (
             (["represent", corpus, "-o", out], "not a text file"),
             (["select", "-m", model, "--pool", corpus, "--strategy", "random"], "not a text file"),
-            (["eval", corpus], "not a text file"),
+            (["eval", corpus], "not a tagged file; with -m MODEL"),
             (["plot", "confusion", corpus, "-o", out], "not a text file"),
             (["compile", corpus, "-o", out], "not a CoNLL file"),
             (["dump", corpus], "not a model"),

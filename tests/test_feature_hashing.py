@@ -179,7 +179,15 @@ def test_cli_train_hash_features(tmp_path, capsys) -> None:  # type: ignore[no-u
     assert "hash_features must be a power of two" in capsys.readouterr().err
 
 
-def test_max_features_with_hashing_is_refused() -> None:
+def test_max_features_or_min_freq_with_hashing_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
     X, y = generate_hmm_corpus(20, seed=4)
     with pytest.raises(SscrfError, match="hash_features or max_features"):
         CRF(hash_features=2**6, max_features=10, max_iterations=3).fit(X, y)
+    with pytest.raises(SscrfError, match="min_freq and max_features go without it"):
+        CRF(hash_features=2**6, min_freq=2, max_iterations=3).fit(X, y)
+    # a model file that holds both (fit ignored min_freq with hashing) still loads and tags
+    crf = CRF(hash_features=2**6, max_iterations=3).fit(X, y)
+    crf.min_freq = 2
+    crf.save(str(tmp_path / "m.model"))
+    again = CRF.load(str(tmp_path / "m.model"))
+    assert again.min_freq == 2 and again.predict(X) == crf.predict(X)

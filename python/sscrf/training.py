@@ -96,11 +96,6 @@ def check_params(params: Params) -> int:
         check_integer(params[name], name, minimum=least)
     if params.get("max_features") is not None:
         check_integer(params["max_features"], "max_features", minimum=1)
-    if params.get("hash_features") is not None and (params["min_freq"] != 1
-                                                    or params.get("max_features") is not None):
-        raise SscrfError("hash_features has no vocabulary: min_freq and max_features go "
-                         "without it (bound the model by hash_features or max_features, not "
-                         "both)")
     check_choice(params["entropy_method"], "entropy_method", ENTROPY_METHODS)
     check_choice(params["ge_penalty"], "ge_penalty", ("kl", "l2"))
     check_choice(params["feature_set"], "feature_set", FEATURE_SETS)
@@ -482,6 +477,11 @@ def _extract(params: Mapping[str, Any], plan: _Plan
     if isinstance(templates, str) and templates.strip() == "default" and not compiled:
         templates = default_templates(n_columns(plan.X or plan.unlabeled))
     hashing = params.get("hash_features")
+    # at fit, not in check_params, which loading runs too: a model file holding both loads
+    if hashing is not None and (params["min_freq"] != 1 or params.get("max_features") is not None):
+        raise SscrfError("hash_features has no vocabulary: min_freq and max_features go "
+                         "without it (bound the model by hash_features or max_features, not "
+                         "both)")
     for corpus in (plan.X, plan.unlabeled):
         if isinstance(corpus, CompiledCorpus) and corpus.hash_features != hashing:
             raise SscrfError(f"{corpus.path}: compiled with hash_features="

@@ -9,17 +9,21 @@ import argparse
 import sys
 from typing import Iterable, Sequence
 
+from ..corpus_file import CompiledCorpus, is_compiled_corpus, labeled_input
 from ..errors import SscrfError
 from ..io import gc_paused, read_conll
 from ..metrics import conlleval_report, format_label_report, label_scores
-from .reading import batches, file_name, label_column, load_model, readable, sentences_to_tag
+from .reading import (batches, file_name, label_column, load_model, readable,
+                      refuse_compiled_corpus, sentences_to_tag)
 
 __all__ = ["run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """``sscrf eval``: the exit status."""
-    if args.model is not None:
+    if args.model is not None and is_compiled_corpus(args.file):
+        gold, predicted = _tag_compiled(args)
+    elif args.model is not None:
         model = load_model(args.model, args.threads, args.representations)
         gold, predicted = [], []
         sentences = sentences_to_tag(args.file, model, args.model, args, need_gold=True)
@@ -28,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
                 predicted += model.predict([item.tokens for item in batch])
                 gold += [item.gold for item in batch]
     else:
+        refuse_compiled_corpus(args.file, "a tagged file", "with -m MODEL, one compiled "
+                               "with its labels (sscrf compile --labeled) is scored")
         if args.conllu:
             raise SscrfError("a CoNLL-U file holds no predictions; use --conllu with -m MODEL")
         label_column(args)
@@ -59,6 +65,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"(gold labels such as {shown} are not {args.scheme} chunk tags "
               f"({'/'.join(prefixes)}-X or O), {what})")
     return 0
+
+
+def _tag_compiled(args: argparse.Namespace) -> tuple[list[list[str]], list[list[str]]]:
+    """The gold labels a corpus compiled ``--labeled`` stores, and MODEL's predictions."""
+    given = [option for option, on in (
+        ("--conllu", args.conllu), ("--label-column", args.label_column is not None),
+        ("--representations", args.representations is not None)) if on]
+    if given:
+        raise SscrfError(f"{args.file}: a compiled corpus brings its attributes and labels; "
+                         f"{', '.join(given)} {'go' if len(given) > 1 else 'goes'} with a "
+                         "CoNLL FILE")
+    model = load_model(args.model, args.threads)
+    corpus = CompiledCorpus.open(args.file)
+    gold = labeled_input(corpus, None, "to score it")
+    return gold, model.predict(corpus)
 
 
 def _check_columns_are_labels(gold: Sequence[Sequence[str]],

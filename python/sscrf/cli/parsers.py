@@ -261,11 +261,14 @@ def add_eval(commands: Any) -> None:
         "                             before it the gold label ('sscrf tag' output;\n"
         "                             with -n K, --probability or --marginals too: it\n"
         "                             scores the best labeling, still the last column)\n"
-        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score\n\n"
+        "  sscrf eval -m MODEL TEST   tag TEST (gold label last) with MODEL, then score;\n"
+        "                             TEST may be a corpus 'sscrf compile --labeled\n"
+        "                             --vocabulary MODEL' wrote\n\n"
         "A FILE whose last two columns share no label (an untagged 'word POS chunk'\n"
         "file, say) is refused.")
     sub.add_argument("file", metavar="FILE",
-                     help="tagged file, or the test file with -m ('-': standard input)")
+                     help="tagged file, or the test file with -m (CoNLL, or a corpus compiled "
+                          "--labeled; '-': standard input)")
     sub.add_argument("-m", "--model", metavar="MODEL", help="tag FILE with this model first")
     sub.add_argument("--scheme", choices=("iob2", "iob1", "iobes"), default="iob2",
                      help="chunk tagging scheme (default: iob2; iob1 and iob2 read the same)")
