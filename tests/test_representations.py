@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -194,6 +195,24 @@ def test_one_shot_generator_and_types(corpus, fitted):
         WordRepresentations(dim=2, clusters=(2,)).fit([w] for s in corpus for w in s)
     with pytest.raises(SscrfError, match="not fitted"):
         WordRepresentations().features(["a"])
+
+
+def test_repr_shows_the_settings_changed_and_what_was_fitted(fitted, corpus):
+    assert repr(WordRepresentations()) == "<WordRepresentations()>"
+    n_tokens = sum(map(len, corpus))
+    assert repr(fitted) == (f"<WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1): "
+                            f"{len(fitted.vocabulary_):,} words from {n_tokens:,} tokens>")
+
+
+def test_prototypes_without_a_vector_are_warned_of_once(fitted):
+    prototypes = {"N": ["dog", "Qzzx"], "X": ["zzqq"]}
+    with pytest.warns(UserWarning, match=r"2 word\(s\) without a vector are left out "
+                      r"\('Qzzx', 'zzqq'\); no prototype of 'X' is left"):
+        f = fitted.features(["the", "dog"], prototypes=prototypes)
+    assert f[1]["rep.proto[N]"] == 1.0 and not any("rep.proto[X]" in t for t in f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted.features(["the", "dog"], prototypes=prototypes)  # said once
 
 
 def test_features_keys_and_fallback(fitted):

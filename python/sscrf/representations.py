@@ -36,7 +36,9 @@ not matter. Random numbers come from ``random_state``.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -182,6 +184,14 @@ class WordRepresentations:
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
+
+    def __repr__(self) -> str:
+        parameters = inspect.signature(WordRepresentations.__init__).parameters.values()
+        changed = [f"{p.name}={getattr(self, p.name)!r}" for p in parameters
+                   if p.name != "self" and getattr(self, p.name) != p.default]
+        fitted = getattr(self, "vocabulary_", None)
+        words = "" if fitted is None else f": {len(fitted):,} words from {self.n_tokens_:,} tokens"
+        return f"<WordRepresentations({', '.join(changed)}){words}>"
 
     # -- fitting -----------------------------------------------------------------------
 
@@ -515,14 +525,27 @@ class WordRepresentations:
         cached = self._prototype_cache.get(key)
         if cached is not None:
             return cached
-        labels, rows = [], []
+        labels, rows, unknown, empty = [], [], [], []
         for label, words in prototypes.items():
             if isinstance(words, str):
                 raise SscrfTypeError(f"prototypes[{label!r}] must be a list of words, not a str")
-            for r in self._rows(list(words)):
+            words = list(words)
+            known = 0
+            for word, r in zip(words, self._rows(words)):
                 if r >= 0:
                     labels.append(str(label))
                     rows.append(r)
+                    known += 1
+                else:
+                    unknown.append(repr(word))
+            if known == 0:
+                empty.append(repr(label))
+        if unknown:  # said once: the result is cached
+            shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+            warnings.warn(f"prototypes: {len(unknown)} word(s) without a vector are left out "
+                          f"({shown})" + (f"; no prototype of {', '.join(empty)} is left, so "
+                                          "its feature never fires" if empty else ""),
+                          UserWarning, stacklevel=3)
         matrix = self.vectors_[rows] if rows else np.zeros((0, self.vectors_.shape[1]))
         # one feature per label: rows of a label share its name, and a dict
         # keeps one entry per name
