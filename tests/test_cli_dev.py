@@ -35,7 +35,7 @@ def test_dev_keeps_the_best_iterate(capsys, data, tmp_path):
     assert record["period"] == 2 and record["scoring"] == "chunk_f1"
     assert record["best_score"] == max(score for _, score in record["curve"])
     assert np.isclose(dev_f1(path, data["X_test"], data["y_test"]), record["best_score"])
-    assert f"dev chunk f1 {record['best_score']:.4f} at iteration {record['best_iteration']}" \
+    assert f"dev chunk F1 {record['best_score']:.4f} at iteration {record['best_iteration']}" \
         in out
     library = CRF(templates="default", max_iterations=15, n_threads=1, dev_period=2).fit(
         data["X_train"], data["y_train"], X_dev=data["X_test"], y_dev=data["y_test"])
@@ -66,7 +66,7 @@ def test_several_c2_values_are_searched_on_dev(capsys, data, tmp_path):
     assert code == 0, err
     record = model.training_["dev"]
     assert f"settings: c2={model.c2:g}" in out.splitlines()
-    assert (f"dev: chunk f1 {record['best_score']:.4f}, the iterate of iteration "
+    assert (f"dev: chunk F1 {record['best_score']:.4f}, the iterate of iteration "
             f"{record['best_iteration']} (scored every 5 iterations)") in out.splitlines()
 
 

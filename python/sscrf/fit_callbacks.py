@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEV_SCORINGS", "DevSet", "DevTracker", "check_dev_pair", "check_dev_scoring",
            "default_scoring",
-           "checkpointing", "saved_scoring", "scoring_function", "shifted_callback"]
+           "checkpointing", "saved_scoring", "scoring_function", "scoring_text",
+           "shifted_callback"]
 
 
 def _chunk_f1(y_true: Sequence[Sequence[Any]], y_pred: Sequence[Sequence[Any]]) -> float:
@@ -45,6 +46,12 @@ def _chunk_f1(y_true: Sequence[Sequence[Any]], y_pred: Sequence[Sequence[Any]]) 
 
 #: The named dev scores: entity (chunk) F1 of IOB2 labels, and token accuracy.
 DEV_SCORINGS = {"chunk_f1": _chunk_f1, "accuracy": token_accuracy}
+
+
+def scoring_text(scoring: Optional[str]) -> str:
+    """A dev score's name as reports print it (None: a callable's)."""
+    return {"chunk_f1": "chunk F1", "accuracy": "token accuracy",
+            None: "a callable's score"}.get(scoring, str(scoring))
 
 
 def check_dev_scoring(scoring: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any, Sequence, TextIO
 
 import numpy as np
 
+from ..fit_callbacks import scoring_text
 from .reading import load_model, model_columns
 
 __all__ = ["run"]
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
                    f"{training.get('loss', float('nan')):.6g} ({training.get('stop_reason', '?')})")
     dev = training.get("dev")
     if dev:
-        scoring = dev["scoring"].replace("_", " ") if dev.get("scoring") else "a callable's score"
+        scoring = scoring_text(dev.get("scoring"))
         out.append(f"dev: {scoring} {dev['best_score']:.4f}, the iterate of iteration "
                    f"{dev['best_iteration']} (scored every {dev['period']} iterations)")
     out.append("")

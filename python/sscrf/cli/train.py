@@ -13,6 +13,7 @@ from ..corpus_file import CompiledCorpus, is_compiled_corpus
 from ..errors import SscrfError
 from ..features import default_templates, parse_templates, read_templates
 from ..features.words import WORD_COLUMNS, add_word_columns, preset_columns, word_templates
+from ..fit_callbacks import scoring_text
 from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
@@ -325,7 +326,7 @@ def _dev_note(model: CRF, grid: dict[str, list[float]]) -> str:
     if dev is None:
         return ""
     chosen = "".join(f", {name}={getattr(model, name):g}" for name in grid)
-    return (f", dev {dev['scoring'].replace('_', ' ')} {dev['best_score']:.4f} at iteration "
+    return (f", dev {scoring_text(dev['scoring'])} {dev['best_score']:.4f} at iteration "
             f"{dev['best_iteration']}{chosen}")
 
 
