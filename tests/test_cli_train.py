@@ -157,6 +157,18 @@ def test_warnings_of_a_failed_fit_are_shown(capsys, data, tmp_path):
     assert "'U02:no-such-word'" in err
 
 
+def test_the_summary_counts_one_without_a_plural(capsys, data, tmp_path):
+    unlabeled, constraints = tmp_path / "unlabeled.txt", tmp_path / "constraints.txt"
+    write_conll(unlabeled, data["X_test"][:1])
+    constraints.write_text(f"U02:{data['X_test'][0][0][0]} B-NP:0.9 O:0.1\n")
+    code, out, err = run(capsys, "train", data["train"], "-m", tmp_path / "m.model", "--quiet",
+                         "--unlabeled", unlabeled, "--constraints", constraints,
+                         "--ge-weight", "1", "--max-iterations", "1")
+    assert code == 0, err
+    assert ", 1 unlabeled sentence, " in out and ", 1 constraint, " in out
+    assert "1 + 1 iterations" in out
+
+
 def test_train_with_template_file(capsys, data, tmp_path):
     template = tmp_path / "tiny.template"
     template.write_text("# word and previous POS only\nUw:%x[0,0]\nUp:%x[-1,1]/%x[0,1]\n\nB\n")

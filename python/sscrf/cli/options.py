@@ -93,6 +93,11 @@ def representations_option(sub: argparse.ArgumentParser) -> None:
                           "(default: where training read them; the file must be the same)")
 
 
+def counted(n: int, noun: str) -> str:
+    """``"1 sentence"``, ``"2 sentences"``: a count and its noun, plural but for one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def error(message: object) -> None:
     """Print ``sscrf: error: message`` on stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)

@@ -18,7 +18,7 @@ from ..inputs import check_not_an_input, check_writable
 from ..io import gc_paused, read_conll
 from ..model import CRF
 from ..optim import STOP_CALLBACK, STOP_INTERRUPTED
-from .options import PROG, error, program_warnings, warn_partial_like
+from .options import PROG, counted, error, program_warnings, warn_partial_like
 from .reading import load_model, load_representations, read_labeled, readable
 from ..representations import DEFAULT_VECTOR_SCALE, file_digest
 from ..selection import select_hyperparameters
@@ -156,18 +156,20 @@ def _report(args: argparse.Namespace, model: CRF, n_sentences: int, n_tokens: in
             started: float) -> int:
     """The one-line summary of a saved model's training; the exit status."""
     training = model.training_
-    ge_note = f", {len(model.constraints_)} constraints" if ge else ""
-    unlabeled_note = "" if n_unlabeled is None else f", {n_unlabeled} unlabeled sentences"
-    iterations = f"{training['iterations']} iterations ({training['stop_reason']})"
+    ge_note = f", {counted(len(model.constraints_), 'constraint')}" if ge else ""
+    unlabeled_note = ("" if n_unlabeled is None
+                      else f", {counted(n_unlabeled, 'unlabeled sentence')}")
+    iterations = f"{counted(training['iterations'], 'iteration')} ({training['stop_reason']})"
     warm = training.get("stages", {}).get("supervised")
     if warm is not None and warm["stop_reason"] in (STOP_INTERRUPTED, STOP_CALLBACK):
-        iterations = (f"{warm['iterations']} iterations (supervised warm start, "
+        iterations = (f"{counted(warm['iterations'], 'iteration')} (supervised warm start, "
                       f"{warm['stop_reason']}; the second stage did not run)")
     elif warm is not None:  # two stages: the supervised warm start, then the full objective
         iterations = (f"{warm['iterations']} + {training['iterations']} iterations (supervised "
                       f"warm start, then {training['stop_reason']})")
-    print(f"{args.model}: {n_sentences} sentences, {n_tokens} tokens{unlabeled_note}, "
-          f"{len(model.classes_)} labels{ge_note}, {model.n_parameters_} parameters"
+    print(f"{args.model}: {counted(n_sentences, 'sentence')}, {counted(n_tokens, 'token')}"
+          f"{unlabeled_note}, {counted(len(model.classes_), 'label')}{ge_note}, "
+          f"{counted(model.n_parameters_, 'parameter')}"
           f"{f' ({model.n_active_features_} state weights not 0)' if model.c1 > 0 else ''}, "
           f"{iterations}{_dev_note(model, grid)}, {time.perf_counter() - started:.1f} s")
     if training["stop_reason"] == STOP_INTERRUPTED:
