@@ -263,6 +263,13 @@ def test_compiled_corpus_files_fit_as_one_machine_fits_them(client, data, tmp_pa
             X_unlabeled=ShardedCorpus.from_sentences(client, X_u))
     with pytest.raises(SscrfError, match="no labels stored"):
         ShardedCorpus.from_compiled(client, unlabeled, labeled=True).shards[0].result()
+    # their vocabulary was cut when they were compiled, as one machine says too
+    for cut in (dict(min_freq=2), dict(max_features=10)):
+        with pytest.raises(SscrfError, match=r"the compiled shards: .* give (min_freq=2|"
+                           r"max_features=10) to CompiledCorpus.build"):
+            fit(client, CRF(**params, **cut),
+                ShardedCorpus.from_compiled(client, labeled, labeled=True),
+                X_unlabeled=ShardedCorpus.from_compiled(client, unlabeled))
 
 
 def test_a_worker_killed_mid_fit_gives_the_same_model(client, data):

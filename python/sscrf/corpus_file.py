@@ -57,8 +57,8 @@ from .io import conll_sentences
 from .progress import Progress
 
 __all__ = ["CompiledCorpus", "MAGIC", "MAX_META_BYTES", "VERSION", "compile_corpus_file",
-           "is_compiled_corpus", "labeled_input", "n_tokens_of", "unlabeled_input",
-           "hashed_with", "vocabulary_checksum", "vocabulary_with"]
+           "is_compiled_corpus", "labeled_input", "n_tokens_of", "refuse_vocabulary_cuts",
+           "unlabeled_input", "hashed_with", "vocabulary_checksum", "vocabulary_with"]
 
 #: Entries per slice when validating or copying: bounds the temporaries.
 _SLICE = 1 << 22
@@ -663,6 +663,20 @@ def unlabeled_input(X_unlabeled: Any) -> Any:
             raise SscrfError(f"{X_unlabeled.path}: unlabeled sentence {start + empty[0]} is "
                              "empty; sentences need at least one token")
     return X_unlabeled
+
+
+def refuse_vocabulary_cuts(where: str, min_freq: int, max_features: Optional[int]) -> None:
+    """Raise SscrfError when ``min_freq`` or ``max_features`` would cut the vocabulary of
+    a compiled corpus (``where``): its ids are the model's, cut when it was compiled."""
+    cuts = [(name, value) for name, value, cut in (
+        ("min_freq", min_freq, min_freq != 1),
+        ("max_features", max_features, max_features is not None)) if cut]
+    if cuts:
+        given = " and ".join(f"{name}={value}" for name, value in cuts)
+        options = " and ".join("--" + name.replace("_", "-") for name, _ in cuts)
+        raise SscrfError(f"{where}: a compiled corpus's vocabulary was cut when it was "
+                         f"compiled: give {given} to CompiledCorpus.build (sscrf compile "
+                         f"{options}) instead")
 
 
 def labeled_input(X: CompiledCorpus, y: Any, use: str = "to train on it as X"

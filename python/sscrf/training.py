@@ -35,7 +35,7 @@ from . import constraints as _constraints
 from .annotations import is_complete, label_view, sentence_masks
 from .corpus import compile_corpus, subset_features
 from .corpus_file import (CompiledCorpus, hashed_with, labeled_input, n_tokens_of,
-                          unlabeled_input, vocabulary_with)
+                          refuse_vocabulary_cuts, unlabeled_input, vocabulary_with)
 from .fit_callbacks import (STOP_DEV_PATIENCE, DevSet, DevTracker, check_dev_pair,
                             check_dev_scoring, check_patience, checkpointing,
                             shifted_callback)
@@ -491,17 +491,10 @@ def _extract(params: Mapping[str, Any], plan: _Plan
             isinstance(corpus, CompiledCorpus) for corpus in (plan.X, plan.unlabeled)):
         raise SscrfError("a compiled corpus holds its template features only; word_vectors "
                          "take sentences")
-    # a compiled corpus's ids are the model's: its vocabulary was cut when it was compiled
-    cuts = {"min_freq": params["min_freq"] != 1 and isinstance(plan.X, CompiledCorpus),
-            "max_features": params.get("max_features") is not None and compiled}
-    if any(cuts.values()):
+    if compiled:  # min_freq still cuts what a list X adds to a compiled X_unlabeled's
         corpus = plan.X if isinstance(plan.X, CompiledCorpus) else plan.unlabeled
-        names = [name for name, cut in cuts.items() if cut]
-        given = " and ".join(f"{name}={params[name]}" for name in names)
-        options = " and ".join("--" + name.replace("_", "-") for name in names)
-        raise SscrfError(f"{corpus.path}: a compiled corpus's vocabulary was cut when it was "
-                         f"compiled: give {given} to CompiledCorpus.build (sscrf compile "
-                         f"{options}) instead")
+        refuse_vocabulary_cuts(corpus.path, params["min_freq"] if corpus is plan.X else 1,
+                               params.get("max_features"))
     if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
         extractor = plan.X.extractor()
         features = [plan.X.features()]

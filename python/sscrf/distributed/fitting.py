@@ -36,6 +36,7 @@ from distributed import Client, Future
 from distributed.client import FutureCancelledError
 
 from .. import constraints as _constraints
+from ..corpus_file import refuse_vocabulary_cuts
 from ..errors import SscrfError, SscrfTypeError
 from ..features import FeatureExtractor, default_templates
 from ..features.vocabulary import merge_counts
@@ -282,6 +283,9 @@ class ClusterObjective:
             raise SscrfError("X and X_unlabeled must both be compiled corpus files "
                              "(ShardedCorpus.from_compiled), or both sentences: a compiled "
                              "corpus brings its vocabulary, sentences have theirs counted")
+        if any(compiled):
+            refuse_vocabulary_cuts("the compiled shards", params["min_freq"],
+                                   params.get("max_features"))
         extractor = (self._compiled_vocabulary() if any(compiled)
                      else self._vocabulary(params))
         used: set[str] = set().union(*client.gather([client.submit(shard_labels, s)
