@@ -527,3 +527,26 @@ def test_text_sentences_one_a_line(tmp_path):
     path.write_bytes(b"fine\nbad \xff byte\n")
     with pytest.raises(SscrfError, match=r"raw.txt:2: cannot decode as utf-8"):
         list(text_sentences(str(path)))
+
+
+def test_reading_reports_progress_when_verbose(tmp_path, capsys, monkeypatch):
+    import sscrf.io
+    monkeypatch.setattr(sscrf.io._Reading, "EVERY", 10)  # a report every 10 tokens
+    path = tmp_path / "a.txt"
+    path.write_text("".join("".join(f"w{i} X\n" for i in range(4)) + "\n" for _ in range(8)))
+    read_conll(path)
+    assert capsys.readouterr().err == ""  # quiet by default
+    corpus = read_conll(path, verbose=True)
+    assert sum(map(len, corpus.tokens)) == 32
+    lines = capsys.readouterr().err.splitlines()
+    # step 1, then (off a terminal) every 10th step, then the total
+    assert [re.match(r"reading (.*): ([\d,]+) tokens, [\d,]+ tokens/s, [\d.]+ s$", line).groups()
+            for line in lines] == [(str(path), "12"), (str(path), "32")]
+    conllu = tmp_path / "a.conllu"
+    conllu.write_text("".join("".join(f"{i + 1}\tw\t_\tX\t_\t_\t0\tdep\t_\t_\n"
+                                      for i in range(6)) + "\n" for _ in range(3)))
+    read_conllu(conllu, verbose=True)
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"reading {conllu}: 18 tokens")
+    with open(path, "rb") as f:  # a stream is named as the error messages name it
+        read_conll(f, verbose=True)
+    assert capsys.readouterr().err.startswith(f"reading {path}: 12 tokens")

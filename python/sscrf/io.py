@@ -17,10 +17,12 @@ import gc
 import io as stdio
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, List, NamedTuple, Optional, Union
 
 from .errors import SscrfError, SscrfTypeError
+from .progress import Progress
 from .resources import MAX_LINE_BYTES, line_too_long
 from .serialization import replace_file
 
@@ -80,6 +82,15 @@ class ConllCorpus(NamedTuple):
     lines: List[int]
 
 
+def source_name(path: Any) -> str:
+    """A path or an open file as messages name it: a file opened from a descriptor has an
+    int name, and 0 is standard input."""
+    if hasattr(path, "read"):
+        name = getattr(path, "name", None)
+        return name if isinstance(name, str) else "<stdin>" if name == 0 else "<stream>"
+    return os.fsdecode(os.fspath(path))
+
+
 class _Source:
     """A text source given as a path or an open file (text, or binary and then
     decoded as a path's bytes are); yields (lineno, line)."""
@@ -88,12 +99,10 @@ class _Source:
         self.binary = False
         self.wrapper: Optional[stdio.TextIOWrapper] = None
         self.file: Any
+        self.name = source_name(path)
         if hasattr(path, "read"):
             self.file = path
             self.owned = False
-            name = getattr(path, "name", None)
-            # A file opened from a descriptor has an int name: 0 is standard input.
-            self.name = name if isinstance(name, str) else "<stdin>" if name == 0 else "<stream>"
             if isinstance(path, (stdio.RawIOBase, stdio.BufferedIOBase)):
                 # sys.stdin.buffer, gzip.open(...): read like a path's bytes
                 self.binary = _ascii_compatible(encoding)
@@ -101,7 +110,6 @@ class _Source:
                     self.file = self.wrapper = stdio.TextIOWrapper(
                         path, encoding=encoding)  # type: ignore[arg-type]
         else:
-            self.name = os.fsdecode(os.fspath(path))
             # An ASCII-compatible encoding is decoded line by line from bytes,
             # so an undecodable byte is reported at its exact line.
             self.binary = _ascii_compatible(encoding)
@@ -232,7 +240,8 @@ def _label_list(labels: Iterable[str], what: str = "labels") -> list[str]:
 
 
 def read_conll(path: Source, *, has_labels: bool = True, label_sets: bool = False,
-               labels: Optional[Iterable[str]] = None, encoding: str = "utf-8") -> ConllCorpus:
+               labels: Optional[Iterable[str]] = None, encoding: str = "utf-8",
+               verbose: bool = False) -> ConllCorpus:
     """Read a CoNLL column file.
 
     Columns are separated by runs of spaces or tabs; sentences by blank (or
@@ -257,6 +266,9 @@ def read_conll(path: Source, *, has_labels: bool = True, label_sets: bool = Fals
         error.
     encoding : str, default "utf-8"
         Used when ``path`` is a path.
+    verbose : bool, default False
+        Report the tokens read and the rate every million tokens
+        (:class:`sscrf.progress.Progress`).
 
     Returns
     -------
@@ -272,10 +284,38 @@ def read_conll(path: Source, *, has_labels: bool = True, label_sets: bool = Fals
         an empty member in a label set, or a label outside ``labels``.
     """
     return _collect(conll_sentences(path, has_labels, label_sets, labels, encoding),
-                    has_labels)
+                    has_labels, _Reading(path, verbose))
 
 
-def _collect(sentences: Iterable[SentenceRecord], has_labels: bool) -> ConllCorpus:
+class _Reading:
+    """The progress of reading one file: a report every :attr:`EVERY` tokens."""
+
+    EVERY = 1 << 20
+
+    def __init__(self, path: Source, verbose: bool) -> None:
+        self.name = source_name(path)
+        self.report = Progress(verbose)
+        self.started = time.perf_counter()
+        self.tokens = self.reported = 0
+
+    def add(self, n_tokens: int) -> None:
+        self.tokens += n_tokens
+        if self.tokens >= (self.reported + 1) * self.EVERY:
+            self.reported = self.tokens // self.EVERY
+            self._show(self.report.step, self.reported)
+
+    def done(self) -> None:
+        if self.reported:  # a file read in under a million tokens is not worth a line
+            self._show(lambda _, text: self.report.note(text), 0)
+
+    def _show(self, show: Any, k: int) -> None:
+        elapsed = time.perf_counter() - self.started
+        show(k, f"reading {self.name}: {self.tokens:,} tokens, "
+                f"{self.tokens / max(elapsed, 1e-9):,.0f} tokens/s, {elapsed:.1f} s")
+
+
+def _collect(sentences: Iterable[SentenceRecord], has_labels: bool, reading: _Reading
+             ) -> ConllCorpus:
     """A ConllCorpus of the ``(first line, tokens, labels)`` a reader yields."""
     tokens, all_labels, lines = [], [], []
     with gc_paused():
@@ -283,6 +323,8 @@ def _collect(sentences: Iterable[SentenceRecord], has_labels: bool) -> ConllCorp
             tokens.append(sent_tokens)
             all_labels.append(sent_labels)
             lines.append(lineno)
+            reading.add(len(sent_tokens))
+    reading.done()
     return ConllCorpus(tokens, all_labels if has_labels else None, lines)
 
 
@@ -584,7 +626,7 @@ def write_conll(path_or_file: Source, tokens: Sequence[Sequence[Any]],
 
 def read_conllu(path: Source, *, label_column: Optional[str] = "upos",
                 token_columns: Union[str, Sequence[str]] = ("form",),
-                encoding: str = "utf-8") -> ConllCorpus:
+                encoding: str = "utf-8", verbose: bool = False) -> ConllCorpus:
     """Read a CoNLL-U file.
 
     Lines starting with ``#`` are comments, blank lines end sentences, and
@@ -602,6 +644,8 @@ def read_conllu(path: Source, *, label_column: Optional[str] = "upos",
         Columns that make up each token, in this order.
     encoding : str, default "utf-8"
         Used when ``path`` is a path.
+    verbose : bool, default False
+        Report progress, as :func:`read_conll` does.
 
     Returns
     -------
@@ -617,7 +661,8 @@ def read_conllu(path: Source, *, label_column: Optional[str] = "upos",
         decimal; also for unknown column names.
     """
     tok_idx, lab_idx = conllu_indices(label_column, token_columns)
-    return _collect(conllu_sentences(path, tok_idx, lab_idx, encoding), lab_idx is not None)
+    return _collect(conllu_sentences(path, tok_idx, lab_idx, encoding), lab_idx is not None,
+                    _Reading(path, verbose))
 
 
 def conllu_indices(label_column: Optional[str],

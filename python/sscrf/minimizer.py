@@ -185,5 +185,6 @@ class _Progress:
         self.report.step(k, text)
 
     def done(self, k: int, loss: float, evaluations: int, seconds: float, reason: str) -> None:
-        self.report.note(f"done: {k} iterations, {evaluations} evaluations, loss {loss:.6g}, "
+        self.report.note(f"done: {k} iteration{'' if k == 1 else 's'}, {evaluations} "
+                         f"evaluation{'' if evaluations == 1 else 's'}, loss {loss:.6g}, "
                          f"{seconds:.1f}s ({reason})")

@@ -1,6 +1,6 @@
 """The package's one rule for reporting long work.
 
-Every long step (training, counting, compiling, extraction, learning
+Every long step (reading, training, counting, compiling, extraction, learning
 representations) reports through a :class:`Progress`:
 
 - with ``enabled`` (``verbose=True`` in Python; the command line's default),

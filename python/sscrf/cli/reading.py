@@ -84,7 +84,7 @@ def read_labeled(path: str, args: argparse.Namespace,
         if getattr(args, "partial", False):
             raise SscrfError("--partial reads label sets from CoNLL column files, not CoNLL-U")
         corpus = read_conllu(readable(path), label_column=label_column(args),
-                             token_columns=("form",))
+                             token_columns=("form",), verbose=not getattr(args, "quiet", True))
         if labels is not None:
             known = set(labels)
             for s, sentence in enumerate(corpus.labels or []):
@@ -95,7 +95,8 @@ def read_labeled(path: str, args: argparse.Namespace,
                                          "is not in --labels")
         return corpus
     label_column(args)
-    return read_conll(readable(path), labels=labels, label_sets=getattr(args, "partial", False))
+    return read_conll(readable(path), labels=labels, label_sets=getattr(args, "partial", False),
+                      verbose=not getattr(args, "quiet", True))
 
 
 # Sentences are tagged this many tokens at a time, so that the memory of

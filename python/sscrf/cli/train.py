@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
                                  "a CoNLL --unlabeled file")
             compiled = CompiledCorpus.open(args.unlabeled)
         else:
-            unlabeled = read_conll(readable(args.unlabeled), has_labels=False).tokens
+            unlabeled = read_conll(readable(args.unlabeled), has_labels=False,
+                                   verbose=not args.quiet).tokens
     columns_from = args.train if corpus.tokens else args.unlabeled
     if not (corpus.tokens or unlabeled or compiled):
         raise SscrfError(f"{args.train}: no sentences to train on, and {args.unlabeled} has "
