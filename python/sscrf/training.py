@@ -491,10 +491,11 @@ def _extract(params: Mapping[str, Any], plan: _Plan
             isinstance(corpus, CompiledCorpus) for corpus in (plan.X, plan.unlabeled)):
         raise SscrfError("a compiled corpus holds its template features only; word_vectors "
                          "take sentences")
-    if compiled:  # min_freq still cuts what a list X adds to a compiled X_unlabeled's
-        corpus = plan.X if isinstance(plan.X, CompiledCorpus) else plan.unlabeled
-        refuse_vocabulary_cuts(corpus.path, params["min_freq"] if corpus is plan.X else 1,
-                               params.get("max_features"))
+    # min_freq still cuts what a list X adds to a compiled X_unlabeled's vocabulary
+    if isinstance(plan.X, CompiledCorpus):
+        refuse_vocabulary_cuts(plan.X.path, params["min_freq"], params.get("max_features"))
+    elif isinstance(plan.unlabeled, CompiledCorpus):
+        refuse_vocabulary_cuts(plan.unlabeled.path, 1, params.get("max_features"))
     if isinstance(plan.X, CompiledCorpus):  # its vocabulary, as compiled
         extractor = plan.X.extractor()
         features = [plan.X.features()]
