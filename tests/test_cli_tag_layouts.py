@@ -75,3 +75,8 @@ def test_marginals_and_probability_columns_eval_reads_back(capsys, data, tmp_pat
     code, _, err = run(capsys, "tag", "-m", data["model"], data["test"], "--marginals",
                        "-n", "2")
     assert_error(code, err, "--marginals")
+    # FILE right after the bare option is taken for its value: said, with where FILE goes
+    code, _, err = run(capsys, "tag", "-m", data["model"], "--marginals", data["test"])
+    assert code == 2 and "FILE goes before --marginals" in err
+    code, _, err = run(capsys, "tag", "-m", data["model"], data["test"], "--marginals", "al")
+    assert code == 2 and "invalid choice: 'al'" in err and "FILE goes" not in err

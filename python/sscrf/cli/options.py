@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from typing import Callable, Iterable, Iterator
@@ -56,6 +57,18 @@ def non_negative_floats(text: str) -> list[float]:
     if len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"a value is repeated in {text!r}")
     return values
+
+
+def marginals_choice(text: str) -> str:
+    """The value of ``sscrf tag --marginals``: ``predicted`` or ``all``. Its value is
+    optional, so a FILE right after it is taken for the value: say where FILE goes."""
+    if text in ("predicted", "all"):
+        return text
+    file = text == "-" or os.path.exists(text)
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from 'predicted', 'all')" + (
+            "; FILE goes before --marginals, or after its value ('--marginals predicted "
+            "FILE')" if file else ""))
 
 
 def label_list(text: str) -> list[str]:

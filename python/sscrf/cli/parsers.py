@@ -15,6 +15,7 @@ from .options import (
     SELECT_STRATEGIES,
     conllu_options,
     label_list,
+    marginals_choice,
     model_threads_option,
     non_negative_float,
     non_negative_floats,
@@ -229,7 +230,8 @@ def add_tag(commands: Any) -> None:
                           "labeling, on each of its token lines (with -n K: K columns, best "
                           "first), after the token columns and before the gold label and the "
                           "prediction, which stay the last two columns, the ones eval scores")
-    sub.add_argument("--marginals", nargs="?", const="predicted", choices=("predicted", "all"),
+    sub.add_argument("--marginals", nargs="?", const="predicted", type=marginals_choice,
+                     metavar="{predicted,all}",
                      help="a column with the marginal probability of each token's predicted "
                           "label; '--marginals all': one 'LABEL:p' column per label of the "
                           "model; placed as --probability's (after it), before the gold label "
