@@ -64,3 +64,29 @@ def test_select_command(tmp_path, capsys):
     assert main(["select", "--pool", str(tmp_path / "pool.txt"), "--strategy",
                  "least_confidence"]) == 2
     assert "needs --model" in capsys.readouterr().err
+
+
+def test_a_pool_smaller_than_the_count_or_empty_is_warned_of(tmp_path, capsys):
+    X, y = generate_hmm_corpus(20, seed=5)
+    pool, _ = generate_hmm_corpus(3, seed=6)
+    write_conll(tmp_path / "train.txt", X, y)
+    write_conll(tmp_path / "pool.txt", pool)
+    (tmp_path / "empty.txt").write_text("")
+    model = str(tmp_path / "m.model")
+    assert main(["train", str(tmp_path / "train.txt"), "-m", model, "--max-iterations", "5",
+                 "-q"]) == 0
+    capsys.readouterr()
+    for strategy in ("least_confidence", "most_uncertain_span"):
+        assert main(["select", "-m", model, "--pool", str(tmp_path / "pool.txt"), "--strategy",
+                     strategy, "--count", "5", "-o", str(tmp_path / "chosen.txt")]) == 0
+        out, err = capsys.readouterr()
+        assert len(out.splitlines()) == 4
+        assert "warning: --count 5, but the pool has 3 sentences: all are chosen" in err
+        chosen = read_conll(tmp_path / "chosen.txt", has_labels=False).tokens
+        assert sorted(map(str, chosen)) == sorted(map(str, pool))
+    assert main(["select", "-m", model, "--pool", str(tmp_path / "pool.txt"), "--strategy",
+                 "least_confidence", "--count", "3"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["select", "-m", model, "--pool", str(tmp_path / "empty.txt"), "--strategy",
+                 "random", "--count", "2"]) == 0
+    assert "empty.txt: no sentences in the pool; none is chosen" in capsys.readouterr().err

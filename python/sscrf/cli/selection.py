@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from ..active import NgramModel, select
@@ -12,6 +13,7 @@ from ..active.ngram import check_order
 from ..errors import SscrfError
 from ..inputs import check_not_an_input, check_writable
 from ..io import read_conll, read_conllu, write_conll
+from .options import PROG, counted
 from .reading import (
     file_name,
     label_column,
@@ -48,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         label_column(args)
         corpus = read_conll(pool, has_labels=False)
         shown = corpus.tokens
+    if not corpus.tokens:
+        print(f"{PROG}: warning: {file_name(args.pool)}: no sentences in the pool; none is "
+              "chosen", file=sys.stderr)
     tokens, lines = _model_tokens(corpus.tokens, corpus.lines, model, args), corpus.lines
     log_q = None
     if args.strategy == "quota_sampling" and tokens:
@@ -69,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             out.append(f"{item}\t{lines[item]}\t{score:.10g}")
     chosen = [item[0] if spans else item for item in indices.tolist()]
+    if corpus.tokens and len(chosen) < args.m:
+        print(f"{PROG}: warning: --count {args.m}, but the pool has "
+              f"{counted(len(corpus.tokens), 'sentence')}: "
+              f"{'all are' if len(chosen) == len(corpus.tokens) else f'{len(chosen)} are'} "
+              "chosen", file=sys.stderr)
     if args.output is not None:
         write_conll(args.output, [shown[i] for i in chosen])
     if args.rest is not None:
