@@ -213,6 +213,9 @@ def test_prototypes_without_a_vector_are_warned_of_once(fitted):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fitted.features(["the", "dog"], prototypes=prototypes)  # said once
+    with pytest.warns(UserWarning, match=r"^prototypes: no prototype of 'X' is left"):
+        fitted.features(["the"], prototypes={"N": ["dog"], "X": []})
+    assert "clusters=array([2, 4])" in repr(WordRepresentations(clusters=np.array([2, 4])))
 
 
 def test_features_keys_and_fallback(fitted):

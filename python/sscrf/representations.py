@@ -188,7 +188,7 @@ class WordRepresentations:
     def __repr__(self) -> str:
         parameters = inspect.signature(WordRepresentations.__init__).parameters.values()
         changed = [f"{p.name}={getattr(self, p.name)!r}" for p in parameters
-                   if p.name != "self" and getattr(self, p.name) != p.default]
+                   if p.name != "self" and _differs(getattr(self, p.name), p.default)]
         fitted = getattr(self, "vocabulary_", None)
         words = "" if fitted is None else f": {len(fitted):,} words from {self.n_tokens_:,} tokens"
         return f"<WordRepresentations({', '.join(changed)}){words}>"
@@ -540,12 +540,15 @@ class WordRepresentations:
                     unknown.append(repr(word))
             if known == 0:
                 empty.append(repr(label))
-        if unknown:  # said once: the result is cached
-            shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-            warnings.warn(f"prototypes: {len(unknown)} word(s) without a vector are left out "
-                          f"({shown})" + (f"; no prototype of {', '.join(empty)} is left, so "
-                                          "its feature never fires" if empty else ""),
-                          UserWarning, stacklevel=3)
+        if unknown or empty:  # said once: the result is cached
+            said = []
+            if unknown:
+                shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+                said.append(f"{len(unknown)} word(s) without a vector are left out ({shown})")
+            if empty:
+                said.append(f"no prototype of {', '.join(empty)} is left, so its feature "
+                            "never fires")
+            warnings.warn("prototypes: " + "; ".join(said), UserWarning, stacklevel=3)
         matrix = self.vectors_[rows] if rows else np.zeros((0, self.vectors_.shape[1]))
         # one feature per label: rows of a label share its name, and a dict
         # keeps one entry per name
@@ -690,6 +693,14 @@ class WordVectors:
     def __repr__(self) -> str:
         return (f"<WordVectors: {self.spec['dim']} dimensions of {len(self.table)} words, "
                 f"column {self.column}, scale {self.scale:g}>")
+
+
+def _differs(value: Any, default: Any) -> bool:
+    """Whether a setting is not its default (an array, compared elementwise, always is)."""
+    try:
+        return bool(value != default)
+    except (TypeError, ValueError):
+        return True
 
 
 # -- the numerical steps ----------------------------------------------------------------
