@@ -102,13 +102,7 @@ def run(args: argparse.Namespace) -> int:
                          "column(s) (numbered from 0; the label column is not one)"
                          + (f" and --representations adds {n_rep}" if n_rep else ""))
     if unlabeled is not None:
-        with gc_paused():
-            unlabeled = [[token[:n_columns] for token in sentence] for sentence in unlabeled]
-        short = next(((s, len(t)) for s, sentence in enumerate(unlabeled) for t in sentence
-                      if len(t) < n_columns), None)
-        if short is not None:
-            raise SscrfError(f"{args.unlabeled}: sentence {short[0]} has {short[1]} column(s), "
-                             f"{args.train} has {n_columns} token column(s)")
+        unlabeled = _token_columns(unlabeled, n_columns, args.unlabeled, "", args.train)
     if (args.labels is None and constraints is None
             and not any(label is not None for seq in corpus.labels for label in seq)):
         raise SscrfError(f"{args.train}: no token has a label; give the label set with "
@@ -238,8 +232,8 @@ def _check_unlabeled_terms(args: argparse.Namespace, constraints: Any) -> None:
                          "P with P > 0, or --constraints FILE with --ge-weight L")
 
 
-#: CRF's default dev_period, --dev-period's default.
-DEV_PERIOD = 5
+#: --dev-period's default: CRF's.
+DEV_PERIOD = CRF().dev_period
 
 #: The options whose several values --dev chooses among, with CRF's names.
 SEARCHED = (("--c1", "c1"), ("--c2", "c2"), ("--entropy-weight", "entropy_weight"),
@@ -280,21 +274,28 @@ def _read_dev(args: argparse.Namespace, n_columns: Optional[int], words: bool, r
     corpus = read_labeled(args.dev, argparse.Namespace(**dict(vars(args), partial=False)))
     if not corpus.tokens:
         raise SscrfError(f"{args.dev}: no sentences to score on")
-    if n_columns is not None:
-        short = next(((s, len(t)) for s, sentence in enumerate(corpus.tokens) for t in sentence
-                      if len(t) < n_columns), None)
-        if short is not None:
-            raise SscrfError(f"{args.dev}: sentence {short[0] + 1} has a token of {short[1]} "
-                             f"column(s) before its label, TRAIN has {n_columns} token column(s)")
     tokens: list[Any] = corpus.tokens
+    if n_columns is not None:
+        tokens = _token_columns(tokens, n_columns, args.dev, " before its label", args.train)
     with gc_paused():
-        if n_columns is not None:
-            tokens = [[token[:n_columns] for token in sentence] for sentence in tokens]
         if words:
             tokens = [add_word_columns(sentence) for sentence in tokens]
         if rep is not None:
             tokens = _with_columns(tokens, rep)
     return tokens, corpus.labels
+
+
+def _token_columns(sentences: list[Any], n_columns: int, path: str, where: str, train: str
+                   ) -> list[Any]:
+    """The first ``n_columns`` columns of each token, TRAIN's token columns; a token with
+    fewer (``where`` they are counted) is refused."""
+    short = next(((s, len(t)) for s, sentence in enumerate(sentences) for t in sentence
+                  if len(t) < n_columns), None)
+    if short is not None:
+        raise SscrfError(f"{path}: sentence {short[0] + 1} has a token of {short[1]} column(s)"
+                         f"{where}, {train} has {n_columns} token column(s)")
+    with gc_paused():
+        return [[token[:n_columns] for token in sentence] for sentence in sentences]
 
 
 def _fit(model: CRF, args: argparse.Namespace, grid: dict[str, list[float]], dev: Any,
