@@ -362,7 +362,7 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     capsys.readouterr()
     assert main(["dump", str(model)]) == 0
     out = capsys.readouterr().out
-    assert f"representations: {rep} (sha256 {digest[:16]}...): 2 cluster-id column(s)" in out
+    assert f"representations: {rep} (sha256 {digest[:16]}...): 2 column(s) of cluster ids (and HMM states)" in out
     assert "word vectors: 6 dimensions scaled by 6, as rep.v0 to rep.v5" in out
     assert main(["dump", str(model), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)

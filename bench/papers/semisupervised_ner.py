@@ -36,7 +36,9 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   (prototype-similarity features alone, the ``--prototypes`` words a label
   of ``ge-prototypes``), their union ``representations+prototypes``, and
   ``representations+ge``; the representations are learned with the
-  default settings from the method's unlabeled text and the slice's words,
+  default settings (with ``--hmm-states K``, also ``--hmms`` HMMs of K
+  states whose states are features) from the method's unlabeled text and
+  the slice's words,
   or with ``--representation-text shared`` from the whole training split
   less the slice plus the other shared corpora's training text (stated in
   the output; never a dev or test split), or with ``shared+dev`` from that
@@ -471,6 +473,9 @@ def run(args):
         if with_dev:
             shared = dev_words + shared
             log(f"and from this corpus's dev split, {sum(map(len, dev_words)):,} tokens")
+    if want_reps and args.hmm_states:
+        log(f"representations with {args.hmms} HMMs of {args.hmm_states} states "
+            "(their state features at -1, 0, +1)")
     prototypes = None
     if any(REP_VARIANTS.get(m) in ("prototypes", "union") for m in args.methods):
         prototypes = prototype_words(train, args.prototypes)
@@ -496,7 +501,8 @@ def run(args):
                 text = ([train[i][0] for i in range(len(train)) if i not in taken] + shared
                         if text_is_shared else
                         [train[i][0] for i in unlabeled[size]] + [train[i][0] for i in labeled])
-                reps = sscrf.WordRepresentations().fit(text)
+                reps = sscrf.WordRepresentations(hmm_states=args.hmm_states, hmms=args.hmms,
+                                                 verbose=args.hmm_states > 0).fit(text)
             words_a = [train[i][0] for i in labeled]
             yA = [train[i][1] for i in labeled]
             XU_words = [train[i][0] for i in unlabeled[size]]
@@ -617,6 +623,9 @@ def parse_args(argv=None):
                    help="what the representations are learned from: the method's unlabeled "
                         "text, all the training text of the shared corpora but the slice, "
                         "or that and their dev splits' words (never a test split)")
+    p.add_argument("--hmm-states", type=int, default=0,
+                   help="the representations' hmm_states (default 0: no HMM state features)")
+    p.add_argument("--hmms", type=int, default=3, help="the representations' hmms")
     p.add_argument("--prototypes", type=int, default=3,
                    help="prototype words per label for ge-prototypes")
     p.add_argument("--max-iterations", type=int, default=100)

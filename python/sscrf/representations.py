@@ -16,19 +16,23 @@
    prefixes do: spherical k-means at the coarsest granularity, then each
    cluster is split by k-means among its own words into a number of
    children proportional to its size, and so on to the finest. A coarse
-   cluster is therefore exactly a union of finer ones.
+   cluster is therefore exactly a union of finer ones;
+5. optionally (``hmm_states``), hidden Markov models trained by EM on the
+   same sentences (:mod:`sscrf.hidden_states`), whose most probable state of
+   each token in its sentence is a feature (Huang & Yates 2009).
 
 The features of a word (Miller et al. 2004; Koo et al. 2008; Turian et al.
 2010; Haghighi & Klein 2006) are its cluster ids at every granularity and
-those of its neighbours, its unit vector scaled by ``scale``, and, given
-prototype words per label, a feature for each label whose prototypes are
-close in cosine.
+those of its neighbours, its unit vector scaled by ``scale``, the HMM
+states of it and its neighbours, and, given prototype words per label, a
+feature for each label whose prototypes are close in cosine.
 
 Determinism: the counts are integers; every product (sparse x dense, Gram
 matrices, tall x small, nearest centroids) and the small eigendecompositions
 (Jacobi rotations in a fixed order) run in the compiled core, each output
 entry one sum in a fixed order, so that the thread count does not change a
-bit of the result. No step calls BLAS or LAPACK (numpy does only
+bit of the result; so do the HMMs' E-steps (the lattice kernels). No step
+calls BLAS or LAPACK (numpy does only
 element-wise work and ``einsum`` without BLAS), so their thread settings do
 not matter. Random numbers come from ``random_state``.
 """
@@ -44,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
-from . import _core, serialization
+from . import _core, hidden_states, serialization
 from .errors import SscrfError, SscrfTypeError
 from .features.words import word_columns
 from .inputs import check_integer, check_number, check_threads, random_generator
@@ -134,6 +138,16 @@ class WordRepresentations:
         depend on it.
     verbose : bool, default False
         Report progress (:class:`sscrf.progress.Progress`).
+    hmm_states : int, default 0
+        States of each hidden Markov model trained on the sentences by EM
+        (0: none). Each token's most probable state in its sentence becomes
+        a feature (Huang & Yates 2009). Training reads the sentences
+        ``hmm_iterations`` times, from memory (4 bytes a token), and costs
+        about ``hmms × hmm_iterations × hmm_states²`` operations a token.
+    hmms : int, default 3
+        HMMs trained, each from its own random start.
+    hmm_iterations : int, default 150
+        EM iterations of each HMM.
 
     Attributes
     ----------
@@ -148,6 +162,14 @@ class WordRepresentations:
         Cluster id at each granularity.
     n_tokens_ : int
         Tokens read by :meth:`fit`.
+    hmms_ : list of :class:`sscrf.hidden_states.HiddenMarkovModel`
+        The HMMs (empty without ``hmm_states``). Their symbols are the
+        vocabulary's rows, then the shape classes of :attr:`hmm_shapes_`,
+        then one symbol for any other shape.
+    hmm_shapes_ : list of str
+        Shape classes of the words without a row, in the fit's sentences.
+    hmm_log_likelihood_ : list of float
+        Each HMM's log-likelihood per token at its last EM iteration.
 
     Notes
     -----
@@ -158,7 +180,10 @@ class WordRepresentations:
     read-only float64 array that :class:`sscrf.features.FeatureExtractor`
     makes into one attribute per dimension, ``"rep.v0"``, ``"rep.v1"``, ...;
     ``"rep.proto[{label}]"`` is 1.0 when a prototype
-    of ``label`` has cosine at least ``threshold`` with the current word.
+    of ``label`` has cosine at least ``threshold`` with the current word;
+    ``"rep.h{m}[{d:+d}]"`` (``"rep.h0[-1]"``, ``"rep.h0[0]"``, ``"rep.h0[+1]"``)
+    holds the most probable state, as a string, of the word at offset ``d``
+    under HMM ``m`` (``"<s>"`` / ``"</s>"`` beyond the sentence).
 
     Memory: :meth:`fit` holds a batch of about a million tokens, the words
     seen and the distinct (word, context) pairs; past 16 million pairs, the
@@ -168,13 +193,14 @@ class WordRepresentations:
     A word unseen at fit time is looked up lower-cased; failing that, its
     cluster ids at every granularity are its word-shape class
     (:func:`word_shape_class`, e.g. ``"~Xxd"``), and it has no vector or
-    prototype features.
+    prototype features. The HMMs read such a word as its shape class.
     """
 
     def __init__(self, dim: int = 100, clusters: Sequence[int] = (32, 128, 512, 2048),
                  window: int = 2, min_count: int = 2, max_vocabulary: int = 100_000,
                  random_state: Optional[int] = 0, n_threads: Optional[int] = None,
-                 verbose: bool = False, cluster_dim: Optional[int] = None) -> None:
+                 verbose: bool = False, cluster_dim: Optional[int] = None,
+                 hmm_states: int = 0, hmms: int = 3, hmm_iterations: int = 150) -> None:
         self.dim = dim
         self.clusters = clusters
         self.cluster_dim = cluster_dim
@@ -184,6 +210,9 @@ class WordRepresentations:
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
+        self.hmm_states = hmm_states
+        self.hmms = hmms
+        self.hmm_iterations = hmm_iterations
 
     def __repr__(self) -> str:
         parameters = inspect.signature(WordRepresentations.__init__).parameters.values()
@@ -202,6 +231,11 @@ class WordRepresentations:
         check_integer(self.window, "window", 1, 1000)
         check_integer(self.min_count, "min_count", 1)
         check_integer(self.max_vocabulary, "max_vocabulary", 1, 1 << 30)
+        check_integer(self.hmm_states, "hmm_states", 0, 1000)
+        if self.hmm_states == 1:
+            raise SscrfError("hmm_states must be 0 (no HMM) or at least 2, not 1")
+        check_integer(self.hmms, "hmms", 1, 64)
+        check_integer(self.hmm_iterations, "hmm_iterations", 1, 100_000)
         if isinstance(self.clusters, (str, bytes)) or not hasattr(self.clusters, "__iter__"):
             raise SscrfTypeError(f"clusters must be a sequence of integers, not "
                                  f"{self.clusters!r}")
@@ -228,7 +262,9 @@ class WordRepresentations:
         """
         n_threads = self._check_params()
         progress = Progress(self.verbose)
-        words, counts, keys, pair_counts, n_tokens = self._count(sentences, n_threads, progress)
+        text: Optional[list[Any]] = [] if self.hmm_states else None
+        words, counts, keys, pair_counts, n_tokens = self._count(sentences, n_threads, progress,
+                                                                 text)
         progress.note(f"representations: {n_tokens:,} tokens, {len(words):,} word types, "
                       f"{len(keys):,} co-occurring pairs")
         keep = self._kept_words(counts)
@@ -256,13 +292,57 @@ class WordRepresentations:
         self.counts_ = counts[keep].astype(np.int64)
         self.vectors_ = vectors
         self.n_tokens_ = int(n_tokens)
+        self.hmms_: list[hidden_states.HiddenMarkovModel] = []
+        self.hmm_shapes_: list[str] = []
+        self.hmm_log_likelihood_: list[float] = []
         self._index()
+        if text is not None:
+            self._fit_hmms(words, text, rng, n_threads, progress)
         return self
 
-    def _count(self, sentences: Iterable[Sequence[str]], n_threads: int, progress: Progress
+    def _fit_hmms(self, words: list[str], text: list[Any], rng: np.random.Generator,
+                  n_threads: int, progress: Progress) -> None:
+        """Train the HMMs on ``text``: per batch of :meth:`_count`, the ids of
+        ``words`` and the sentence offsets."""
+        # each word seen, as the HMMs read it: its row, or a shape class
+        shapes: dict[str, int] = {}
+        V = len(self.vocabulary_)
+        symbol_of_word = np.empty(len(words), dtype=np.int32)
+        for i, word in enumerate(words):
+            r = self._row.get(word)
+            if r is None:
+                r = self._row.get(word.lower())
+            if r is None:
+                r = V + shapes.setdefault(word_shape_class(word), len(shapes))
+            symbol_of_word[i] = r
+        self.hmm_shapes_ = list(shapes)
+        n_symbols = V + len(shapes) + 1
+        symbols = np.concatenate([symbol_of_word[ids] for ids, _ in text]) if text else \
+            np.zeros(0, dtype=np.int32)
+        offsets, base = [np.zeros(1, dtype=np.int64)], 0
+        for ids, batch_offsets in text:
+            lengths = np.diff(batch_offsets)
+            offsets.append(base + np.cumsum(lengths[lengths > 0]))  # empty sentences dropped
+            base += len(ids)
+        del text[:]
+        sentence_offsets = np.concatenate(offsets)
+        progress.note(f"representations: {self.hmms} HMMs of {self.hmm_states} states over "
+                      f"{n_symbols:,} symbols, {self.hmm_iterations} EM iterations each")
+        for m in range(self.hmms):
+            hmm, per_token = hidden_states.fit_hmm(
+                symbols, sentence_offsets, n_symbols, self.hmm_states, self.hmm_iterations,
+                np.random.default_rng(rng.integers(1 << 63)), n_threads, progress,
+                name=f"representations: HMM {m + 1}/{self.hmms}")
+            self.hmms_.append(hmm)
+            self.hmm_log_likelihood_.append(float(per_token))
+        self._index()
+
+    def _count(self, sentences: Iterable[Sequence[str]], n_threads: int, progress: Progress,
+               text: Optional[list[Any]] = None
                ) -> tuple[list[str], NDArray[Any], NDArray[Any], NDArray[Any], int]:
         """One pass: the word list (first-seen order), their counts, and the
-        sorted (key, count) pairs of :func:`sscrf._core.cooccurrence_counts`."""
+        sorted (key, count) pairs of :func:`sscrf._core.cooccurrence_counts`;
+        with ``text``, each batch's (word ids, sentence offsets) appended to it."""
         if isinstance(sentences, (str, bytes)) or not hasattr(sentences, "__iter__"):
             raise SscrfTypeError("sentences must be an iterable of lists of words, not "
                                  f"{type(sentences).__name__}")
@@ -278,6 +358,8 @@ class WordRepresentations:
         def flush() -> None:
             nonlocal counts, keys, pair_counts
             ids = index.intern(batch, True, words)
+            if text is not None:
+                text.append((ids.astype(np.int32), np.asarray(offsets, dtype=np.int64)))
             counts = np.concatenate([counts, np.zeros(len(words) - len(counts), np.int64)])
             counts += np.bincount(ids, minlength=len(words))
             k, c = _core.cooccurrence_counts(ids.astype(np.int32), np.asarray(offsets, np.int64),
@@ -352,6 +434,8 @@ class WordRepresentations:
         self._cluster_strings = [tuple(map(str, row)) for row in self.clusters_.tolist()]
         self._prototype_cache: dict[Any, tuple[list[str], NDArray[Any]]] = {}
         self._own_cache: dict[tuple[bool, float], dict[int, dict[str, Any]]] = {}
+        V = len(self.vocabulary_)
+        self._hmm_shape = {c: V + i for i, c in enumerate(getattr(self, "hmm_shapes_", []))}
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vectors_"):
@@ -384,6 +468,32 @@ class WordRepresentations:
             return self._cluster_strings[r]
         return (word_shape_class(word),) * len(self.clusters)
 
+    def _states(self, words: Sequence[str], rows: Sequence[int]) -> list[list[str]]:
+        """Per HMM, each word's most probable state, as a string."""
+        if not self.hmms_:
+            return []
+        other = len(self.vocabulary_) + len(self._hmm_shape)
+        symbols = np.array([r if r >= 0 else self._hmm_shape.get(word_shape_class(w), other)
+                            for w, r in zip(words, rows)], dtype=np.int32)
+        return [list(map(str, hidden_states.most_probable_states(hmm, symbols).tolist()))
+                for hmm in self.hmms_]
+
+    def hidden_states(self, words: Sequence[str]) -> NDArray[Any]:
+        """Each word's most probable state in the sentence ``words`` under each HMM.
+
+        Parameters
+        ----------
+        words : list of str
+
+        Returns
+        -------
+        ndarray (len(hmms_), len(words)) of int64
+            Empty (0 rows) without ``hmm_states``.
+        """
+        states = self._states(words, self._rows(words))
+        return np.array([[int(x) for x in row] for row in states],
+                        dtype=np.int64).reshape(len(states), len(words))
+
     def columns(self, words: Sequence[str]) -> list[list[str]]:
         """The cluster ids of each word at every granularity, as extra CoNLL columns.
 
@@ -395,10 +505,13 @@ class WordRepresentations:
         -------
         list of list of str
             One row per word, one column per entry of ``clusters`` (coarse to
-            fine); unseen words get their shape class (see the class notes).
+            fine), then one per HMM: the word's most probable state; unseen
+            words get their shape class as cluster id (see the class notes).
         """
         rows = self._rows(words)
-        return [list(self._cluster_values(w, r)) for w, r in zip(words, rows)]
+        states = self._states(words, rows)
+        return [list(self._cluster_values(w, r)) + [column[i] for column in states]
+                for i, (w, r) in enumerate(zip(words, rows))]
 
     def word_vectors(self, column: int = 0, scale: float = DEFAULT_VECTOR_SCALE) -> WordVectors:
         """The vectors as template features: see :class:`WordVectors`.
@@ -427,7 +540,7 @@ class WordRepresentations:
         ----------
         words : list of str
         context : int, default 1
-            Cluster ids of the neighbours up to this offset too.
+            Cluster ids (and HMM states) of the neighbours up to this offset too.
         vectors : bool, default True
             The current word's vector dimensions, times ``scale``.
         scale : float, default 6.0
@@ -463,6 +576,9 @@ class WordRepresentations:
         else:
             proto = None
         pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
+        states = self._states(words, rows)
+        state_names = [[f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]" for m in range(len(states))]
+                       for d in range(-context, context + 1)]
         out = []
         for i, r in enumerate(rows):
             # the word's own features from a cache, its neighbours' cluster ids added
@@ -477,6 +593,11 @@ class WordRepresentations:
             for d, keys in names.items():
                 t = i + d
                 f.update(zip(keys, values[t] if 0 <= t < n else pad[1 if t >= n else -1]))
+            for d, keys in zip(range(-context, context + 1), state_names):
+                t = i + d
+                outside = "<s>" if t < 0 else "</s>" if t >= n else None
+                for key, column in zip(keys, states):
+                    f[key] = column[t] if outside is None else outside
             if proto is not None and r >= 0:
                 for label_name, cosine in zip(proto[0], next(sims)):
                     if cosine >= threshold:
@@ -570,11 +691,19 @@ class WordRepresentations:
                            "window": int(self.window), "min_count": int(self.min_count),
                            "max_vocabulary": int(self.max_vocabulary),
                            "random_state": self.random_state if self.random_state is None
-                           else int(self.random_state)},
+                           else int(self.random_state),
+                           "hmm_states": int(self.hmm_states), "hmms": int(self.hmms),
+                           "hmm_iterations": int(self.hmm_iterations)},
                 "vocabulary": list(self.vocabulary_), "n_tokens": self.n_tokens_}
-        serialization.save(path, meta, {"counts": self.counts_.astype(np.int64),
-                                        "vectors": self.vectors_.astype(np.float64),
-                                        "clusters": self.clusters_.astype(np.int32)})
+        arrays = {"counts": self.counts_.astype(np.int64),
+                  "vectors": self.vectors_.astype(np.float64),
+                  "clusters": self.clusters_.astype(np.int32)}
+        if self.hmms_:
+            meta["hmm_shapes"] = list(self.hmm_shapes_)
+            meta["hmm_log_likelihood"] = [float(x) for x in self.hmm_log_likelihood_]
+            for part in hidden_states.HiddenMarkovModel._fields:
+                arrays[f"hmm_{part}"] = np.stack([getattr(h, part) for h in self.hmms_])
+        serialization.save(path, meta, arrays)
 
     @classmethod
     def load(cls, path: _Path) -> WordRepresentations:
@@ -591,7 +720,9 @@ class WordRepresentations:
                       window=params["window"], min_count=params["min_count"],
                       max_vocabulary=params["max_vocabulary"],
                       random_state=params["random_state"],
-                      cluster_dim=params.get("cluster_dim"))
+                      cluster_dim=params.get("cluster_dim"),
+                      hmm_states=params.get("hmm_states", 0), hmms=params.get("hmms", 3),
+                      hmm_iterations=params.get("hmm_iterations", 150))
             rep._check_params()
             vocabulary = meta["vocabulary"]
             if not isinstance(vocabulary, list) or not all(isinstance(w, str)
@@ -615,6 +746,7 @@ class WordRepresentations:
                     raise SscrfError(f"cluster ids at granularity {k} must lie in [0, {k})")
             if not isinstance(meta["n_tokens"], int):
                 raise SscrfError("n_tokens must be an integer")
+            hmms, shapes, log_likelihood = _loaded_hmms(rep, meta, arrays, vocabulary)
         except SscrfError as e:
             raise SscrfError(f"{name}: invalid word-representations file: {e}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -622,8 +754,40 @@ class WordRepresentations:
         rep.vocabulary_ = vocabulary
         rep.vectors_, rep.clusters_, rep.counts_ = vectors, clusters, counts
         rep.n_tokens_ = meta["n_tokens"]
+        rep.hmms_, rep.hmm_shapes_, rep.hmm_log_likelihood_ = hmms, shapes, log_likelihood
         rep._index()
         return rep
+
+
+def _loaded_hmms(rep: WordRepresentations, meta: dict[str, Any], arrays: dict[str, Any],
+                 vocabulary: list[str]) -> tuple[list[Any], list[str], list[float]]:
+    """The HMMs of a representations file, checked (SscrfError saying what is wrong)."""
+    names = [f"hmm_{part}" for part in hidden_states.HiddenMarkovModel._fields]
+    if not rep.hmm_states:
+        if any(name in arrays for name in names):
+            raise SscrfError("HMM arrays without hmm_states")
+        return [], [], []
+    shapes, log_likelihood = meta["hmm_shapes"], meta["hmm_log_likelihood"]
+    if not isinstance(shapes, list) or not all(isinstance(c, str) for c in shapes):
+        raise SscrfError("hmm_shapes must be a list of str")
+    if len(set(shapes)) != len(shapes):
+        raise SscrfError("hmm_shapes repeats a shape class")
+    if (not isinstance(log_likelihood, list) or len(log_likelihood) != rep.hmms
+            or not all(isinstance(x, float) for x in log_likelihood)):
+        raise SscrfError(f"hmm_log_likelihood must be a list of {rep.hmms} floats")
+    K, M = rep.hmm_states, rep.hmms
+    n_symbols = len(vocabulary) + len(shapes) + 1
+    expected = {"hmm_log_start": (M, K), "hmm_log_transitions": (M, K, K),
+                "hmm_log_emissions": (M, n_symbols, K)}
+    for name in names:
+        a = arrays[name]
+        if a.dtype != np.float64 or a.shape != expected[name]:
+            raise SscrfError(f"{name} must be float64 of shape {expected[name]}")
+        if not np.isfinite(a).all() or (a > 0).any():
+            raise SscrfError(f"{name} must hold finite log-probabilities (<= 0)")
+    hmms = [hidden_states.HiddenMarkovModel(*(arrays[name][m] for name in names))
+            for m in range(M)]
+    return hmms, shapes, log_likelihood
 
 
 class WordVectors:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     record = getattr(model, "representations_", None)
     if record:  # the file tag and eval look up, checked by its sha256
         out.append(f"representations: {record['path']} (sha256 {record['sha256'][:16]}...): "
-                   f"{record['columns']} cluster-id column(s)")
+                   f"{record['columns']} column(s) of cluster ids (and HMM states)")
     spec = getattr(extractor, "vector_spec_", None)
     if spec:
         out.append(f"word vectors: {spec['dim']} dimensions scaled by {spec['scale']:g}, "

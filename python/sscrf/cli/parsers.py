@@ -169,7 +169,8 @@ def add_train(commands: Any) -> None:
     conllu_options(sub, "TRAIN")
     sub.add_argument("--representations", metavar="REP",
                      help="word representations saved by 'sscrf represent': their cluster "
-                          "ids become extra token columns after the others (with --features "
+                          "ids (and HMM states, if REP has HMMs) become extra token columns "
+                          "after the others (with --features "
                           "words or the default templates, templates over them at -1, 0, +1 "
                           "are added), and each word's vector becomes real-valued features "
                           "rep.v0, rep.v1, ... (see --vector-scale); the model records REP's "
@@ -448,6 +449,15 @@ def add_represent(commands: Any) -> None:
                      "(default: 2)")
     sub.add_argument("--max-vocabulary", type=positive_int, default=100_000, metavar="N",
                      help="the most frequent words kept (default: 100000)")
+    sub.add_argument("--hmm-states", type=non_negative_int, default=0, metavar="K",
+                     help="also train HMMs of K states on TEXT by EM, whose most probable "
+                          "state of each token is a feature (default: 0, none; 80 is a "
+                          "good start; EM takes minutes per million tokens)")
+    sub.add_argument("--hmms", type=positive_int, default=3, metavar="M",
+                     help="with --hmm-states: HMMs trained, each from its own random start "
+                          "(default: 3)")
+    sub.add_argument("--hmm-iterations", type=positive_int, default=150, metavar="N",
+                     help="with --hmm-states: EM iterations of each HMM (default: 150)")
     sub.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: every core); results do not depend on it")

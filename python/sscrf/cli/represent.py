@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
                               clusters=args.clusters, window=args.window,
                               min_count=args.min_count, max_vocabulary=args.max_vocabulary,
                               random_state=args.seed, n_threads=args.threads,
-                              verbose=not args.quiet)
+                              verbose=not args.quiet, hmm_states=args.hmm_states,
+                              hmms=args.hmms, hmm_iterations=args.hmm_iterations)
     sentences = (_conll_sentences(args.text) if args.conll else
                  _conllu_sentences(args.text) if args.conllu else _RawSentences(args.text))
     raw = sentences if isinstance(sentences, _RawSentences) else None
@@ -88,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
     rep.save(args.output)
     n_words = len(rep.vocabulary_)
     capped = f" (each at most {n_words}, the words)" if max(rep.clusters) > n_words else ""
+    hmms = (f", {len(rep.hmms_)} HMM{'s' if len(rep.hmms_) > 1 else ''} of {rep.hmm_states} "
+            f"states" if rep.hmms_ else "")
     print(f"{args.output}: {n_words} words from {rep.n_tokens_} tokens, "
           f"{rep.vectors_.shape[1]} dimensions, clusters at "
-          f"{', '.join(map(str, rep.clusters))}{capped}, {time.perf_counter() - started:.1f} s")
+          f"{', '.join(map(str, rep.clusters))}{capped}{hmms}, "
+          f"{time.perf_counter() - started:.1f} s")
     return 0

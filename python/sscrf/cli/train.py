@@ -354,9 +354,10 @@ def _read_ge_constraints(args: argparse.Namespace) -> Optional[dict[str, Any]]:
 def _representations(args: argparse.Namespace, init: Any, templates: Any, n_columns: int,
                      words: Any) -> tuple[Any, Any, Any]:
     """(representations, templates reading their columns, the model's record)
-    for --representations: their cluster columns follow the file's (and the
-    words preset's); the preset and the default templates get their ids at
-    -1, 0 and +1, a --template file reads them itself."""
+    for --representations: their cluster columns (then HMM state columns)
+    follow the file's (and the words preset's); the preset and the default
+    templates get their values at -1, 0 and +1, a --template file reads them
+    itself."""
     path = args.representations
     if path is None:  # --init's model reads them: the same file again
         path = init.representations_["path"]
@@ -371,7 +372,7 @@ def _representations(args: argparse.Namespace, init: Any, templates: Any, n_colu
     digest = file_digest(path)
     column = n_columns + (len(WORD_COLUMNS) if words else 0)
     record = {"path": os.path.abspath(path), "sha256": digest,
-              "column": column, "columns": len(rep.clusters)}
+              "column": column, "columns": len(rep.clusters) + len(rep.hmms_)}
     if init is not None:
         old = getattr(init, "representations_", None)
         if old is None or old["sha256"] != digest:
@@ -385,6 +386,8 @@ def _representations(args: argparse.Namespace, init: Any, templates: Any, n_colu
     lines = [line for line in base.lines if line.strip() != "B"]
     lines += [f"Urep{k}{d:+d}:%x[{d},{column + j}]" for j, k in enumerate(rep.clusters)
               for d in (-1, 0, 1)]
+    lines += [f"Urep.h{m}{d:+d}:%x[{d},{column + len(rep.clusters) + m}]"
+              for m in range(len(rep.hmms_)) for d in (-1, 0, 1)]
     return rep, parse_templates(lines + ["B"], source="--representations"), record
 
 
