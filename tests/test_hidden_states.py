@@ -141,6 +141,8 @@ def test_states_as_features_and_columns(with_hmms):
     assert f[0]["rep.h0[-1]"] == "<s>" and f[4]["rep.h1[+1]"] == "</s>"
     assert "rep.h0[+2]" not in f[0]
     assert rep.features(words, context=2)[0]["rep.h0[+2]"] == str(states[0, 2])
+    without = rep.features(words, states=False)
+    assert [{k: v for k, v in g.items() if not k.startswith("rep.h")} for g in f] == without
     columns = rep.columns(words)
     assert [c[2:] for c in columns] == [[str(a), str(b)] for a, b in states.T.tolist()]
     # a word never seen, of a shape never seen: the HMMs' last symbol

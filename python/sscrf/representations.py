@@ -141,9 +141,10 @@ class WordRepresentations:
     hmm_states : int, default 0
         States of each hidden Markov model trained on the sentences by EM
         (0: none). Each token's most probable state in its sentence becomes
-        a feature (Huang & Yates 2009). Training reads the sentences
-        ``hmm_iterations`` times, from memory (4 bytes a token), and costs
-        about ``hmms × hmm_iterations × hmm_states²`` operations a token.
+        a feature (Huang & Yates 2009). EM passes over the text
+        ``hmm_iterations`` times, so :meth:`fit` keeps it in memory as
+        symbol ids (about 20 bytes a token while EM runs), and costs about
+        ``hmms × hmm_iterations × hmm_states²`` operations a token.
     hmms : int, default 3
         HMMs trained, each from its own random start.
     hmm_iterations : int, default 150
@@ -254,7 +255,8 @@ class WordRepresentations:
         ----------
         sentences : iterable of list of str
             Tokenized sentences; a generator or a file reader is read once,
-            batch by batch, so the corpus never needs to be in memory.
+            batch by batch, so the corpus never needs to be in memory as
+            strings (with ``hmm_states``, as word ids only).
 
         Returns
         -------
@@ -487,7 +489,7 @@ class WordRepresentations:
 
         Returns
         -------
-        ndarray (len(hmms_), len(words)) of int64
+        ndarray of int64, shape ``(len(hmms_), len(words))``
             Empty (0 rows) without ``hmm_states``.
         """
         states = self._states(words, self._rows(words))
@@ -532,8 +534,8 @@ class WordRepresentations:
     def features(self, words: Sequence[str], context: int = 1, vectors: bool = True,
                  scale: float = DEFAULT_VECTOR_SCALE,
                  prototypes: Optional[dict[str, Sequence[str]]] = None,
-                 threshold: float = 0.35, into: Optional[list[dict[str, Any]]] = None
-                 ) -> list[dict[str, Any]]:
+                 threshold: float = 0.35, into: Optional[list[dict[str, Any]]] = None,
+                 states: bool = True) -> list[dict[str, Any]]:
         """Feature dicts of one sentence, to merge into the user's own.
 
         Parameters
@@ -552,6 +554,9 @@ class WordRepresentations:
         into : list of dict, optional
             The sentence's own feature dicts: updated in place and returned
             (cheaper than merging two dicts per token).
+        states : bool, default True
+            The HMM states of the word and its neighbours (with
+            ``hmm_states``).
 
         Returns
         -------
@@ -576,9 +581,9 @@ class WordRepresentations:
         else:
             proto = None
         pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
-        states = self._states(words, rows)
-        state_names = [[f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]" for m in range(len(states))]
-                       for d in range(-context, context + 1)]
+        decoded = self._states(words, rows) if states else []
+        state_names = [[f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]"
+                        for m in range(len(decoded))] for d in range(-context, context + 1)]
         out = []
         for i, r in enumerate(rows):
             # the word's own features from a cache, its neighbours' cluster ids added
@@ -596,7 +601,7 @@ class WordRepresentations:
             for d, keys in zip(range(-context, context + 1), state_names):
                 t = i + d
                 outside = "<s>" if t < 0 else "</s>" if t >= n else None
-                for key, column in zip(keys, states):
+                for key, column in zip(keys, decoded):
                     f[key] = column[t] if outside is None else outside
             if proto is not None and r >= 0:
                 for label_name, cosine in zip(proto[0], next(sims)):
