@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["HiddenMarkovModel", "fit_hmm", "most_probable_states"]
 
-#: Pseudo-counts added in the M-step: every emission keeps some mass (a word
-#: of the fit's text, or a shape, that no state emitted after an iteration
-#: would else get probability 0 and a log of -inf), and every transition.
+#: Pseudo-counts added to the expected counts in the M-step, so that no
+#: probability becomes 0 and no weight log 0 = -inf: a symbol that a state
+#: stops emitting, the symbol of shapes the text lacks, a transition that
+#: EM drives out. The BC2GM study (bench/HISTORY.md) used these values.
 _EMISSION_PSEUDO_COUNT = 1e-4
 _TRANSITION_PSEUDO_COUNT = 1e-6
 
