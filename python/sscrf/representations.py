@@ -309,14 +309,9 @@ class WordRepresentations:
         # each word seen, as the HMMs read it: its row, or a shape class
         shapes: dict[str, int] = {}
         V = len(self.vocabulary_)
-        symbol_of_word = np.empty(len(words), dtype=np.int32)
-        for i, word in enumerate(words):
-            r = self._row.get(word)
-            if r is None:
-                r = self._row.get(word.lower())
-            if r is None:
-                r = V + shapes.setdefault(word_shape_class(word), len(shapes))
-            symbol_of_word[i] = r
+        symbol_of_word = np.array(
+            [r if r >= 0 else V + shapes.setdefault(word_shape_class(word), len(shapes))
+             for word, r in zip(words, self._rows(words))], dtype=np.int32)
         self.hmm_shapes_ = list(shapes)
         n_symbols = V + len(shapes) + 1
         symbols = np.concatenate([symbol_of_word[ids] for ids, _ in text]) if text else \
@@ -465,20 +460,29 @@ class WordRepresentations:
             out.append(self._row.get(w.lower(), -1) if r is None else r)
         return out
 
-    def _cluster_values(self, word: str, r: int) -> tuple[str, ...]:
+    @staticmethod
+    def _shapes(words: Sequence[str], rows: Sequence[int]) -> list[str]:
+        """The shape class of each word without a row ("" for the others), made once
+        for its cluster ids and its HMM symbol."""
+        return ["" if r >= 0 else word_shape_class(w) for w, r in zip(words, rows)]
+
+    def _cluster_values(self, shape: str, r: int) -> tuple[str, ...]:
         if r >= 0:
             return self._cluster_strings[r]
-        return (word_shape_class(word),) * len(self.clusters)
+        return (shape,) * len(self.clusters)
 
-    def _states(self, words: Sequence[str], rows: Sequence[int]) -> list[list[str]]:
-        """Per HMM, each word's most probable state, as a string."""
+    def _state_ids(self, rows: Sequence[int], shapes: Sequence[str]) -> list[NDArray[Any]]:
+        """Per HMM, each word's most probable state."""
         if not self.hmms_:
             return []
         other = len(self.vocabulary_) + len(self._hmm_shape)
-        symbols = np.array([r if r >= 0 else self._hmm_shape.get(word_shape_class(w), other)
-                            for w, r in zip(words, rows)], dtype=np.int32)
-        return [list(map(str, hidden_states.most_probable_states(hmm, symbols).tolist()))
-                for hmm in self.hmms_]
+        symbols = np.array([r if r >= 0 else self._hmm_shape.get(c, other)
+                            for r, c in zip(rows, shapes)], dtype=np.int32)
+        return [hidden_states.most_probable_states(hmm, symbols) for hmm in self.hmms_]
+
+    def _states(self, rows: Sequence[int], shapes: Sequence[str]) -> list[list[str]]:
+        """Per HMM, each word's most probable state, as a string."""
+        return [list(map(str, ids.tolist())) for ids in self._state_ids(rows, shapes)]
 
     def hidden_states(self, words: Sequence[str]) -> NDArray[Any]:
         """Each word's most probable state in the sentence ``words`` under each HMM.
@@ -492,9 +496,9 @@ class WordRepresentations:
         ndarray of int64, shape ``(len(hmms_), len(words))``
             Empty (0 rows) without ``hmm_states``.
         """
-        states = self._states(words, self._rows(words))
-        return np.array([[int(x) for x in row] for row in states],
-                        dtype=np.int64).reshape(len(states), len(words))
+        rows = self._rows(words)
+        states = self._state_ids(rows, self._shapes(words, rows))
+        return np.array(states, dtype=np.int64).reshape(len(states), len(words))
 
     def columns(self, words: Sequence[str]) -> list[list[str]]:
         """The cluster ids of each word at every granularity, as extra CoNLL columns.
@@ -511,9 +515,10 @@ class WordRepresentations:
             words get their shape class as cluster id (see the class notes).
         """
         rows = self._rows(words)
-        states = self._states(words, rows)
-        return [list(self._cluster_values(w, r)) + [column[i] for column in states]
-                for i, (w, r) in enumerate(zip(words, rows))]
+        shapes = self._shapes(words, rows)
+        states = self._states(rows, shapes)
+        return [list(self._cluster_values(c, r)) + [column[i] for column in states]
+                for i, (c, r) in enumerate(zip(shapes, rows))]
 
     def word_vectors(self, column: int = 0, scale: float = DEFAULT_VECTOR_SCALE) -> WordVectors:
         """The vectors as template features: see :class:`WordVectors`.
@@ -571,7 +576,8 @@ class WordRepresentations:
                                  or not all(isinstance(f, dict) for f in into)):
             raise SscrfTypeError(f"into must be a list of {n} dicts, one per word")
         ks = list(self.clusters)
-        values = [self._cluster_values(w, r) for w, r in zip(words, rows)]
+        shapes = self._shapes(words, rows)
+        values = [self._cluster_values(c, r) for c, r in zip(shapes, rows)]
         names = {d: [f"rep.c{k}[{d:+d}]" for k in ks] for d in range(-context, context + 1) if d}
         proto = None if prototypes is None else self._prototypes(prototypes)
         own = self._own_features(bool(vectors), float(scale))
@@ -581,7 +587,7 @@ class WordRepresentations:
         else:
             proto = None
         pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
-        decoded = self._states(words, rows) if states else []
+        decoded = self._states(rows, shapes) if states else []
         state_names = [[f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]"
                         for m in range(len(decoded))] for d in range(-context, context + 1)]
         out = []

@@ -452,8 +452,8 @@ def add_represent(commands: Any) -> None:
     sub.add_argument("--hmm-states", type=non_negative_int, default=0, metavar="K",
                      help="also train HMMs of K states on TEXT by EM, whose most probable "
                           "state of each token is a feature (default: 0, none; 80 added "
-                          "about 2 F1 to the clusters and vectors on BC2GM gene mentions, "
-                          "for minutes of EM per million tokens)")
+                          "0.7 to 2.4 F1 to the clusters and vectors on BC2GM gene "
+                          "mentions, for minutes of EM per million tokens)")
     sub.add_argument("--hmms", type=positive_int, default=3, metavar="M",
                      help="with --hmm-states: HMMs trained, each from its own random start "
                           "(default: 3)")
