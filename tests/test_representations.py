@@ -52,7 +52,8 @@ def corpus():
 
 @pytest.fixture(scope="module")
 def fitted(corpus):
-    return WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1).fit(corpus)
+    # without the HMMs, which tests/test_hidden_states.py covers
+    return WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1, hmm_states=0).fit(corpus)
 
 
 def brute_counts(sentences, window):
@@ -156,11 +157,16 @@ def test_clusters_nest_and_group_the_classes(fitted):
 
 
 def test_deterministic_at_any_thread_count(corpus, fitted):
-    for threads in (2, 4):
-        other = WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=threads).fit(corpus)
+    runs = [WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=threads).fit(corpus)
+            for threads in (1, 2, 4)]
+    for other in runs:
         assert np.array_equal(other.vectors_, fitted.vectors_)
         assert np.array_equal(other.clusters_, fitted.clusters_)
         assert other.vocabulary_ == fitted.vocabulary_
+        # the HMMs of the default settings too
+        assert len(other.hmms_) == 3
+        for a, b in zip(other.hmms_, runs[0].hmms_):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 def test_clusters_in_more_dimensions_than_the_vectors(corpus):
@@ -200,7 +206,8 @@ def test_one_shot_generator_and_types(corpus, fitted):
 def test_repr_shows_the_settings_changed_and_what_was_fitted(fitted, corpus):
     assert repr(WordRepresentations()) == "<WordRepresentations()>"
     n_tokens = sum(map(len, corpus))
-    assert repr(fitted) == (f"<WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1): "
+    assert repr(fitted) == (f"<WordRepresentations(dim=8, clusters=(2, 4, 8), n_threads=1, "
+                            f"hmm_states=0): "
                             f"{len(fitted.vocabulary_):,} words from {n_tokens:,} tokens>")
 
 
@@ -326,13 +333,15 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
         line.split() for line in raw.read_text().splitlines())
     assert np.array_equal(WordRepresentations.load(rep).vectors_, direct.vectors_)
     assert np.array_equal(WordRepresentations.load(rep).clusters_, direct.clusters_)
+    for a, b in zip(WordRepresentations.load(rep).hmms_, direct.hmms_):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert WordRepresentations.load(rep).cluster_dim == 5
     for features in ("words", "columns"):
         assert main(["train", str(tmp_path / "train.txt"), "--features", features,
                      "--representations", str(rep), "-m", str(model), "-q",
                      "--max-iterations", "30"]) == 0
         loaded = sscrf.CRF.load(model)
-        assert loaded.representations_["columns"] == 2
+        assert loaded.representations_["columns"] == 5  # 2 of cluster ids, 3 of HMM states
         assert any("rep" in t for t in loaded.templates)
         capsys.readouterr()
         assert main(["tag", "-m", str(model), str(tmp_path / "test.txt")]) == 0
@@ -362,7 +371,7 @@ def test_cli_represent_train_tag_round_trip(tmp_path, capsys):
     capsys.readouterr()
     assert main(["dump", str(model)]) == 0
     out = capsys.readouterr().out
-    assert f"representations: {rep} (sha256 {digest[:16]}...): 2 column(s) of cluster ids (and HMM states)" in out
+    assert f"representations: {rep} (sha256 {digest[:16]}...): 5 column(s) of cluster ids (and HMM states)" in out
     assert "word vectors: 6 dimensions scaled by 6, as rep.v0 to rep.v5" in out
     assert main(["dump", str(model), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)

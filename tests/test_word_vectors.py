@@ -120,7 +120,7 @@ def test_crf_with_template_vectors_is_the_dict_model(rep, tmp_path):
         for s in sentences:
             out.append([dict(e) for e in plain.attribute_strings(s)] if s else [])
             if s:
-                rep.features([t[0] for t in s], into=out[-1], context=0)
+                rep.features([t[0] for t in s], into=out[-1], context=0, states=False)
                 for d in out[-1]:
                     for k in [k for k in d if k.startswith("rep.c")]:
                         del d[k]

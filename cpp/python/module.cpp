@@ -254,6 +254,37 @@ PYBIND11_MODULE(_core, m) {
   m.def("nearest_centroids", &nearest_centroids_shim, py::arg("X"), py::arg("C"),
         py::arg("group"), py::arg("group_ptr"), py::arg("n_threads"),
         "Per row of X, the index of the centroid of its group with the largest dot product.");
+  py::class_<SparseHmm, std::shared_ptr<SparseHmm>>(
+      m, "SparseHmm",
+      "A validated HMM in probabilities whose symbol s is emitted only by the states "
+      "support[support_ptr[s]:support_ptr[s+1]] (increasing), with the probabilities "
+      "emission[...] alongside.")
+      .def(py::init(&make_sparse_hmm), py::arg("start"), py::arg("transitions"),
+           py::arg("support_ptr"), py::arg("support"), py::arg("emission"))
+      .def_readonly("n_states", &SparseHmm::K)
+      .def_property_readonly("n_symbols", &SparseHmm::n_symbols)
+      .def("expected_counts", &hmm_expected_counts_shim, py::arg("symbols"), py::arg("offsets"),
+           py::arg("n_threads"),
+           "EM's E-step over the sentences symbols[offsets[i]:offsets[i+1]]: (log p(text), "
+           "expected emissions aligned with support, expected transitions (K, K), expected "
+           "starts (K,)), the same bits at any thread count.")
+      .def("posterior_states", &hmm_posterior_states_shim, py::arg("symbols"), py::arg("offsets"),
+           py::arg("n_threads"),
+           "Each token's state of largest posterior probability in its sentence (ties: the "
+           "lower state), int32.");
+  py::class_<StepwiseEm, std::shared_ptr<StepwiseEm>>(
+      m, "StepwiseEm",
+      "Stepwise EM (Liang & Klein 2009) of a SparseHmm's probabilities on its supports.")
+      .def(py::init(&make_stepwise_em), py::arg("initial"), py::arg("emission_weights"),
+           py::arg("n_tokens"), py::arg("n_sentences"), py::arg("step_exponent"),
+           py::arg("emission_pseudo_count"), py::arg("transition_pseudo_count"))
+      .def("run", &stepwise_em_run_shim, py::arg("symbols"), py::arg("offsets"),
+           py::arg("order"), py::arg("batch_ptr"), py::arg("n_threads"),
+           "EM over the batches order[batch_ptr[b]:batch_ptr[b+1]] of sentences; returns the "
+           "sum of the batches' log p, each under the model of its time.")
+      .def("model", &stepwise_em_model_shim,
+           "(start, transitions, emission aligned with the supports) re-estimated from every "
+           "count.");
   m.def("symmetric_eigen", &symmetric_eigen_shim, py::arg("A"),
         "(values decreasing, eigenvectors as columns) of a small symmetric matrix (Jacobi).");
 }

@@ -14,6 +14,7 @@
 #include "layer/linear_layer.hpp"
 #include "objectives/ge.hpp"
 #include "objectives/likelihood.hpp"
+#include "representations/hidden_markov.hpp"
 
 namespace sscrf::python {
 
@@ -120,8 +121,27 @@ py::tuple entropy_ge_gradient_shim(const Corpus& corpus, const Layout& layout,
                                    const py::object& score_weights, double entropy_weight,
                                    const py::object& out, const py::object& emissions);
 
-// word representations: co-occurrence counts and dense products
+// word representations: co-occurrence counts, dense products and the HMMs
 // (shims_representations.cpp)
+std::shared_ptr<SparseHmm> make_sparse_hmm(const py::object& start,
+                                           const py::object& transitions,
+                                           const py::object& support_ptr,
+                                           const py::object& support,
+                                           const py::object& emission);
+py::tuple hmm_expected_counts_shim(const SparseHmm& hmm, const py::object& symbols,
+                              const py::object& offsets, int n_threads);
+py::array_t<int32_t> hmm_posterior_states_shim(const SparseHmm& hmm, const py::object& symbols,
+                                          const py::object& offsets, int n_threads);
+std::shared_ptr<StepwiseEm> make_stepwise_em(const SparseHmm& initial,
+                                             const py::object& emission_weights,
+                                             double n_tokens, double n_sentences,
+                                             double step_exponent,
+                                             double emission_pseudo_count,
+                                             double transition_pseudo_count);
+double stepwise_em_run_shim(StepwiseEm& em, const py::object& symbols,
+                            const py::object& offsets, const py::object& order,
+                            const py::object& batch_ptr, int n_threads);
+py::tuple stepwise_em_model_shim(StepwiseEm& em);
 py::tuple cooccurrence_counts_shim(const py::object& ids, const py::object& offsets, int window,
                                    int64_t n_words, int n_threads);
 py::tuple merge_counts_shim(const py::object& keys_a, const py::object& counts_a,

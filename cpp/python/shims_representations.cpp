@@ -7,6 +7,7 @@
 #include "python/arrays.hpp"
 #include "python/shims.hpp"
 #include "representations/cooccurrence.hpp"
+#include "representations/hidden_markov.hpp"
 #include "representations/jacobi_eigen.hpp"
 #include "representations/products.hpp"
 
@@ -26,6 +27,25 @@ Doubles checked_matrix(const py::object& o, const char* name, int n_threads) {
   auto a = checked_array<double>(o, 2, name);
   require_finite(a.data(), a.size(), name, n_threads);
   return a;
+}
+
+// Probabilities: finite and in [0, 1].
+void require_probabilities(const Doubles& a, const char* name) {
+  for (py::ssize_t i = 0; i < a.size(); ++i)
+    if (!(a.data()[i] >= 0.0 && a.data()[i] <= 1.0))
+      fail(std::string(name) + " must hold probabilities in [0, 1], got " +
+           std::to_string(a.data()[i]) + " at " + std::to_string(i));
+}
+
+// Sentences of symbols below n_symbols.
+void require_sentences(const Array<int32_t>& symbols, const Array<int64_t>& offsets,
+                       int64_t n_symbols) {
+  if (offsets.size() < 1) fail("offsets must hold at least one entry (0)");
+  require_indptr(offsets.data(), offsets.size() - 1, symbols.size());
+  for (py::ssize_t t = 0; t < symbols.size(); ++t)
+    if (symbols.data()[t] < 0 || symbols.data()[t] >= n_symbols)
+      fail("symbols must be in [0, " + std::to_string(n_symbols) + "), got " +
+           std::to_string(symbols.data()[t]) + " at " + std::to_string(t));
 }
 
 }  // namespace
@@ -175,6 +195,143 @@ py::tuple symmetric_eigen_shim(const py::object& A_o) {
     symmetric_eigen(A.data(), n, pv, pV);
   }
   return py::make_tuple(values, V);
+}
+
+std::shared_ptr<SparseHmm> make_sparse_hmm(const py::object& start_o,
+                                           const py::object& transitions_o,
+                                           const py::object& support_ptr_o,
+                                           const py::object& support_o,
+                                           const py::object& emission_o) {
+  auto start = checked_array<double>(start_o, 1, "start");
+  auto transitions = checked_array<double>(transitions_o, 2, "transitions");
+  auto support_ptr = checked_array<int64_t>(support_ptr_o, 1, "support_ptr");
+  auto support = checked_array<int32_t>(support_o, 1, "support");
+  auto emission = checked_array<double>(emission_o, 1, "emission");
+  const int64_t K = start.size();
+  if (K < 1 || K > (int64_t{1} << 15))
+    fail("start must hold one probability per state, 1 to 32768 states; got " +
+         std::to_string(K));
+  require_shape(transitions, {K, K}, "transitions");
+  if (support_ptr.size() < 2) fail("support_ptr must have at least two entries");
+  const int64_t n_symbols = support_ptr.size() - 1;
+  require_indptr(support_ptr.data(), n_symbols, support.size());
+  if (emission.size() != support.size())
+    fail("emission must have one entry per entry of support");
+  require_probabilities(start, "start");
+  require_probabilities(transitions, "transitions");
+  require_probabilities(emission, "emission");
+  const int64_t* ptr = support_ptr.data();
+  const int32_t* states = support.data();
+  for (int64_t s = 0; s < n_symbols; ++s) {
+    if (ptr[s + 1] == ptr[s]) fail("symbol " + std::to_string(s) + " has no state in its support");
+    for (int64_t e = ptr[s]; e < ptr[s + 1]; ++e) {
+      if (states[e] < 0 || states[e] >= K)
+        fail("support must hold states in [0, " + std::to_string(K) + "), got " +
+             std::to_string(states[e]));
+      if (e > ptr[s] && states[e] <= states[e - 1])
+        fail("the states of symbol " + std::to_string(s) + "'s support must increase");
+    }
+  }
+  auto hmm = std::make_shared<SparseHmm>();
+  hmm->K = static_cast<int32_t>(K);
+  hmm->start.assign(start.data(), start.data() + K);
+  hmm->transitions.assign(transitions.data(), transitions.data() + K * K);
+  hmm->support_ptr.assign(ptr, ptr + n_symbols + 1);
+  hmm->support.assign(states, states + support.size());
+  hmm->emission.assign(emission.data(), emission.data() + emission.size());
+  return hmm;
+}
+
+py::tuple hmm_expected_counts_shim(const SparseHmm& hmm, const py::object& symbols_o,
+                              const py::object& offsets_o, int n_threads) {
+  checked_threads(n_threads);
+  auto symbols = checked_array<int32_t>(symbols_o, 1, "symbols");
+  auto offsets = checked_array<int64_t>(offsets_o, 1, "offsets");
+  require_sentences(symbols, offsets, hmm.n_symbols());
+  HmmCounts counts;
+  {
+    py::gil_scoped_release release;
+    hmm_expected_counts(hmm, symbols.data(), offsets.data(), offsets.size() - 1, n_threads,
+                        counts);
+  }
+  const auto K = static_cast<py::ssize_t>(hmm.K);
+  py::array_t<double> transition_counts({K, K});
+  std::copy(counts.transitions.begin(), counts.transitions.end(),
+            transition_counts.mutable_data());
+  return py::make_tuple(counts.log_likelihood, array_of<double>(counts.emission),
+                        transition_counts, array_of<double>(counts.start));
+}
+
+py::array_t<int32_t> hmm_posterior_states_shim(const SparseHmm& hmm, const py::object& symbols_o,
+                                          const py::object& offsets_o, int n_threads) {
+  checked_threads(n_threads);
+  auto symbols = checked_array<int32_t>(symbols_o, 1, "symbols");
+  auto offsets = checked_array<int64_t>(offsets_o, 1, "offsets");
+  require_sentences(symbols, offsets, hmm.n_symbols());
+  py::array_t<int32_t> states(symbols.size());
+  int32_t* out = states.mutable_data();
+  {
+    py::gil_scoped_release release;
+    hmm_posterior_states(hmm, symbols.data(), offsets.data(), offsets.size() - 1, n_threads,
+                         out);
+  }
+  return states;
+}
+
+std::shared_ptr<StepwiseEm> make_stepwise_em(const SparseHmm& initial,
+                                             const py::object& emission_weights_o,
+                                             double n_tokens, double n_sentences,
+                                             double step_exponent,
+                                             double emission_pseudo_count,
+                                             double transition_pseudo_count) {
+  auto weights = checked_array<double>(emission_weights_o, 1, "emission_weights");
+  if (weights.size() != static_cast<py::ssize_t>(initial.support.size()))
+    fail("emission_weights must have one entry per entry of the supports");
+  for (py::ssize_t e = 0; e < weights.size(); ++e)
+    if (!(weights.data()[e] > 0.0 && weights.data()[e] < 1e250))
+      fail("emission_weights must be finite and above 0, got " +
+           std::to_string(weights.data()[e]) + " at " + std::to_string(e));
+  if (!(n_tokens >= 1.0 && n_tokens < 1e18)) fail("n_tokens must be at least 1");
+  if (!(n_sentences >= 1.0 && n_sentences <= n_tokens))
+    fail("n_sentences must be in [1, n_tokens]");
+  if (!(step_exponent > 0.5 && step_exponent <= 1.0))
+    fail("step_exponent must be in (0.5, 1], got " + std::to_string(step_exponent));
+  if (!(emission_pseudo_count > 0.0 && emission_pseudo_count < 1e100) ||
+      !(transition_pseudo_count > 0.0 && transition_pseudo_count < 1e100))
+    fail("pseudo-counts must be finite and above 0");
+  std::vector<double> w(weights.data(), weights.data() + weights.size());
+  return std::make_shared<StepwiseEm>(initial, w, n_tokens, n_sentences, step_exponent,
+                                      emission_pseudo_count, transition_pseudo_count);
+}
+
+double stepwise_em_run_shim(StepwiseEm& em, const py::object& symbols_o,
+                            const py::object& offsets_o, const py::object& order_o,
+                            const py::object& batch_ptr_o, int n_threads) {
+  checked_threads(n_threads);
+  auto symbols = checked_array<int32_t>(symbols_o, 1, "symbols");
+  auto offsets = checked_array<int64_t>(offsets_o, 1, "offsets");
+  auto order = checked_array<int64_t>(order_o, 1, "order");
+  auto batch_ptr = checked_array<int64_t>(batch_ptr_o, 1, "batch_ptr");
+  require_sentences(symbols, offsets, em.n_symbols());
+  const int64_t n_sentences = offsets.size() - 1;
+  for (py::ssize_t i = 0; i < order.size(); ++i)
+    if (order.data()[i] < 0 || order.data()[i] >= n_sentences)
+      fail("order must hold sentences in [0, " + std::to_string(n_sentences) + "), got " +
+           std::to_string(order.data()[i]));
+  if (batch_ptr.size() < 1) fail("batch_ptr must hold at least one entry (0)");
+  require_indptr(batch_ptr.data(), batch_ptr.size() - 1, order.size());
+  py::gil_scoped_release release;
+  return em.run(symbols.data(), offsets.data(), order.data(), batch_ptr.data(),
+                batch_ptr.size() - 1, n_threads);
+}
+
+py::tuple stepwise_em_model_shim(StepwiseEm& em) {
+  const SparseHmm& hmm = em.model();
+  const auto K = static_cast<py::ssize_t>(hmm.K);
+  py::array_t<double> transitions({K, K});
+  std::copy(hmm.transitions.begin(), hmm.transitions.end(), transitions.mutable_data());
+  return py::make_tuple(array_of<double>(hmm.start), transitions,
+                        array_of<double>(hmm.emission));
 }
 
 }  // namespace sscrf::python

@@ -362,7 +362,7 @@ def run_demo(*, n_train: int = 800, n_test: int = 300, seed: int = 0,
 
 def _rep_columns(rep: WordRepresentations,
                  sentences: list[list[list[str]]]) -> list[list[list[str]]]:
-    """Tokens with the cluster ids of their word appended as columns."""
+    """Tokens with the cluster ids of their word (and its HMM states) appended as columns."""
     return [[list(t) + c for t, c in zip(s, rep.columns([w for w, _ in s]))]
             for s in sentences]
 
@@ -371,11 +371,11 @@ def _with_representations(rep: WordRepresentations, X_train: list[list[list[str]
                           y_train: list[list[str]], X_test: list[list[list[str]]],
                           y_test: list[list[str]], n_threads: Optional[int],
                           max_iterations: int) -> float:
-    """Chunk F1 of a model that also reads the cluster ids of ``rep``, at -1,
-    0 and +1."""
+    """Chunk F1 of a model that also reads the cluster ids (and HMM states) of
+    ``rep``, at -1, 0 and +1."""
     lines = [line for line in default_templates(2).lines if line != "B"]
-    lines += [f"Urep{j}{d:+d}:%x[{d},{2 + j}]" for j in range(len(rep.clusters))
-              for d in (-1, 0, 1)]
+    lines += [f"Urep{j}{d:+d}:%x[{d},{2 + j}]"
+              for j in range(len(rep.clusters) + len(rep.hmms_)) for d in (-1, 0, 1)]
     model = CRF(templates=lines + ["B"], max_iterations=max_iterations, n_threads=n_threads)
     model.fit(_rep_columns(rep, X_train), y_train)
     return chunk_scores(y_test, model.predict(_rep_columns(rep, X_test)))["f1"]

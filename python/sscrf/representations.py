@@ -17,9 +17,11 @@
    cluster is split by k-means among its own words into a number of
    children proportional to its size, and so on to the finest. A coarse
    cluster is therefore exactly a union of finer ones;
-5. optionally (``hmm_states``), hidden Markov models trained by EM on the
-   same sentences (:mod:`sscrf.hidden_states`), whose most probable state of
-   each token in its sentence is a feature (Huang & Yates 2009).
+5. ``hmms`` hidden Markov models of ``hmm_states`` states trained by
+   stepwise EM on the same sentences (:mod:`sscrf.hidden_states`), each
+   word emitted only by the ``hmm_support`` states nearest its vector,
+   whose most probable state of each token in its sentence is a feature
+   (Huang & Yates 2009).
 
 The features of a word (Miller et al. 2004; Koo et al. 2008; Turian et al.
 2010; Haghighi & Klein 2006) are its cluster ids at every granularity and
@@ -31,7 +33,7 @@ Determinism: the counts are integers; every product (sparse x dense, Gram
 matrices, tall x small, nearest centroids) and the small eigendecompositions
 (Jacobi rotations in a fixed order) run in the compiled core, each output
 entry one sum in a fixed order, so that the thread count does not change a
-bit of the result; so do the HMMs' E-steps (the lattice kernels). No step
+bit of the result; so do the HMMs' E-steps (``_core.SparseHmm``). No step
 calls BLAS or LAPACK (numpy does only
 element-wise work and ``einsum`` without BLAS), so their thread settings do
 not matter. Random numbers come from ``random_state``.
@@ -87,6 +89,11 @@ _EIGENVALUE_WEIGHT = 1.0
 _OVERSAMPLING = 10
 _POWER_ITERATIONS = 2
 _KMEANS_ITERATIONS = 10
+#: Temperature of the softmax over a word's nearest HMM states' cosines that
+#: shares its initial emission among them.
+_HMM_SUPPORT_TEMPERATURE = 0.1
+#: Added to every initial emission weight, so that none is 0.
+_HMM_INITIAL_FLOOR = 1e-4
 
 
 def file_digest(path: _Path) -> str:
@@ -138,17 +145,25 @@ class WordRepresentations:
         depend on it.
     verbose : bool, default False
         Report progress (:class:`sscrf.progress.Progress`).
-    hmm_states : int, default 0
+    hmm_states : int, default 80
         States of each hidden Markov model trained on the sentences by EM
         (0: none). Each token's most probable state in its sentence becomes
         a feature (Huang & Yates 2009). EM passes over the text
-        ``hmm_iterations`` times, so :meth:`fit` keeps it in memory as
-        symbol ids (about 20 bytes a token while EM runs), and costs about
-        ``hmms × hmm_iterations × hmm_states²`` operations a token.
+        ``hmm_passes`` times, so :meth:`fit` keeps it in memory as symbol
+        ids (about 20 bytes a token while EM runs), and costs about
+        ``hmms × hmm_passes × hmm_support²`` operations a token.
     hmms : int, default 3
-        HMMs trained, each from its own random start.
-    hmm_iterations : int, default 150
-        EM iterations of each HMM.
+        HMMs trained, each from its own start (its own k-means of the
+        vectors, below).
+    hmm_passes : int, default 3
+        Passes of stepwise EM (:func:`sscrf.hidden_states.fit_hmm`) over the
+        sentences for each HMM.
+    hmm_support : int, default 24
+        States that may emit a word: the HMM's states are first the
+        centroids of a spherical k-means of the vectors, and each word is
+        emitted only by the ``hmm_support`` states nearest its vector (EM
+        keeps it so); a shape class, by every state. ``hmm_support >=
+        hmm_states`` is the full HMM.
 
     Attributes
     ----------
@@ -201,7 +216,8 @@ class WordRepresentations:
                  window: int = 2, min_count: int = 2, max_vocabulary: int = 100_000,
                  random_state: Optional[int] = 0, n_threads: Optional[int] = None,
                  verbose: bool = False, cluster_dim: Optional[int] = None,
-                 hmm_states: int = 0, hmms: int = 3, hmm_iterations: int = 150) -> None:
+                 hmm_states: int = 80, hmms: int = 3, hmm_passes: int = 3,
+                 hmm_support: int = 24) -> None:
         self.dim = dim
         self.clusters = clusters
         self.cluster_dim = cluster_dim
@@ -213,7 +229,8 @@ class WordRepresentations:
         self.verbose = verbose
         self.hmm_states = hmm_states
         self.hmms = hmms
-        self.hmm_iterations = hmm_iterations
+        self.hmm_passes = hmm_passes
+        self.hmm_support = hmm_support
 
     def __repr__(self) -> str:
         parameters = inspect.signature(WordRepresentations.__init__).parameters.values()
@@ -236,7 +253,8 @@ class WordRepresentations:
         if self.hmm_states == 1:
             raise SscrfError("hmm_states must be 0 (no HMM) or at least 2, not 1")
         check_integer(self.hmms, "hmms", 1, 64)
-        check_integer(self.hmm_iterations, "hmm_iterations", 1, 100_000)
+        check_integer(self.hmm_passes, "hmm_passes", 1, 100_000)
+        check_integer(self.hmm_support, "hmm_support", 1, 1000)
         if isinstance(self.clusters, (str, bytes)) or not hasattr(self.clusters, "__iter__"):
             raise SscrfTypeError(f"clusters must be a sequence of integers, not "
                                  f"{self.clusters!r}")
@@ -323,16 +341,47 @@ class WordRepresentations:
             base += len(ids)
         del text[:]
         sentence_offsets = np.concatenate(offsets)
-        progress.note(f"representations: {self.hmms} HMMs of {self.hmm_states} states over "
-                      f"{n_symbols:,} symbols, {self.hmm_iterations} EM iterations each")
+        symbol_counts = np.bincount(symbols, minlength=n_symbols).astype(np.float64)
+        K = self.hmm_states
+        progress.note(f"representations: {self.hmms} HMMs of {K} states over "
+                      f"{n_symbols:,} symbols ({min(self.hmm_support, K)} states a word), "
+                      f"{self.hmm_passes} passes of EM each")
         for m in range(self.hmms):
+            hmm_rng = np.random.default_rng(rng.integers(1 << 63))
+            support_ptr, support, weights = self._hmm_supports(symbol_counts, hmm_rng, n_threads)
             hmm, per_token = hidden_states.fit_hmm(
-                symbols, sentence_offsets, n_symbols, self.hmm_states, self.hmm_iterations,
-                np.random.default_rng(rng.integers(1 << 63)), n_threads, progress,
+                symbols, sentence_offsets, support_ptr, support, weights, K,
+                self.hmm_passes, hmm_rng, n_threads, progress,
                 name=f"representations: HMM {m + 1}/{self.hmms}")
             self.hmms_.append(hmm)
             self.hmm_log_likelihood_.append(float(per_token))
         self._index()
+
+    def _hmm_supports(self, symbol_counts: NDArray[Any], rng: np.random.Generator,
+                      n_threads: int) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+        """An HMM's supports and initial emission weights: each word is emitted by
+        the ``hmm_support`` states whose centroids (spherical k-means of the
+        vectors, started from ``rng``) lie nearest its vector, in proportion
+        to its count and a softmax of the cosines; a shape class (and the
+        symbol of other shapes) by every state, in proportion to its count."""
+        K, V = self.hmm_states, len(self.vocabulary_)
+        k = min(self.hmm_support, K)
+        X = self.vectors_
+        assign = _nested_kmeans(X, [K], rng, n_threads)[:, 0]
+        C = np.zeros((K, X.shape[1]))
+        np.add.at(C, assign, X)
+        cosines = _core.times_small(X, np.ascontiguousarray(_unit_rows(C).T), n_threads)
+        nearest = np.sort(np.argpartition(-cosines, k - 1, axis=1)[:, :k], axis=1)
+        near = np.take_along_axis(cosines, nearest, axis=1) / _HMM_SUPPORT_TEMPERATURE
+        share = np.exp(near - near.max(axis=1, keepdims=True))
+        share /= share.sum(axis=1, keepdims=True)
+        n_other = len(symbol_counts) - V
+        support_ptr = np.concatenate([np.arange(0, V * k, k),
+                                      V * k + np.arange(0, n_other * K + 1, K)])
+        support = np.concatenate([nearest.ravel(), np.tile(np.arange(K), n_other)])
+        weights = np.concatenate([(symbol_counts[:V, None] * share).ravel(),
+                                  np.repeat(symbol_counts[V:] / K, K)]) + _HMM_INITIAL_FLOOR
+        return support_ptr.astype(np.int64), support.astype(np.int32), weights
 
     def _count(self, sentences: Iterable[Sequence[str]], n_threads: int, progress: Progress,
                text: Optional[list[Any]] = None
@@ -433,6 +482,8 @@ class WordRepresentations:
         self._own_cache: dict[tuple[bool, float], dict[int, dict[str, Any]]] = {}
         V = len(self.vocabulary_)
         self._hmm_shape = {c: V + i for i, c in enumerate(getattr(self, "hmm_shapes_", []))}
+        self._hmm_kernels = [hmm.kernel() for hmm in getattr(self, "hmms_", [])]
+        self._state_strings = [str(k) for k in range(self.hmm_states)]
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "vectors_"):
@@ -478,11 +529,12 @@ class WordRepresentations:
         other = len(self.vocabulary_) + len(self._hmm_shape)
         symbols = np.array([r if r >= 0 else self._hmm_shape.get(c, other)
                             for r, c in zip(rows, shapes)], dtype=np.int32)
-        return [hidden_states.most_probable_states(hmm, symbols) for hmm in self.hmms_]
+        return [hidden_states.most_probable_states(kernel, symbols) for kernel in self._hmm_kernels]
 
     def _states(self, rows: Sequence[int], shapes: Sequence[str]) -> list[list[str]]:
         """Per HMM, each word's most probable state, as a string."""
-        return [list(map(str, ids.tolist())) for ids in self._state_ids(rows, shapes)]
+        names = self._state_strings
+        return [[names[k] for k in ids.tolist()] for ids in self._state_ids(rows, shapes)]
 
     def hidden_states(self, words: Sequence[str]) -> NDArray[Any]:
         """Each word's most probable state in the sentence ``words`` under each HMM.
@@ -704,7 +756,8 @@ class WordRepresentations:
                            "random_state": self.random_state if self.random_state is None
                            else int(self.random_state),
                            "hmm_states": int(self.hmm_states), "hmms": int(self.hmms),
-                           "hmm_iterations": int(self.hmm_iterations)},
+                           "hmm_passes": int(self.hmm_passes),
+                           "hmm_support": int(self.hmm_support)},
                 "vocabulary": list(self.vocabulary_), "n_tokens": self.n_tokens_}
         arrays = {"counts": self.counts_.astype(np.int64),
                   "vectors": self.vectors_.astype(np.float64),
@@ -733,7 +786,8 @@ class WordRepresentations:
                       random_state=params["random_state"],
                       cluster_dim=params.get("cluster_dim"),
                       hmm_states=params.get("hmm_states", 0), hmms=params.get("hmms", 3),
-                      hmm_iterations=params.get("hmm_iterations", 150))
+                      hmm_passes=params.get("hmm_passes", 3),
+                      hmm_support=params.get("hmm_support", params.get("hmm_states", 0) or 24))
             rep._check_params()
             vocabulary = meta["vocabulary"]
             if not isinstance(vocabulary, list) or not all(isinstance(w, str)
@@ -772,10 +826,13 @@ class WordRepresentations:
 
 def _loaded_hmms(rep: WordRepresentations, meta: dict[str, Any], arrays: dict[str, Any],
                  vocabulary: list[str]) -> tuple[list[Any], list[str], list[float]]:
-    """The HMMs of a representations file, checked (SscrfError saying what is wrong)."""
+    """The HMMs of a representations file, checked (SscrfError saying what is wrong).
+    Files whose HMMs are dense log-probabilities (``hmm_log_*``) load as HMMs in which
+    every state emits every symbol."""
     names = [f"hmm_{part}" for part in hidden_states.HiddenMarkovModel._fields]
+    dense = [f"hmm_log_{part}" for part in ("start", "transitions", "emissions")]
     if not rep.hmm_states:
-        if any(name in arrays for name in names):
+        if any(name in arrays for name in names + dense):
             raise SscrfError("HMM arrays without hmm_states")
         return [], [], []
     shapes, log_likelihood = meta["hmm_shapes"], meta["hmm_log_likelihood"]
@@ -788,16 +845,37 @@ def _loaded_hmms(rep: WordRepresentations, meta: dict[str, Any], arrays: dict[st
         raise SscrfError(f"hmm_log_likelihood must be a list of {rep.hmms} floats")
     K, M = rep.hmm_states, rep.hmms
     n_symbols = len(vocabulary) + len(shapes) + 1
-    expected = {"hmm_log_start": (M, K), "hmm_log_transitions": (M, K, K),
-                "hmm_log_emissions": (M, n_symbols, K)}
-    for name in names:
-        a = arrays[name]
-        if a.dtype != np.float64 or a.shape != expected[name]:
-            raise SscrfError(f"{name} must be float64 of shape {expected[name]}")
-        if not np.isfinite(a).all() or (a > 0).any():
-            raise SscrfError(f"{name} must hold finite log-probabilities (<= 0)")
-    hmms = [hidden_states.HiddenMarkovModel(*(arrays[name][m] for name in names))
-            for m in range(M)]
+    if dense[0] in arrays:
+        dense_shapes = {dense[0]: (M, K), dense[1]: (M, K, K), dense[2]: (M, n_symbols, K)}
+        for name, shape in dense_shapes.items():
+            a = arrays[name]
+            if a.dtype != np.float64 or a.shape != shape:
+                raise SscrfError(f"{name} must be float64 of shape {shape}")
+        full_ptr = np.arange(0, n_symbols * K + 1, K, dtype=np.int64)
+        full = np.tile(np.arange(K, dtype=np.int32), n_symbols)
+        parts = [(np.exp(arrays[dense[0]][m]), np.exp(arrays[dense[1]][m]), full_ptr, full,
+                  np.exp(arrays[dense[2]][m]).ravel()) for m in range(M)]
+    else:
+        n_entries = arrays["hmm_support"].shape[-1]
+        expected: dict[str, tuple[Any, tuple[int, ...]]] = {
+                    "hmm_start": (np.float64, (M, K)),
+                    "hmm_transitions": (np.float64, (M, K, K)),
+                    "hmm_support_ptr": (np.int64, (M, n_symbols + 1)),
+                    "hmm_support": (np.int32, (M, n_entries)),
+                    "hmm_emission": (np.float64, (M, n_entries))}
+        for name, (dtype, shape) in expected.items():
+            a = arrays[name]
+            if a.dtype != dtype or a.shape != shape:
+                raise SscrfError(f"{name} must be {np.dtype(dtype)} of shape {shape}")
+        parts = [tuple(arrays[name][m] for name in names) for m in range(M)]
+    hmms = []
+    for m, part in enumerate(parts):
+        hmm = hidden_states.HiddenMarkovModel(*part)
+        try:
+            hmm.kernel()
+        except SscrfError as e:
+            raise SscrfError(f"HMM {m}: {e}") from None
+        hmms.append(hmm)
     return hmms, shapes, log_likelihood
 
 

@@ -449,16 +449,20 @@ def add_represent(commands: Any) -> None:
                      "(default: 2)")
     sub.add_argument("--max-vocabulary", type=positive_int, default=100_000, metavar="N",
                      help="the most frequent words kept (default: 100000)")
-    sub.add_argument("--hmm-states", type=non_negative_int, default=0, metavar="K",
+    sub.add_argument("--hmm-states", type=non_negative_int, default=80, metavar="K",
                      help="also train HMMs of K states on TEXT by EM, whose most probable "
-                          "state of each token is a feature (default: 0, none; 80 added "
-                          "0.7 to 2.4 F1 to the clusters and vectors on BC2GM gene "
-                          "mentions, for minutes of EM per million tokens)")
+                          "state of each token is a feature (default: 80; 0: none; on "
+                          "BC2GM gene mentions they added 0.4 to 1.5 F1 to the clusters and "
+                          "vectors, for seconds of EM per million tokens)")
     sub.add_argument("--hmms", type=positive_int, default=3, metavar="M",
                      help="with --hmm-states: HMMs trained, each from its own random start "
                           "(default: 3)")
-    sub.add_argument("--hmm-iterations", type=positive_int, default=150, metavar="N",
-                     help="with --hmm-states: EM iterations of each HMM (default: 150)")
+    sub.add_argument("--hmm-passes", type=positive_int, default=3, metavar="N",
+                     help="with --hmm-states: passes of stepwise EM over TEXT for each HMM "
+                          "(default: 3)")
+    sub.add_argument("--hmm-support", type=positive_int, default=24, metavar="S",
+                     help="with --hmm-states: states that may emit each word, those nearest "
+                          "its vector; EM costs about S² a token (default: 24)")
     sub.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default: 0)")
     sub.add_argument("--threads", type=positive_int, default=None, metavar="N",
                      help="threads (default: every core); results do not depend on it")
