@@ -31,16 +31,14 @@ Design (what the earlier benches of entropy regularisation did not hold fixed):
   a label, the most frequent whose majority label it is over the whole
   training split, the 0.99 majority targets; meant for EWT POS),
   ``representations`` (``sscrf.WordRepresentations``' default features,
-  cluster ids at -1, 0, +1 and the word's vector, merged into every token's
-  dict), its parts ``rep-clusters``, ``rep-vectors`` and ``rep-prototypes``
-  (prototype-similarity features alone, the ``--prototypes`` words a label
-  of ``ge-prototypes``), their union ``representations+prototypes``,
-  ``representations+ge``, and ``representations+hmm`` (the default
-  features and HMM states, Huang & Yates 2009; not in the default
-  ``--methods``, its EM takes minutes per slice and size); the representations are learned with the
-  default settings (``representations+hmm``: also ``--hmms`` HMMs of
-  ``--hmm-states`` states, whose states are features; its
-  representations serve the other methods, which leave the states out)
+  cluster ids at -1, 0, +1, the word's vector and the HMM states at -1, 0,
+  +1, merged into every token's dict), its parts ``rep-clusters``,
+  ``rep-vectors`` and ``rep-prototypes`` (prototype-similarity features
+  alone, the ``--prototypes`` words a label of ``ge-prototypes``), its
+  features without the HMM states ``rep-no-states``, their union
+  ``representations+prototypes`` and ``representations+ge``; the
+  representations are learned with the default settings (``--hmm-states``
+  and ``--hmms`` change theirs)
   from the method's unlabeled text and the slice's words,
   or with ``--representation-text shared`` from the whole training split
   less the slice plus the other shared corpora's training text (stated in
@@ -88,12 +86,12 @@ from sscrf.metrics import chunks  # noqa: E402
 METHODS = ("observed", "dense", "entropy", "entropy+prop", "self-training", "ge",
            "ge-prototypes", "representations", "rep-clusters", "rep-vectors",
            "rep-prototypes", "representations+prototypes", "representations+ge",
-           "representations+hmm")
+           "rep-no-states")
 #: The feature function each representation method uses (the others: word_features).
 REP_VARIANTS = {"representations": "default", "representations+ge": "default",
                 "rep-clusters": "clusters", "rep-vectors": "vectors",
                 "rep-prototypes": "prototypes", "representations+prototypes": "union",
-                "representations+hmm": "hmm"}
+                "rep-no-states": "no-states"}
 #: The training text of the other corpora, for --representation-text shared.
 OTHER_TEXT = {"bc2gm": [("conll2000", "train.txt", 0, 2), ("ud-english-ewt", None)],
               "conll2000": [("bc2gm", "conll/train.tsv", 0, 1), ("ud-english-ewt", None)],
@@ -438,13 +436,13 @@ def featurize(sentences, reps=None, variant="default", prototypes=None):
         return out
     for feats, words in zip(out, sentences):
         if variant == "default":
-            reps.features(words, into=feats, states=False)
-        elif variant == "hmm":
             reps.features(words, into=feats)
+        elif variant == "no-states":
+            reps.features(words, into=feats, states=False)
         elif variant == "clusters":
             reps.features(words, vectors=False, into=feats, states=False)
         elif variant == "union":
-            reps.features(words, prototypes=prototypes, into=feats, states=False)
+            reps.features(words, prototypes=prototypes, into=feats)
         else:  # one part alone
             keep = "rep.v" if variant == "vectors" else "rep.proto["
             for f, extra in zip(feats, reps.features(words, context=0,
@@ -480,10 +478,8 @@ def run(args):
         if with_dev:
             shared = dev_words + shared
             log(f"and from this corpus's dev split, {sum(map(len, dev_words)):,} tokens")
-    hmm_states = args.hmm_states if want_reps and "representations+hmm" in args.methods else 0
-    if hmm_states:
-        log(f"representations with {args.hmms} HMMs of {hmm_states} states, whose state "
-            "features at -1, 0, +1 only representations+hmm reads")
+    if want_reps:
+        log(f"representations with {args.hmms} HMMs of {args.hmm_states} states")
     prototypes = None
     if any(REP_VARIANTS.get(m) in ("prototypes", "union") for m in args.methods):
         prototypes = prototype_words(train, args.prototypes)
@@ -509,8 +505,8 @@ def run(args):
                 text = ([train[i][0] for i in range(len(train)) if i not in taken] + shared
                         if text_is_shared else
                         [train[i][0] for i in unlabeled[size]] + [train[i][0] for i in labeled])
-                reps = sscrf.WordRepresentations(hmm_states=hmm_states, hmms=args.hmms,
-                                                 verbose=hmm_states > 0).fit(text)
+                reps = sscrf.WordRepresentations(hmm_states=args.hmm_states,
+                                                 hmms=args.hmms).fit(text)
             words_a = [train[i][0] for i in labeled]
             yA = [train[i][1] for i in labeled]
             XU_words = [train[i][0] for i in unlabeled[size]]
@@ -618,10 +614,7 @@ def parse_args(argv=None):
                         "(UD-EWT), or of random sentences")
     p.add_argument("--sizes", default="1,5,max", help="unlabeled text, multiples of the "
                    "slice's tokens, or 'max'")
-    p.add_argument("--methods", default=",".join(m for m in METHODS
-                                                 if m != "representations+hmm"),
-                   help="default: every method but representations+hmm, whose EM takes "
-                        "minutes per slice and size")
+    p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--c2", default="3,1,0.3,0.1,0.03,0.01,0.003")
     p.add_argument("--gammas", default="0.01,0.03,0.1,0.3",
                    help="entropy_weight in units of labeled/unlabeled tokens (0 is added)")
@@ -635,9 +628,8 @@ def parse_args(argv=None):
                         "text, all the training text of the shared corpora but the slice, "
                         "or that and their dev splits' words (never a test split)")
     p.add_argument("--hmm-states", type=int, default=80,
-                   help="hmm_states of the representations of representations+hmm")
-    p.add_argument("--hmms", type=int, default=3,
-                   help="hmms of the representations of representations+hmm")
+                   help="hmm_states of the representations (0: no HMM states)")
+    p.add_argument("--hmms", type=int, default=3, help="hmms of the representations")
     p.add_argument("--prototypes", type=int, default=3,
                    help="prototype words per label for ge-prototypes")
     p.add_argument("--max-iterations", type=int, default=100)
