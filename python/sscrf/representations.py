@@ -150,7 +150,7 @@ class WordRepresentations:
         (0: none). Each token's most probable state in its sentence becomes
         a feature (Huang & Yates 2009). EM passes over the text
         ``hmm_passes`` times, so :meth:`fit` keeps it in memory as symbol
-        ids (about 20 bytes a token while EM runs), and costs about
+        ids (about 5 bytes a token while EM runs), and costs about
         ``hmms × hmm_passes × hmm_support²`` operations a token.
     hmms : int, default 3
         HMMs trained, each from its own start (its own k-means of the
@@ -640,8 +640,13 @@ class WordRepresentations:
             proto = None
         pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
         decoded = self._states(rows, shapes) if states else []
-        state_names = [[f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]"
-                        for m in range(len(decoded))] for d in range(-context, context + 1)]
+        M = len(decoded)
+        # each position's states (one per HMM), "<s>" / "</s>" beyond the sentence
+        state_rows = ([("<s>",) * M] * context + list(zip(*decoded))
+                      + [("</s>",) * M] * context) if M else []
+        state_names = [(d + context, [f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]"
+                                      for m in range(M)])
+                       for d in range(-context, context + 1)] if M else []
         out = []
         for i, r in enumerate(rows):
             # the word's own features from a cache, its neighbours' cluster ids added
@@ -656,11 +661,8 @@ class WordRepresentations:
             for d, keys in names.items():
                 t = i + d
                 f.update(zip(keys, values[t] if 0 <= t < n else pad[1 if t >= n else -1]))
-            for d, keys in zip(range(-context, context + 1), state_names):
-                t = i + d
-                outside = "<s>" if t < 0 else "</s>" if t >= n else None
-                for key, column in zip(keys, decoded):
-                    f[key] = column[t] if outside is None else outside
+            for shift, keys in state_names:
+                f.update(zip(keys, state_rows[i + shift]))
             if proto is not None and r >= 0:
                 for label_name, cosine in zip(proto[0], next(sims)):
                     if cosine >= threshold:
