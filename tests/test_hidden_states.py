@@ -287,6 +287,25 @@ def test_stepwise_em_refuses_bad_arguments():
         em.run(np.array([0, 9, 2], np.int32), offsets, np.array([0, 1]), np.array([0, 2]), 1)
 
 
+def test_a_batch_that_fails_leaves_stepwise_em_as_it_was():
+    # one state; symbol 1's emission underflows the forward pass's scaling
+    hmm = HiddenMarkovModel(np.ones(1), np.ones((1, 1)), np.array([0, 1, 2]),
+                            np.zeros(2, np.int32), np.array([1.0, 0.0]))
+    weights, symbols = np.array([1.0, 1e-310]), np.array([0, 0, 1, 0], np.int32)
+    offsets = np.array([0, 2, 4])
+
+    def fresh():
+        return _core.StepwiseEm(hmm.kernel(), weights, 4, 2, 0.7, 1e-310, 1e-6)
+
+    em, reference = fresh(), fresh()
+    with pytest.raises(SscrfError, match="probability 0 at its token 0"):
+        em.run(symbols, offsets, np.array([1]), np.array([0, 1]), 1)
+    after = em.run(symbols, offsets, np.array([0]), np.array([0, 1]), 1)
+    assert after == reference.run(symbols, offsets, np.array([0]), np.array([0, 1]), 1)
+    for a, b in zip(em.model(), reference.model()):
+        assert np.array_equal(a, b)
+
+
 def test_stepwise_em_raises_the_likelihood_and_keeps_the_supports():
     rng = np.random.default_rng(0)
     # sentences from a 3-state HMM, so that there is structure to find

@@ -67,7 +67,8 @@ double forward_backward(const SparseHmm& hmm, const int32_t* x, int64_t n, Works
       a[j] *= emission[j];
       c += a[j];
     }
-    if (!(c > 0.0))
+    // below 1e-300 the scaling 1 / c would overflow
+    if (!(c > 1e-300))
       throw InputError("the HMM gives a sentence probability 0 at its token " +
                        std::to_string(t) + " (symbol " + std::to_string(x[t]) +
                        "): no state sequence can emit it, or its probability underflows");
@@ -290,8 +291,17 @@ double StepwiseEm::run(const int32_t* symbols, const int64_t* offsets, const int
         }
     if (batch_tokens == 0) continue;
     for (int64_t s : symbols_seen) refresh(s);
-    log_p += e_step(hmm_, symbols, offsets, ids, n, n_threads, transitions.data(),
-                    start.data(), batch_emission_.data());
+    try {
+      log_p += e_step(hmm_, symbols, offsets, ids, n, n_threads, transitions.data(),
+                      start.data(), batch_emission_.data());
+    } catch (...) {  // the counts stay as they were before the batch
+      for (int64_t s : symbols_seen) {
+        touched_[s] = 0;
+        std::fill(batch_emission_.begin() + hmm_.support_ptr[s],
+                  batch_emission_.begin() + hmm_.support_ptr[s + 1], 0.0);
+      }
+      throw;
+    }
     // μ ← (1 - η) μ + η · (n_tokens / batch_tokens) · batch counts
     const double eta = std::pow(static_cast<double>(steps_) + 2.0, -step_exponent_);
     ++steps_;
