@@ -1,5 +1,5 @@
 // Scaled forward-backward over the states that can emit each token (Rabiner
-// 1989, eqs. 92-93 for the scaling): α̂_t(j) = p(s_t = j | x_≤t), and
+// 1989, §V.A on scaling): α̂_t(j) = p(s_t = j | x_≤t), and
 // β̂_t(j) = p(x_>t | s_t = j) / p(x_>t | x_≤t), so that α̂·β̂ is the posterior
 // and log p(x) = Σ_t log c_t, c_t the forward step's normaliser.
 #include "representations/hidden_markov.hpp"

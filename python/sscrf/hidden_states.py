@@ -37,11 +37,9 @@ __all__ = ["HiddenMarkovModel", "fit_hmm", "most_probable_states"]
 _EMISSION_PSEUDO_COUNT = 1e-4
 _TRANSITION_PSEUDO_COUNT = 1e-6
 #: Tokens per batch of stepwise EM, and the exponent α of its step sizes
-#: (k + 2)^-α: on BC2GM's training text with two other corpora's (0.77M
-#: tokens), 3 passes in batches of 5,000 tokens at α = 0.7 reached a
-#: log-likelihood of -6.02 per token, and 10 iterations of batch EM -6.13 in
-#: about the same time (50: -5.95, in 4 times the time); batches of 20,000
-#: reached -6.08, α = 0.5 -6.10.
+#: (k + 2)^-α: 3 passes so reached a log-likelihood of -6.02 per token on
+#: 0.77M tokens of text, where 10 iterations of batch EM in about the same
+#: time reached -6.13 (the alternatives: bench/HISTORY.md).
 _BATCH_TOKENS = 5000
 _STEP_EXPONENT = 0.7
 

@@ -185,7 +185,8 @@ class WordRepresentations:
     hmm_shapes_ : list of str
         Shape classes of the words without a row, in the fit's sentences.
     hmm_log_likelihood_ : list of float
-        Each HMM's log-likelihood per token at its last EM iteration.
+        Each HMM's log-likelihood per token over its last pass of EM (each
+        batch's under the model of its time).
 
     Notes
     -----

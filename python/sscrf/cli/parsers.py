@@ -455,8 +455,8 @@ def add_represent(commands: Any) -> None:
                           "BC2GM gene mentions they added 0.4 to 1.5 F1 to the clusters and "
                           "vectors, for seconds of EM per million tokens)")
     sub.add_argument("--hmms", type=positive_int, default=3, metavar="M",
-                     help="with --hmm-states: HMMs trained, each from its own random start "
-                          "(default: 3)")
+                     help="with --hmm-states: HMMs trained, each from its own k-means of the "
+                          "vectors (default: 3)")
     sub.add_argument("--hmm-passes", type=positive_int, default=3, metavar="N",
                      help="with --hmm-states: passes of stepwise EM over TEXT for each HMM "
                           "(default: 3)")
