@@ -254,6 +254,20 @@ def test_key_objects_repeated_over_many_tokens_and_many_keys():
     assert_same_bits(fx.transform(corpus[:30]), want)
 
 
+def test_rows_far_longer_or_shorter_than_the_first_tokens_foretell():
+    # the output's room is projected from the first 256 tokens: here they
+    # have one entry of value 1 each, the values appear later, then long
+    # arrays run in between scalar ids, then the rows shrink again
+    rng = np.random.default_rng(9)
+    short = [{"w": f"w{k % 7}"} for k in range(600)]
+    weighted = [{"w": f"w{k % 7}", "x": 0.25} for k in range(300)]
+    # "z" takes an id between the positions below 100 and those above
+    narrow = [{"w": f"w{k % 7}", "v": rng.normal(size=100)} for k in range(300)]
+    wide = [{"w": f"w{k % 7}", "z": 1.5, "v": rng.normal(size=300)} for k in range(300)]
+    clash = [{"w": f"w{k % 7}", "v": rng.normal(size=300), "v150": 2.0} for k in range(300)]
+    assert_fits_like_the_reference([short, weighted, narrow, wide, clash, short])
+
+
 def test_mapping_tokens_take_the_python_path_with_the_same_result():
     tokens = [{"w": "the", "x": 0.5, "b": True, "f": False, "n": 3},
               {"w": "é\U0001f600", "w:é\U0001f600": 2.0}]
@@ -528,6 +542,35 @@ def test_python_code_of_a_token_may_change_its_neighbours():
     (got,) = fx.fit_transform(corpus())
     assert fx.attributes_ == [list(index)[i] for i in order]
     assert_same_bits(got, want)
+
+
+def test_a_value_freed_by_python_code_is_not_mistaken_for_the_next_at_its_address():
+    # Ids are cached by the objects of a (key, value) pair within a call. The
+    # Python code of a token that is not a dict frees the value of the token
+    # before it and makes the value of the token after it, which then likely
+    # takes the freed object's address: it must still be read as what it says.
+    class Other:  # not a dict: the Python path reads it
+        pass
+
+    # made beforehand, so that the new value is the first str made after the
+    # old one is freed (CPython's allocator then gives it the old address)
+    digits = [str(k) for k in range(1000)]
+    tokens = []
+    for k in range(300):
+        tokens += [{"w": "".join(["a", digits[k]])}, Other(), {"w": "placeholder"}]
+
+    def slow(i):
+        tokens[i - 1]["w"] = 0.5  # the only reference to its str goes
+        tokens[i + 1]["w"] = "".join(["b", digits[i]])
+        return ["m"], [1.0]
+
+    index, new_strings = _core.AttributeIndex(), []
+    indptr, indices, values = index.dict_tokens_to_csr(tokens, True, slow, new_strings)
+    read = [new_strings[i] for i in indices]
+    want = []
+    for k in range(300):
+        want += [f"w=a{k}", "m", f"w=b{3 * k + 1}"]
+    assert read == want and values is None and indptr.tolist() == list(range(901))
 
 
 def test_signal_handlers_run_during_a_long_conversion():

@@ -204,8 +204,24 @@ class Grown {
     if (size_ == capacity_) grow();
     data_[size_++] = x;
   }
+  // `count` more entries, to be written through the pointer returned.
+  T* extend(int64_t count) {
+    while (capacity_ - size_ < count) grow();
+    size_ += count;
+    return data_ + (size_ - count);
+  }
   int64_t size() const { return size_; }
   void truncate(int64_t n) { size_ = std::min(size_, n); }
+  // Room for `capacity` entries in one allocation (pages are touched only
+  // when written), instead of the doublings that a small buffer's realloc
+  // copies.
+  void reserve(int64_t capacity) {
+    if (capacity <= capacity_) return;
+    T* grown = static_cast<T*>(std::realloc(data_, sizeof(T) * capacity));
+    if (!grown) throw std::bad_alloc();
+    data_ = grown;
+    capacity_ = capacity;
+  }
   // The contents as a numpy array that owns the buffer; this is left empty.
   py::array_t<T> release() {
     const int64_t n = size_;
@@ -252,42 +268,45 @@ struct Pair {
   int64_t length = 0;
 };
 
-// The ids a call has found, by the str object of an attribute's name (pairs
-// without a joined value): the same key objects recur token after token (a
-// dict literal's keys), and a hit skips encoding, hashing and probing. A
-// cached name is held (a new reference), so that no other str can take its
-// address during the call.
+// The ids a call has found, by the str objects of an attribute's name and,
+// for a str value, of its value: the same objects recur token after token (a
+// dict literal's keys, a cluster id's str shared by every word of the
+// cluster), and a hit skips encoding, hashing and probing. No reference is
+// taken (an INCREF and a DECREF of each evicted object were a third of the
+// writing): the token dicts keep their objects alive while no Python code
+// runs, and `forget` is called before any does, so that a freed object's
+// address cannot be found again.
 class KeyCache {
  public:
-  KeyCache() : slots_(kSlots) {}
-  KeyCache(const KeyCache&) = delete;
-  KeyCache& operator=(const KeyCache&) = delete;
-  ~KeyCache() {
-    for (Slot& s : slots_) Py_XDECREF(s.name);
+  // 2^bits slots: a call of few tokens does not pay for a large table.
+  explicit KeyCache(int bits) : bits_(bits), slots_(size_t(1) << bits) {}
+  // The cached id of (name, joined) (-1: not in the index), or kUnresolved.
+  int32_t find(PyObject* name, PyObject* joined) const {
+    const Slot& s = slots_[at(name, joined)];
+    return s.generation == generation_ && s.name == name && s.joined == joined ? s.id
+                                                                              : kUnresolved;
   }
-  // The cached id of `name` (-1: not in the index), or kUnresolved.
-  int32_t find(PyObject* name) const {
-    const Slot& s = slots_[at(name)];
-    return s.name == name ? s.id : kUnresolved;
+  void put(PyObject* name, PyObject* joined, int32_t id) {
+    slots_[at(name, joined)] = {name, joined, id, generation_};
   }
-  void put(PyObject* name, int32_t id) {
-    Slot& s = slots_[at(name)];
-    Py_INCREF(name);
-    Py_XDECREF(s.name);
-    s = {name, id};
-  }
+  // Every entry dropped, before Python code may free or replace objects.
+  void forget() { ++generation_; }
 
  private:
-  static constexpr int kBits = 12;
-  static constexpr size_t kSlots = size_t(1) << kBits;
   struct Slot {
     PyObject* name = nullptr;
+    PyObject* joined = nullptr;
     int32_t id = kUnresolved;
+    uint32_t generation = 0;
   };
-  static size_t at(PyObject* name) {
-    const uint64_t h = (reinterpret_cast<uintptr_t>(name) >> 4) * 0x9E3779B97F4A7C15ULL;
-    return static_cast<size_t>(h >> (64 - kBits));
+  size_t at(PyObject* name, PyObject* joined) const {
+    const uint64_t a = reinterpret_cast<uintptr_t>(name) >> 4;
+    const uint64_t b = reinterpret_cast<uintptr_t>(joined) >> 4;
+    const uint64_t h = (a ^ (b * 0xC2B2AE3D27D4EB4FULL)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(h >> (64 - bits_));
   }
+  int bits_;
+  uint32_t generation_ = 1;
   std::vector<Slot> slots_;
 };
 
@@ -444,7 +463,7 @@ void make_keys(const AttributeIndex& index, const std::string& separator, const 
   w.hashes.clear();
   for (Pair& p : w.pairs) {
     const size_t begin = w.keys.size();
-    p.id = p.joined || p.array ? kUnresolved : cache.find(p.name);
+    p.id = p.array ? kUnresolved : cache.find(p.name, p.joined);
     if (p.id != kUnresolved || p.array) {  // an array's ids are found when written
       w.key_end.push_back(begin);
       w.hashes.push_back(0);
@@ -500,6 +519,13 @@ class RowWriter {
 
   int64_t size() const { return ids_.size(); }
 
+  // After the first tokens of `n_tokens`, room for the entries they project.
+  void project(int64_t written, int64_t n_tokens) {
+    const int64_t expected = ids_.size() * n_tokens / written * 5 / 4 + 1024;
+    ids_.reserve(expected);
+    if (!all_ones_) values_.reserve(expected);
+  }
+
  private:
   using Entry = std::pair<int32_t, double>;
 
@@ -533,7 +559,7 @@ class RowWriter {
     } else {
       id = index_.find(key, w.hashes[k]);
     }
-    if (!p.joined) cache_.put(p.name, id);
+    cache_.put(p.name, p.joined, id);
     return id;
   }
 
@@ -545,18 +571,39 @@ class RowWriter {
   bool write_with_array(const ArrayIds::Key& array, const double* x) {
     sort_segment(entries_.begin(), entries_.end());
     const int64_t start = ids_.size();
+    const auto& by_id = array.by_id;
     size_t i = 0;
-    for (const auto& [id, j] : array.by_id) {
-      while (i < entries_.size() && entries_[i].first < id) i = emit_run(entries_, i);
-      if (i < entries_.size() && entries_[i].first == id) {
+    for (size_t a = 0; a < by_id.size();) {
+      while (i < entries_.size() && entries_[i].first < by_id[a].first)
+        i = emit_run(entries_, i);
+      if (i < entries_.size() && entries_[i].first == by_id[a].first) {
         ids_.truncate(start);
         if (!all_ones_) values_.truncate(start);
         return false;
       }
-      emit(id, x[j]);
+      // the positions before the next scalar, in one run
+      const int32_t next = i < entries_.size() ? entries_[i].first : INT32_MAX;
+      size_t b = a + 1;
+      while (b < by_id.size() && by_id[b].first < next) ++b;
+      emit_positions(by_id.data() + a, b - a, x);
+      a = b;
     }
     while (i < entries_.size()) i = emit_run(entries_, i);
     return true;
+  }
+
+  // The (id, position) entries run[0..count) of an array x, ids increasing.
+  void emit_positions(const std::pair<int32_t, int32_t>* run, size_t count, const double* x) {
+    if (all_ones_) {
+      for (size_t k = 0; k < count; ++k) emit(run[k].first, x[run[k].second]);
+      return;
+    }
+    int32_t* ids = ids_.extend(static_cast<int64_t>(count));
+    double* values = values_.extend(static_cast<int64_t>(count));
+    for (size_t k = 0; k < count; ++k) {
+      ids[k] = run[k].first;
+      values[k] = x[run[k].second];
+    }
   }
 
   // Any token: an array's entries are a segment of their own, the pairs
@@ -604,6 +651,7 @@ class RowWriter {
   void emit(int32_t id, double v) {
     if (all_ones_ && v != 1.0) {
       all_ones_ = false;
+      values_.reserve(ids_.size() > 0 ? 2 * ids_.size() : 0);
       for (int64_t j = 0; j < ids_.size(); ++j) values_.push(1.0);
     }
     ids_.push(id);
@@ -698,7 +746,10 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
   py::array_t<int64_t> indptr(n + 1);
   int64_t* ip = indptr.mutable_data();
   ip[0] = 0;
-  KeyCache cache;  // before `out`, which refers to it
+  // 16 slots a token up to 2^14 (a cache of 393 KB for a large call)
+  int bits = 8;
+  while (bits < 14 && (int64_t(1) << bits) < 16 * static_cast<int64_t>(n)) ++bits;
+  KeyCache cache(bits);  // before `out`, which refers to it
   RowWriter out(index, grow, new_strings, separator, cache);
   // A software pipeline over tokens, so that the cache misses of several
   // tokens overlap: while token i is classified and its keys are hashed
@@ -708,11 +759,13 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
   constexpr Py_ssize_t kDepth = 4;
   TokenWork w[kDepth];
   Py_ssize_t written = 0;  // tokens [0, written) are in `out`
+  constexpr Py_ssize_t kProjectAfter = 256;
   auto write_until = [&](Py_ssize_t end) {
     for (; written < end; ++written) {
       TokenWork& t = w[written % kDepth];
       out.write(t);
       ip[written + 1] = out.size();
+      if (written + 1 == kProjectAfter && n > 2 * kProjectAfter) out.project(kProjectAfter, n);
       t.slow_names = py::object();
       t.slow_values = py::object();
     }
@@ -725,6 +778,7 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
       // tokens borrow from, so they are written first and token i gathered
       // again after it.
       write_until(i);
+      cache.forget();
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       check_size(tokens, n);
       gather(tokens, i, w[i % kDepth]);
@@ -736,6 +790,7 @@ py::tuple dict_tokens_to_csr(AttributeIndex& index, const py::list& tokens, bool
       // borrowed references must not outlive anything that code could do),
       // and token i+1 is gathered again after it.
       write_until(i);
+      cache.forget();
       slow_pairs(slow, i, cur);
       check_size(tokens, n);
       if (i + 1 < n) gather(tokens, i + 1, w[(i + 1) % kDepth]);
