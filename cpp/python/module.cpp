@@ -272,6 +272,11 @@ PYBIND11_MODULE(_core, m) {
            py::arg("n_threads"),
            "Each token's state of largest posterior probability in its sentence (ties: the "
            "lower state), int32.");
+  m.def("hmm_viterbi_states", &hmm_viterbi_states_shim, py::arg("hmms"), py::arg("symbols"),
+        py::arg("offsets"), py::arg("n_threads"),
+        "Each sentence symbols[offsets[i]:offsets[i+1]]'s most probable state sequence under "
+        "each SparseHmm of hmms (ties: the lower last state, then the lower predecessor), "
+        "int32 (len(hmms), len(symbols)).");
   py::class_<StepwiseEm, std::shared_ptr<StepwiseEm>>(
       m, "StepwiseEm",
       "Stepwise EM (Liang & Klein 2009) of a SparseHmm's probabilities on its supports.")

@@ -132,6 +132,9 @@ py::tuple hmm_expected_counts_shim(const SparseHmm& hmm, const py::object& symbo
                               const py::object& offsets, int n_threads);
 py::array_t<int32_t> hmm_posterior_states_shim(const SparseHmm& hmm, const py::object& symbols,
                                           const py::object& offsets, int n_threads);
+// Each sentence's Viterbi path under each HMM of a list: (len(hmms), len(symbols)).
+py::array_t<int32_t> hmm_viterbi_states_shim(const py::list& hmms, const py::object& symbols,
+                                            const py::object& offsets, int n_threads);
 std::shared_ptr<StepwiseEm> make_stepwise_em(const SparseHmm& initial,
                                              const py::object& emission_weights,
                                              double n_tokens, double n_sentences,

@@ -8,6 +8,7 @@
 #include "python/shims.hpp"
 #include "representations/cooccurrence.hpp"
 #include "representations/hidden_markov.hpp"
+#include "representations/hmm_viterbi.hpp"
 #include "representations/jacobi_eigen.hpp"
 #include "representations/products.hpp"
 
@@ -274,6 +275,29 @@ py::array_t<int32_t> hmm_posterior_states_shim(const SparseHmm& hmm, const py::o
     py::gil_scoped_release release;
     hmm_posterior_states(hmm, symbols.data(), offsets.data(), offsets.size() - 1, n_threads,
                          out);
+  }
+  return states;
+}
+
+py::array_t<int32_t> hmm_viterbi_states_shim(const py::list& hmms_o, const py::object& symbols_o,
+                                            const py::object& offsets_o, int n_threads) {
+  checked_threads(n_threads);
+  std::vector<std::shared_ptr<SparseHmm>> hmms;
+  for (const py::handle h : hmms_o) {
+    if (!py::isinstance<SparseHmm>(h)) fail("hmms must be a list of SparseHmm");
+    hmms.push_back(h.cast<std::shared_ptr<SparseHmm>>());
+  }
+  auto symbols = checked_array<int32_t>(symbols_o, 1, "symbols");
+  auto offsets = checked_array<int64_t>(offsets_o, 1, "offsets");
+  for (const auto& hmm : hmms) require_sentences(symbols, offsets, hmm->n_symbols());
+  const auto n = symbols.size();
+  py::array_t<int32_t> states({static_cast<py::ssize_t>(hmms.size()), n});
+  int32_t* out = states.mutable_data();
+  {
+    py::gil_scoped_release release;
+    for (size_t m = 0; m < hmms.size(); ++m)
+      hmm_viterbi_states(*hmms[m], symbols.data(), offsets.data(), offsets.size() - 1, n_threads,
+                         out + static_cast<py::ssize_t>(m) * n);
   }
   return states;
 }

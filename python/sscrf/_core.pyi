@@ -161,6 +161,9 @@ class SparseHmm:
                         n_threads: int) -> Tuple[float, Array, Array, Array]: ...
     def posterior_states(self, symbols: Array, offsets: Array, n_threads: int) -> Array: ...
 
+def hmm_viterbi_states(hmms: List[SparseHmm], symbols: Array, offsets: Array,
+                       n_threads: int) -> Array: ...
+
 class StepwiseEm:
     def __init__(self, initial: SparseHmm, emission_weights: Array, n_tokens: float,
                  n_sentences: float, step_exponent: float, emission_pseudo_count: float,

@@ -116,3 +116,14 @@ def most_probable_states(kernel: Any, symbols: NDArray[Any], offsets: Any = None
     if offsets is None:
         offsets = np.array([0, len(symbols)], dtype=np.int64)
     return kernel.posterior_states(symbols, offsets, n_threads)
+
+
+def viterbi_states(kernels: list[Any], symbols: NDArray[Any], offsets: Any = None,
+                   n_threads: int = 1) -> NDArray[Any]:
+    """Each sentence's most probable state sequence under each of ``kernels``
+    (ties: the lower last state, then the lower predecessor), int32 of shape
+    ``(len(kernels), len(symbols))``; ``symbols`` as :func:`most_probable_states`'."""
+    symbols = np.ascontiguousarray(symbols, dtype=np.int32)
+    if offsets is None:
+        offsets = np.array([0, len(symbols)], dtype=np.int64)
+    return _core.hmm_viterbi_states(list(kernels), symbols, offsets, n_threads)
