@@ -2,6 +2,7 @@
 every state sequence, EM's monotone likelihood, decoding, and the states as
 word-representation features (files, threads, the command line)."""
 
+import copy
 import itertools
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from sscrf import _core, serialization
 from sscrf.errors import SscrfError
-from sscrf.hidden_states import HiddenMarkovModel, fit_hmm, most_probable_states
+from sscrf.hidden_states import HiddenMarkovModel, fit_hmm, most_probable_states, viterbi_states
 from sscrf.progress import Progress
 from sscrf.representations import WordRepresentations, word_shape_class
 
@@ -350,6 +351,49 @@ def test_states_as_features_and_columns(with_hmms):
     assert not any(k.startswith("rep.h") for k in plain.features(words)[0])
 
 
+@pytest.mark.parametrize("context", [0, 1, 2, 3])
+def test_features_are_the_columns_of_each_offset(with_hmms, context):
+    # built from columns() position by position: cluster ids then states,
+    # "<s>" / "</s>" beyond the sentence, the vector for a word with a row
+    words = ["a", "dog", "Qux", "eats", "the"]
+    columns = with_hmms.columns(words)
+    names = [f"c{k}" for k in with_hmms.clusters] + [f"h{m}" for m in range(2)]
+    for states in (True, False):
+        got = with_hmms.features(words, context=context, states=states)
+        for i, f in enumerate(got):
+            want = {}
+            for d in range(-context, context + 1):
+                t = i + d
+                row = columns[t] if 0 <= t < len(words) else ["<s>" if t < 0 else "</s>"] * 4
+                for name, value in zip(names, row):
+                    if states or name.startswith("c"):
+                        want[f"rep.{name}[{d:+d}]" if d else f"rep.{name}[0]"] = value
+            vector = f.pop("rep.v", None)
+            assert f == want
+            r = with_hmms.row(words[i])
+            assert (vector is None) == (r < 0)
+            if vector is not None:
+                np.testing.assert_allclose(vector, 6.0 * with_hmms.vectors_[r])
+
+
+def test_each_decoding_reads_the_states_it_names(with_hmms):
+    words = ["the", "dog", "likes", "a", "bird", "sees"]
+    symbols = [with_hmms.row(w) for w in words]
+    kernels = [h.kernel() for h in with_hmms.hmms_]
+    assert with_hmms.hmm_decoding == "viterbi"
+    assert np.array_equal(with_hmms.hidden_states(words), viterbi_states(kernels, symbols))
+    posterior = copy.copy(with_hmms)
+    posterior.hmm_decoding = "posterior"
+    want = np.array([most_probable_states(k, symbols) for k in kernels])
+    assert np.array_equal(posterior.hidden_states(words), want)
+    f = posterior.features(words)
+    assert [g["rep.h1[0]"] for g in f] == [str(k) for k in want[1]]
+    assert [c[-1] for c in posterior.columns(words)] == [str(k) for k in want[1]]
+    posterior.hmm_decoding = "beam"
+    with pytest.raises(SscrfError, match="hmm_decoding must be one of viterbi, posterior"):
+        posterior.hidden_states(words)
+
+
 def test_hmms_have_the_same_bits_at_any_thread_count(with_hmms):
     text = grammar(300) + [["the", "Zork42", "sees", "a", "cat"]]
     two = WordRepresentations(dim=4, clusters=(2, 4), hmm_states=3, hmms=2, hmm_passes=10,
@@ -364,6 +408,7 @@ def test_hmm_file_round_trip_and_refusals(with_hmms, tmp_path):
     with_hmms.save(path)
     back = WordRepresentations.load(path)
     assert (back.hmm_states, back.hmms, back.hmm_passes, back.hmm_support) == (3, 2, 10, 24)
+    assert back.hmm_decoding == "viterbi"
     assert back.hmm_shapes_ == with_hmms.hmm_shapes_
     words = ["this", "bird", "likes", "a", "Rex"]
     assert np.array_equal(back.hidden_states(words), with_hmms.hidden_states(words))
@@ -376,6 +421,15 @@ def test_hmm_file_round_trip_and_refusals(with_hmms, tmp_path):
                        {k: v for k, v in arrays.items() if not k.startswith("hmm_")})
     old = WordRepresentations.load(tmp_path / "old.rep")
     assert old.hmm_states == 0 and old.hmms_ == []
+    # a file from before hmm_decoding decodes posteriors, as it did
+    posterior_meta = dict(meta, params={k: v for k, v in meta["params"].items()
+                                        if k != "hmm_decoding"})
+    serialization.save(tmp_path / "posterior.rep", posterior_meta, arrays)
+    posterior = WordRepresentations.load(tmp_path / "posterior.rep")
+    assert posterior.hmm_decoding == "posterior"
+    symbols = [with_hmms.row(w) for w in words]
+    assert np.array_equal(posterior.hidden_states(words),
+                          [most_probable_states(h.kernel(), symbols) for h in with_hmms.hmms_])
     # a file whose HMMs are dense log-probabilities loads with every state
     # emitting every symbol, and decodes as they did
     dense = {k: v for k, v in arrays.items() if not k.startswith("hmm_")}
@@ -405,7 +459,8 @@ def test_hmm_file_round_trip_and_refusals(with_hmms, tmp_path):
 @pytest.mark.parametrize("setting, message", [
     ({"hmm_states": 1}, "at least 2"), ({"hmm_states": -1}, "hmm_states"),
     ({"hmm_states": 2, "hmms": 0}, "hmms"), ({"hmm_states": 2, "hmm_passes": 0}, "hmm_passes"),
-    ({"hmm_states": 2, "hmm_support": 0}, "hmm_support")])
+    ({"hmm_states": 2, "hmm_support": 0}, "hmm_support"),
+    ({"hmm_states": 2, "hmm_decoding": "beam"}, "hmm_decoding must be one of viterbi, posterior")])
 def test_bad_hmm_settings(setting, message):
     with pytest.raises(SscrfError, match=message):
         WordRepresentations(dim=2, clusters=(2,), **setting).fit(grammar(20))
@@ -426,6 +481,10 @@ def test_cli_represent_with_hmms_train_tag(tmp_path, capsys):
                  "--hmm-states", "3", "--hmms", "2", "--hmm-passes", "4", "-q",
                  "--threads", "1"]) == 0
     assert "2 HMMs of 3 states" in capsys.readouterr().out
+    assert main(["represent", str(raw), "-o", str(tmp_path / "p.rep"), "--dim", "3",
+                 "--clusters", "2", "--hmm-states", "3", "--hmm-passes", "1",
+                 "--hmm-decoding", "posterior", "-q"]) == 0
+    assert WordRepresentations.load(tmp_path / "p.rep").hmm_decoding == "posterior"
     direct = WordRepresentations(dim=3, clusters=(2,), hmm_states=3, hmms=2, hmm_passes=4,
                                  n_threads=2).fit(line.split()
                                                   for line in raw.read_text().splitlines())

@@ -21,10 +21,11 @@ Design:
   seconds to learn the representations; tagging seconds of the test split
   (features and Viterbi) with and without them, measured side by side.
 
-With ``--tagging``, instead: the test split tagged (features and
-Viterbi, 3 repetitions side by side, median) by models of slice 0 at
-c2 = 0.1 with word features only, with the representations' cluster ids
-added, and with cluster ids and vectors (the default).
+With ``--tagging``, instead: the test split tagged (feature dicts, then
+predict on one thread; 5 repetitions side by side, median) by models of
+slice 0 at c2 = 0.1 with word features only, with the representations'
+cluster ids added, with cluster ids and vectors, and with the defaults
+(cluster ids, vectors and HMM states).
 
 With ``--cli``, instead: the same slices through the command line, each a
 child process: ``sscrf represent`` on the slice's unlabeled text, then
@@ -139,29 +140,38 @@ def throughput(text, threads):
 
 
 def tagging(train, other, test_words, args):
-    """Tagging seconds of the test split without and with representation features."""
+    """Tagging seconds of the test split (feature dicts, then predict on one
+    thread), without and with representation features: 5 runs side by side,
+    median."""
     picked = set(np.random.default_rng(0).choice(len(train), args.labeled,
                                                  replace=False).tolist())
     unlabeled = [train[i][0] for i in range(len(train)) if i not in picked] + other
     rep = WordRepresentations(n_threads=args.threads).fit(unlabeled)
     labeled = [train[i] for i in sorted(picked)]
     kinds = {"words": word_features,
-             "words + clusters": lambda s: rep.features(s, into=word_features(s), vectors=False),
-             "words + clusters + vectors": lambda s: rep.features(s, into=word_features(s))}
+             "+ clusters": lambda s: rep.features(s, into=word_features(s), vectors=False,
+                                                  states=False),
+             "+ clusters, vectors": lambda s: rep.features(s, into=word_features(s),
+                                                           states=False),
+             "+ clusters, vectors, states (defaults)":
+                 lambda s: rep.features(s, into=word_features(s))}
     models = {name: CRF(c2=0.1, feature_set="dense", max_iterations=args.max_iterations,
                         n_threads=args.threads).fit([fun(w) for w, _ in labeled],
                                                     [l for _, l in labeled])
               for name, fun in kinds.items()}
+    for model in models.values():
+        model.set_params(n_threads=1)
     times = {name: [] for name in kinds}
-    for _ in range(3):
+    for _ in range(5):
         for name, fun in kinds.items():
             t = time.perf_counter()
             models[name].predict([fun(s) for s in test_words])
             times[name].append(time.perf_counter() - t)
     base = statistics.median(times["words"])
+    print(f"tagging {len(test_words):,} test sentences, 1 thread, median of 5 runs:")
     for name in kinds:
         m = statistics.median(times[name])
-        print(f"{name}: {m:.2f} s (x{m / base:.2f})")
+        print(f"  {name}: {m:.3f} s (x{m / base:.2f})")
 
 
 def write_columns(path, sentences):

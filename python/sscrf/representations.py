@@ -20,8 +20,8 @@
 5. ``hmms`` hidden Markov models of ``hmm_states`` states trained by
    stepwise EM on the same sentences (:mod:`sscrf.hidden_states`), each
    word emitted only by the ``hmm_support`` states nearest its vector,
-   whose most probable state of each token in its sentence is a feature
-   (Huang & Yates 2009).
+   whose state of each token on its sentence's most probable state
+   sequence (the Viterbi path) is a feature (Huang & Yates 2009).
 
 The features of a word (Miller et al. 2004; Koo et al. 2008; Turian et al.
 2010; Haghighi & Klein 2006) are its cluster ids at every granularity and
@@ -72,6 +72,9 @@ VECTOR_KEY = "rep.v"
 #: Length of the vector features: 6 beat 3 on the BC2GM dev split by 2.3 F1
 #: at 50 labeled sentences and tied at 200 and 1,000.
 DEFAULT_VECTOR_SCALE = 6.0
+#: How a sentence's HMM states are read: its Viterbi path, or each word's
+#: state of largest posterior (files written before hmm_decoding existed).
+HMM_DECODINGS = ("viterbi", "posterior")
 
 #: Tokens counted per call into the core while streaming: the batch's words
 #: and pairs (about 2 x window pairs a token, 16 bytes each) stay near 100 MB.
@@ -147,8 +150,8 @@ class WordRepresentations:
         Report progress (:class:`sscrf.progress.Progress`).
     hmm_states : int, default 80
         States of each hidden Markov model trained on the sentences by EM
-        (0: none). Each token's most probable state in its sentence becomes
-        a feature (Huang & Yates 2009). EM passes over the text
+        (0: none). Each token's state on its sentence's most probable state
+        sequence becomes a feature (Huang & Yates 2009). EM passes over the text
         ``hmm_passes`` times, so :meth:`fit` keeps it in memory as symbol
         ids (about 5 bytes a token while EM runs), and costs about
         ``hmms × hmm_passes × hmm_support²`` operations a token.
@@ -164,6 +167,12 @@ class WordRepresentations:
         emitted only by the ``hmm_support`` states nearest its vector (EM
         keeps it so); a shape class, by every state. ``hmm_support >=
         hmm_states`` is the full HMM.
+    hmm_decoding : {"viterbi", "posterior"}, default "viterbi"
+        A token's state: the one on its sentence's Viterbi path, or the one of
+        largest posterior probability given the sentence (forward-backward:
+        about twice the decoding time; the two agreed on 94% of the tokens of
+        2,000 BC2GM test sentences). Files written before this parameter
+        existed decoded posteriors, and load so.
 
     Attributes
     ----------
@@ -199,7 +208,7 @@ class WordRepresentations:
     ``"rep.proto[{label}]"`` is 1.0 when a prototype
     of ``label`` has cosine at least ``threshold`` with the current word;
     ``"rep.h{m}[{d:+d}]"`` (``"rep.h0[-1]"``, ``"rep.h0[0]"``, ``"rep.h0[+1]"``)
-    holds the most probable state, as a string, of the word at offset ``d``
+    holds the state (``hmm_decoding``), as a string, of the word at offset ``d``
     under HMM ``m`` (``"<s>"`` / ``"</s>"`` beyond the sentence).
 
     Memory: :meth:`fit` holds a batch of about a million tokens, the words
@@ -218,7 +227,7 @@ class WordRepresentations:
                  random_state: Optional[int] = 0, n_threads: Optional[int] = None,
                  verbose: bool = False, cluster_dim: Optional[int] = None,
                  hmm_states: int = 80, hmms: int = 3, hmm_passes: int = 3,
-                 hmm_support: int = 24) -> None:
+                 hmm_support: int = 24, hmm_decoding: str = "viterbi") -> None:
         self.dim = dim
         self.clusters = clusters
         self.cluster_dim = cluster_dim
@@ -232,6 +241,7 @@ class WordRepresentations:
         self.hmms = hmms
         self.hmm_passes = hmm_passes
         self.hmm_support = hmm_support
+        self.hmm_decoding = hmm_decoding
 
     def __repr__(self) -> str:
         parameters = inspect.signature(WordRepresentations.__init__).parameters.values()
@@ -256,6 +266,9 @@ class WordRepresentations:
         check_integer(self.hmms, "hmms", 1, 64)
         check_integer(self.hmm_passes, "hmm_passes", 1, 100_000)
         check_integer(self.hmm_support, "hmm_support", 1, 1000)
+        if self.hmm_decoding not in HMM_DECODINGS:
+            raise SscrfError(f"hmm_decoding must be one of {', '.join(HMM_DECODINGS)}, not "
+                             f"{self.hmm_decoding!r}")
         if isinstance(self.clusters, (str, bytes)) or not hasattr(self.clusters, "__iter__"):
             raise SscrfTypeError(f"clusters must be a sequence of integers, not "
                                  f"{self.clusters!r}")
@@ -478,9 +491,13 @@ class WordRepresentations:
 
     def _index(self) -> None:
         self._row = {w: i for i, w in enumerate(self.vocabulary_)}
-        self._cluster_strings = [tuple(map(str, row)) for row in self.clusters_.tolist()]
+        # one str object per cluster id, shared by every word of the cluster:
+        # the extractor caches ids by the objects of a (key, value) pair
+        names = [str(c) for c in range(int(self.clusters_.max(initial=-1)) + 1)]
+        self._cluster_strings = [tuple(names[c] for c in row) for row in self.clusters_.tolist()]
         self._prototype_cache: dict[Any, tuple[list[str], NDArray[Any]]] = {}
-        self._own_cache: dict[tuple[bool, float], dict[int, dict[str, Any]]] = {}
+        self._vector_caches: dict[float, dict[int, NDArray[Any]]] = {}
+        self._key_cache: dict[tuple[int, bool], tuple[str, ...]] = {}
         V = len(self.vocabulary_)
         self._hmm_shape = {c: V + i for i, c in enumerate(getattr(self, "hmm_shapes_", []))}
         self._hmm_kernels = [hmm.kernel() for hmm in getattr(self, "hmms_", [])]
@@ -523,22 +540,28 @@ class WordRepresentations:
             return self._cluster_strings[r]
         return (shape,) * len(self.clusters)
 
-    def _state_ids(self, rows: Sequence[int], shapes: Sequence[str]) -> list[NDArray[Any]]:
-        """Per HMM, each word's most probable state."""
+    def _state_ids(self, rows: Sequence[int], shapes: Sequence[str]) -> list[list[int]]:
+        """Per HMM, each word's state (``hmm_decoding``)."""
         if not self.hmms_:
             return []
         other = len(self.vocabulary_) + len(self._hmm_shape)
         symbols = np.array([r if r >= 0 else self._hmm_shape.get(c, other)
                             for r, c in zip(rows, shapes)], dtype=np.int32)
-        return [hidden_states.most_probable_states(kernel, symbols) for kernel in self._hmm_kernels]
+        if self.hmm_decoding == "viterbi":
+            return hidden_states.viterbi_states(self._hmm_kernels, symbols).tolist()
+        if self.hmm_decoding == "posterior":
+            return [hidden_states.most_probable_states(kernel, symbols).tolist()
+                    for kernel in self._hmm_kernels]
+        raise SscrfError(f"hmm_decoding must be one of {', '.join(HMM_DECODINGS)}, not "
+                         f"{self.hmm_decoding!r}")
 
     def _states(self, rows: Sequence[int], shapes: Sequence[str]) -> list[list[str]]:
-        """Per HMM, each word's most probable state, as a string."""
+        """Per HMM, each word's state, as a string."""
         names = self._state_strings
-        return [[names[k] for k in ids.tolist()] for ids in self._state_ids(rows, shapes)]
+        return [[names[k] for k in ids] for ids in self._state_ids(rows, shapes)]
 
     def hidden_states(self, words: Sequence[str]) -> NDArray[Any]:
-        """Each word's most probable state in the sentence ``words`` under each HMM.
+        """Each word's state in the sentence ``words`` under each HMM (``hmm_decoding``).
 
         Parameters
         ----------
@@ -564,7 +587,7 @@ class WordRepresentations:
         -------
         list of list of str
             One row per word, one column per entry of ``clusters`` (coarse to
-            fine), then one per HMM: the word's most probable state; unseen
+            fine), then one per HMM: the word's state; unseen
             words get their shape class as cluster id (see the class notes).
         """
         rows = self._rows(words)
@@ -628,42 +651,42 @@ class WordRepresentations:
         if into is not None and (not isinstance(into, list) or len(into) != n
                                  or not all(isinstance(f, dict) for f in into)):
             raise SscrfTypeError(f"into must be a list of {n} dicts, one per word")
-        ks = list(self.clusters)
         shapes = self._shapes(words, rows)
         values = [self._cluster_values(c, r) for c, r in zip(shapes, rows)]
-        names = {d: [f"rep.c{k}[{d:+d}]" for k in ks] for d in range(-context, context + 1) if d}
         proto = None if prototypes is None else self._prototypes(prototypes)
-        own = self._own_features(bool(vectors), float(scale))
         if proto is not None and len(proto[0]) and any(r >= 0 for r in rows):
             known = [r for r in rows if r >= 0]
             sims = iter(np.einsum("id,pd->ip", self.vectors_[known], proto[1]).tolist())
         else:
             proto = None
-        pad = {-1: ("<s>",) * len(ks), 1: ("</s>",) * len(ks)}
         decoded = self._states(rows, shapes) if states else []
-        M = len(decoded)
-        # each position's states (one per HMM), "<s>" / "</s>" beyond the sentence
-        state_rows = ([("<s>",) * M] * context + list(zip(*decoded))
-                      + [("</s>",) * M] * context) if M else []
-        state_names = [(d + context, [f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]"
-                                      for m in range(M)])
-                       for d in range(-context, context + 1)] if M else []
+        # each position's cluster ids then states (one per HMM), padded with
+        # "<s>" / "</s>" beyond the sentence; a token's values are those of
+        # its window, offsets -context to +context, in the order of the keys
+        width = len(self.clusters) + len(decoded)
+        padded = ([("<s>",) * width] * context
+                  + ([v + s for v, s in zip(values, zip(*decoded))] if decoded else values)
+                  + [("</s>",) * width] * context)
+        if context == 0:
+            windows = padded
+        elif context == 1:  # one dict update a token, not one per offset
+            windows = [a + b + c for a, b, c in zip(padded, padded[1:], padded[2:])]
+        else:
+            windows = [sum(padded[i:i + 2 * context + 1], ()) for i in range(n)]
+        keys = self._context_keys(context, bool(decoded))
+        vector_of = self._vector_cache(float(scale)) if vectors else None
         out = []
         for i, r in enumerate(rows):
-            # the word's own features from a cache, its neighbours' cluster ids added
-            base = own.get(r) if r >= 0 else None
-            if base is None:
-                base = self._own_dict(r, values[i], bool(vectors), float(scale), own)
             if into is None:
-                f = dict(base)
+                f: dict[str, Any] = {}
             else:
                 f = into[i]
-                f.update(base)
-            for d, keys in names.items():
-                t = i + d
-                f.update(zip(keys, values[t] if 0 <= t < n else pad[1 if t >= n else -1]))
-            for shift, keys in state_names:
-                f.update(zip(keys, state_rows[i + shift]))
+            f.update(zip(keys, windows[i]))
+            if vector_of is not None and r >= 0:
+                vector = vector_of.get(r)
+                if vector is None:
+                    vector = self._vector(r, float(scale), vector_of)
+                f[VECTOR_KEY] = vector
             if proto is not None and r >= 0:
                 for label_name, cosine in zip(proto[0], next(sims)):
                     if cosine >= threshold:
@@ -671,35 +694,40 @@ class WordRepresentations:
             out.append(f)
         return out if into is None else into
 
-    #: Words whose own feature dict is cached, per (vectors, scale) setting.
-    _OWN_CACHE_WORDS = 1 << 15
+    #: Words whose vector feature is cached, for one ``scale`` at a time.
+    _VECTOR_CACHE_WORDS = 1 << 15
 
-    def _own_features(self, vectors: bool, scale: float) -> dict[int, dict[str, Any]]:
-        caches = self._own_cache
-        cache = caches.get((vectors, scale))
+    def _vector_cache(self, scale: float) -> dict[int, NDArray[Any]]:
+        caches = self._vector_caches
+        cache = caches.get(scale)
         if cache is None:
             caches.clear()  # one setting at a time
-            cache = caches[(vectors, scale)] = {}
+            cache = caches[scale] = {}
         return cache
 
-    def _own_dict(self, r: int, values: Sequence[str], vectors: bool, scale: float,
-                  cache: dict[int, dict[str, Any]]) -> dict[str, Any]:
-        """The features of a word of row r (-1: unseen) at offset 0."""
-        f: dict[str, Any] = dict(zip(self._zero_names(), values))
-        if r >= 0:
-            if vectors:
-                # one array, not a key per dimension: the extractor reads it in C++
-                # (tagging with 100 dimensions took 3x the time without them)
-                vector = np.asarray(self.vectors_[r] * scale, dtype=np.float64)
-                vector.flags.writeable = False  # shared by every token of the word
-                f[VECTOR_KEY] = vector
-            if len(cache) >= self._OWN_CACHE_WORDS:
-                cache.clear()
-            cache[r] = f
-        return f
+    def _vector(self, r: int, scale: float, cache: dict[int, NDArray[Any]]) -> NDArray[Any]:
+        """The vector feature of the word of row r: one array, not a key per
+        dimension; the extractor reads it in C++ (tagging with 100 dimensions
+        took 3x the time without them)."""
+        vector = np.asarray(self.vectors_[r] * scale, dtype=np.float64)
+        vector.flags.writeable = False  # shared by every token of the word
+        if len(cache) >= self._VECTOR_CACHE_WORDS:
+            cache.clear()
+        cache[r] = vector
+        return vector
 
-    def _zero_names(self) -> list[str]:
-        return [f"rep.c{k}[0]" for k in self.clusters]
+    def _context_keys(self, context: int, states: bool) -> tuple[str, ...]:
+        """The keys of a token's window: per offset -context to +context, the
+        cluster ids and (with ``states``) the HMM states there. Made once: the
+        extractor caches ids by the str objects of a (key, value) pair."""
+        keys = self._key_cache.get((context, states))
+        if keys is None:
+            M = len(self._hmm_kernels) if states else 0
+            keys = self._key_cache[(context, states)] = tuple(
+                [key for d in range(-context, context + 1)
+                 for key in [f"rep.c{k}[{d:+d}]" if d else f"rep.c{k}[0]" for k in self.clusters]
+                 + [f"rep.h{m}[{d:+d}]" if d else f"rep.h{m}[0]" for m in range(M)]])
+        return keys
 
     def _prototypes(self, prototypes: dict[str, Sequence[str]]
                     ) -> tuple[list[str], NDArray[Any]]:
@@ -760,7 +788,8 @@ class WordRepresentations:
                            else int(self.random_state),
                            "hmm_states": int(self.hmm_states), "hmms": int(self.hmms),
                            "hmm_passes": int(self.hmm_passes),
-                           "hmm_support": int(self.hmm_support)},
+                           "hmm_support": int(self.hmm_support),
+                           "hmm_decoding": self.hmm_decoding},
                 "vocabulary": list(self.vocabulary_), "n_tokens": self.n_tokens_}
         arrays = {"counts": self.counts_.astype(np.int64),
                   "vectors": self.vectors_.astype(np.float64),
@@ -790,7 +819,9 @@ class WordRepresentations:
                       cluster_dim=params.get("cluster_dim"),
                       hmm_states=params.get("hmm_states", 0), hmms=params.get("hmms", 3),
                       hmm_passes=params.get("hmm_passes", 3),
-                      hmm_support=params.get("hmm_support", params.get("hmm_states", 0) or 24))
+                      hmm_support=params.get("hmm_support", params.get("hmm_states", 0) or 24),
+                      # files from before Viterbi decoding decoded posteriors
+                      hmm_decoding=params.get("hmm_decoding", "posterior"))
             rep._check_params()
             vocabulary = meta["vocabulary"]
             if not isinstance(vocabulary, list) or not all(isinstance(w, str)

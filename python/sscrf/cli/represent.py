@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
                               random_state=args.seed, n_threads=args.threads,
                               verbose=not args.quiet, hmm_states=args.hmm_states,
                               hmms=args.hmms, hmm_passes=args.hmm_passes,
-                              hmm_support=args.hmm_support)
+                              hmm_support=args.hmm_support,
+                              hmm_decoding=args.hmm_decoding)
     sentences = (_conll_sentences(args.text) if args.conll else
                  _conllu_sentences(args.text) if args.conllu else _RawSentences(args.text))
     raw = sentences if isinstance(sentences, _RawSentences) else None
