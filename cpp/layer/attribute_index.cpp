@@ -214,11 +214,11 @@ class Grown {
   void truncate(int64_t n) { size_ = std::min(size_, n); }
   // Room for `capacity` entries in one allocation (pages are touched only
   // when written), instead of the doublings that a small buffer's realloc
-  // copies.
-  void reserve(int64_t capacity) {
-    if (capacity <= capacity_) return;
+  // copies. A hint: if the allocation fails, the buffer grows as before.
+  void try_reserve(int64_t capacity) {
+    if (capacity <= capacity_ || capacity > INT64_MAX / static_cast<int64_t>(sizeof(T))) return;
     T* grown = static_cast<T*>(std::realloc(data_, sizeof(T) * capacity));
-    if (!grown) throw std::bad_alloc();
+    if (!grown) return;
     data_ = grown;
     capacity_ = capacity;
   }
@@ -521,9 +521,10 @@ class RowWriter {
 
   // After the first tokens of `n_tokens`, room for the entries they project.
   void project(int64_t written, int64_t n_tokens) {
-    const int64_t expected = ids_.size() * n_tokens / written * 5 / 4 + 1024;
-    ids_.reserve(expected);
-    if (!all_ones_) values_.reserve(expected);
+    const double expected = static_cast<double>(ids_.size()) * n_tokens / written * 1.25 + 1024;
+    if (expected > 1e15) return;
+    ids_.try_reserve(static_cast<int64_t>(expected));
+    if (!all_ones_) values_.try_reserve(static_cast<int64_t>(expected));
   }
 
  private:
@@ -651,7 +652,7 @@ class RowWriter {
   void emit(int32_t id, double v) {
     if (all_ones_ && v != 1.0) {
       all_ones_ = false;
-      values_.reserve(ids_.size() > 0 ? 2 * ids_.size() : 0);
+      values_.try_reserve(2 * ids_.size());
       for (int64_t j = 0; j < ids_.size(); ++j) values_.push(1.0);
     }
     ids_.push(id);
