@@ -336,34 +336,24 @@ const SparseHmm& StepwiseEm::model() {
 
 void hmm_posterior_states(const SparseHmm& hmm, const int32_t* symbols, const int64_t* offsets,
                           int64_t n_sentences, int n_threads, int32_t* states) {
-  const int T = effective_threads(n_threads, std::max<int64_t>(n_sentences, 1));
-  PerThread<Workspace> workspaces(T);
-  ExceptionCarrier carrier;
-#pragma omp parallel for num_threads(T) schedule(dynamic, 64) if (T > 1)
-  for (int64_t s = 0; s < n_sentences; ++s) {
-    carrier.run([&] {
-      const int64_t n = offsets[s + 1] - offsets[s];
-      if (n == 0) return;
-      Workspace& ws = workspaces.mine();
-      const int32_t* x = symbols + offsets[s];
-      forward_backward(hmm, x, n, ws, nullptr);
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t e = ws.entry[t], k = ws.entry[t + 1] - e;
-        const int32_t* support = hmm.support.data() + hmm.support_ptr[x[t]];
-        int64_t best = 0;
-        double best_p = ws.alpha[e] * ws.beta[e];
-        for (int64_t q = 1; q < k; ++q) {
-          const double p = ws.alpha[e + q] * ws.beta[e + q];
-          if (p > best_p) {
-            best_p = p;
-            best = q;
+  decode_sentences<Workspace>(
+      symbols, offsets, n_sentences, n_threads, states,
+      [&](const int32_t* x, int64_t n, Workspace& ws, int32_t* out) {
+        forward_backward(hmm, x, n, ws, nullptr);
+        for (int64_t t = 0; t < n; ++t) {
+          const int64_t e = ws.entry[t], k = ws.entry[t + 1] - e;
+          int64_t best = 0;
+          double best_p = ws.alpha[e] * ws.beta[e];
+          for (int64_t q = 1; q < k; ++q) {
+            const double p = ws.alpha[e + q] * ws.beta[e + q];
+            if (p > best_p) {
+              best_p = p;
+              best = q;
+            }
           }
+          out[t] = hmm.support[hmm.support_ptr[x[t]] + best];
         }
-        states[offsets[s] - offsets[0] + t] = support[best];
-      }
-    });
-  }
-  carrier.rethrow();
+      });
 }
 
 }  // namespace sscrf

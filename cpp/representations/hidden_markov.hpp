@@ -3,8 +3,12 @@
 // for the HMM states that sscrf.hidden_states learns from unlabeled text.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "runtime/parallel.hpp"
+#include "runtime/scratch.hpp"
 
 namespace sscrf {
 
@@ -81,5 +85,26 @@ class StepwiseEm {
 // (ties: the lower state), written to states[offsets[i] - offsets[0] + ...].
 void hmm_posterior_states(const SparseHmm& hmm, const int32_t* symbols, const int64_t* offsets,
                           int64_t n_sentences, int n_threads, int32_t* states);
+
+// decode(x, n, workspace, out) on every sentence x = symbols[offsets[i] :
+// offsets[i+1]] of n >= 1 tokens, out = states + (offsets[i] - offsets[0]):
+// the decoders' one loop over sentences, each thread with a Workspace of its
+// own; the first exception is rethrown.
+template <class Workspace, class Decode>
+void decode_sentences(const int32_t* symbols, const int64_t* offsets, int64_t n_sentences,
+                      int n_threads, int32_t* states, Decode decode) {
+  const int T = effective_threads(n_threads, std::max<int64_t>(n_sentences, 1));
+  PerThread<Workspace> workspaces(T);
+  ExceptionCarrier carrier;
+#pragma omp parallel for num_threads(T) schedule(dynamic, 64) if (T > 1)
+  for (int64_t s = 0; s < n_sentences; ++s) {
+    carrier.run([&] {
+      const int64_t n = offsets[s + 1] - offsets[s];
+      if (n > 0)
+        decode(symbols + offsets[s], n, workspaces.mine(), states + (offsets[s] - offsets[0]));
+    });
+  }
+  carrier.rethrow();
+}
 
 }  // namespace sscrf

@@ -8,8 +8,6 @@
 #include <vector>
 
 #include "runtime/errors.hpp"
-#include "runtime/parallel.hpp"
-#include "runtime/scratch.hpp"
 
 namespace sscrf {
 
@@ -110,19 +108,10 @@ void viterbi(const SparseHmm& hmm, const int32_t* x, int64_t n, Workspace& ws, i
 
 void hmm_viterbi_states(const SparseHmm& hmm, const int32_t* symbols, const int64_t* offsets,
                         int64_t n_sentences, int n_threads, int32_t* states) {
-  const int T = effective_threads(n_threads, std::max<int64_t>(n_sentences, 1));
-  PerThread<Workspace> workspaces(T);
-  ExceptionCarrier carrier;
-#pragma omp parallel for num_threads(T) schedule(dynamic, 64) if (T > 1)
-  for (int64_t s = 0; s < n_sentences; ++s) {
-    carrier.run([&] {
-      const int64_t n = offsets[s + 1] - offsets[s];
-      if (n > 0)
-        viterbi(hmm, symbols + offsets[s], n, workspaces.mine(),
-                states + (offsets[s] - offsets[0]));
-    });
-  }
-  carrier.rethrow();
+  decode_sentences<Workspace>(symbols, offsets, n_sentences, n_threads, states,
+                              [&](const int32_t* x, int64_t n, Workspace& ws, int32_t* out) {
+                                viterbi(hmm, x, n, ws, out);
+                              });
 }
 
 }  // namespace sscrf

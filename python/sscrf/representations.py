@@ -266,9 +266,7 @@ class WordRepresentations:
         check_integer(self.hmms, "hmms", 1, 64)
         check_integer(self.hmm_passes, "hmm_passes", 1, 100_000)
         check_integer(self.hmm_support, "hmm_support", 1, 1000)
-        if self.hmm_decoding not in HMM_DECODINGS:
-            raise SscrfError(f"hmm_decoding must be one of {', '.join(HMM_DECODINGS)}, not "
-                             f"{self.hmm_decoding!r}")
+        _check_decoding(self.hmm_decoding)
         if isinstance(self.clusters, (str, bytes)) or not hasattr(self.clusters, "__iter__"):
             raise SscrfTypeError(f"clusters must be a sequence of integers, not "
                                  f"{self.clusters!r}")
@@ -547,13 +545,10 @@ class WordRepresentations:
         other = len(self.vocabulary_) + len(self._hmm_shape)
         symbols = np.array([r if r >= 0 else self._hmm_shape.get(c, other)
                             for r, c in zip(rows, shapes)], dtype=np.int32)
-        if self.hmm_decoding == "viterbi":
+        if _check_decoding(self.hmm_decoding) == "viterbi":
             return hidden_states.viterbi_states(self._hmm_kernels, symbols).tolist()
-        if self.hmm_decoding == "posterior":
-            return [hidden_states.most_probable_states(kernel, symbols).tolist()
-                    for kernel in self._hmm_kernels]
-        raise SscrfError(f"hmm_decoding must be one of {', '.join(HMM_DECODINGS)}, not "
-                         f"{self.hmm_decoding!r}")
+        return [hidden_states.most_probable_states(kernel, symbols).tolist()
+                for kernel in self._hmm_kernels]
 
     def _states(self, rows: Sequence[int], shapes: Sequence[str]) -> list[list[str]]:
         """Per HMM, each word's state, as a string."""
@@ -980,6 +975,14 @@ class WordVectors:
     def __repr__(self) -> str:
         return (f"<WordVectors: {self.spec['dim']} dimensions of {len(self.table)} words, "
                 f"column {self.column}, scale {self.scale:g}>")
+
+
+def _check_decoding(decoding: Any) -> str:
+    """``hmm_decoding``, refused unless one of :data:`HMM_DECODINGS`."""
+    if decoding not in HMM_DECODINGS:
+        raise SscrfError(f"hmm_decoding must be one of {', '.join(HMM_DECODINGS)}, not "
+                         f"{decoding!r}")
+    return str(decoding)
 
 
 def _differs(value: Any, default: Any) -> bool:
