@@ -127,19 +127,25 @@ def test_a_compiled_train_with_dev_gives_the_same_model(capsys, data, tmp_path):
     corpus = tmp_path / "train.corpus"
     code, _, err = run(capsys, "compile", "--labeled", data["train"], "-o", corpus, "-q")
     assert code == 0, err
-    models = []
-    for source in (data["train"], corpus):
-        models.append(tmp_path / f"{len(models)}.model")
-        code, _, err = run(capsys, "train", source, "-m", models[-1], "--dev", data["test"],
-                           "--c2", "1,0.1", "--max-iterations", "8", "--threads", "1", "-q")
-        assert code == 0, err
-    assert models[0].read_bytes() == models[1].read_bytes()
     dev_corpus = tmp_path / "dev.corpus"
     code, _, err = run(capsys, "compile", "--labeled", data["test"], "--vocabulary", corpus,
                        "-o", dev_corpus, "-q")
     assert code == 0, err
-    code, _, err = run(capsys, "train", corpus, "-m", tmp_path / "x.model", "--dev", dev_corpus)
-    assert_error(code, err, str(dev_corpus), "give the CoNLL file it was compiled from")
+    models, outputs = [], []
+    for source, dev in ((data["train"], data["test"]), (corpus, data["test"]),
+                        (corpus, dev_corpus)):
+        models.append(tmp_path / f"{len(models)}.model")
+        code, out, err = run(capsys, "train", source, "-m", models[-1], "--dev", dev,
+                             "--c2", "1,0.1", "--max-iterations", "8", "--threads", "1", "-q")
+        assert code == 0, err
+        outputs.append(out.replace(str(models[-1]), "MODEL"))
+    assert models[0].read_bytes() == models[1].read_bytes() == models[2].read_bytes()
+    assert outputs[1] == outputs[2] and "<- chosen" in outputs[2]  # the same dev scores
+    code, _, err = run(capsys, "train", data["train"], "-m", tmp_path / "x.model", "--dev",
+                       dev_corpus)
+    assert_error(code, err, str(dev_corpus), "a compiled --dev goes with a compiled TRAIN",
+                 "give DEV as a CoNLL file")
+    assert not (tmp_path / "x.model").exists()
 
 
 def test_dev_gets_the_columns_train_gets(capsys, tmp_path):

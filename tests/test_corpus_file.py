@@ -666,3 +666,38 @@ def test_four_byte_token_pointers_are_widened_on_disk_not_in_memory(corpora, tmp
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     np.testing.assert_array_equal(CompiledCorpus.open(path).features().indptr, expected.indptr)
     assert len(made) == 1 and not os.path.exists(made[0][1])
+
+
+def test_a_compiled_dev_set_scores_as_its_sentences_do(corpora, tmp_path):
+    X, y, _, _ = corpora
+    D, z = generate_hmm_corpus(25, seed=25)
+    write_conll(tmp_path / "x.txt", X, y)
+    write_conll(tmp_path / "d.txt", D, z)
+    train = CompiledCorpus.build(tmp_path / "x.txt", tmp_path / "x.corpus", has_labels=True)
+    dev = CompiledCorpus.build(tmp_path / "d.txt", tmp_path / "d.corpus", vocabulary=train,
+                               has_labels=True)
+    kwargs = dict(templates="default", max_iterations=9, dev_period=2, n_threads=2,
+                  verbose=False)
+    from_lists = CRF(**kwargs).fit(train, None, X_dev=D, y_dev=z)
+    from_file = CRF(**kwargs).fit(train, None, X_dev=dev)
+    assert from_file.training_["dev"] == from_lists.training_["dev"]
+    assert from_file.coef_.tobytes() == from_lists.coef_.tobytes()
+    grid = {"c2": [1.0, 0.1]}
+    chosen = [sscrf.select_hyperparameters(CRF(**kwargs), grid, train, None, *dev_pair)
+              for dev_pair in ((D, z), (dev, None))]
+    assert [r["dev_score"] for r in chosen[0].table] == [r["dev_score"] for r in chosen[1].table]
+    assert chosen[0].model.coef_.tobytes() == chosen[1].model.coef_.tobytes()
+    with pytest.raises(SscrfError, match="brings its labels; give y_dev=None"):
+        CRF(**kwargs).fit(train, None, X_dev=dev, y_dev=z)
+    bare = CompiledCorpus.build(D, tmp_path / "bare.corpus", vocabulary=train)
+    with pytest.raises(SscrfError, match=r"no labels stored; .* to score on it as X_dev"):
+        CRF(**kwargs).fit(train, None, X_dev=bare)
+    with pytest.raises(SscrfError, match=r"no labels stored; .* to score on it as X_dev"):
+        sscrf.select_hyperparameters(CRF(**kwargs), grid, train, None, bare, None)
+    # the fit's vocabulary is built from X here: a dev corpus of its own vocabulary is refused
+    own = CompiledCorpus.build(tmp_path / "d.txt", tmp_path / "own.corpus", has_labels=True)
+    for X_train, y_train in ((train, None), (X, y)):
+        with pytest.raises(SscrfError, match="another vocabulary than the fit's .* set to the "
+                                             "training corpus"):
+            CRF(**kwargs).fit(X_train, y_train, X_dev=own)
+

@@ -57,8 +57,12 @@ from .io import conll_sentences
 from .progress import Progress
 
 __all__ = ["CompiledCorpus", "MAGIC", "MAX_META_BYTES", "VERSION", "compile_corpus_file",
-           "is_compiled_corpus", "labeled_input", "n_tokens_of", "refuse_vocabulary_cuts",
-           "unlabeled_input", "hashed_with", "vocabulary_checksum", "vocabulary_with"]
+           "check_labeled_corpus", "is_compiled_corpus", "labeled_input", "n_tokens_of",
+           "refuse_vocabulary_cuts", "unlabeled_input", "hashed_with", "vocabulary_checksum",
+           "vocabulary_with"]
+
+#: How a message about a corpus compiled under another vocabulary ends.
+REMEDY = "compile it again with --vocabulary set to the model"
 
 #: Entries per slice when validating or copying: bounds the temporaries.
 _SLICE = 1 << 22
@@ -119,9 +123,9 @@ class CompiledCorpus:
 
     def __iter__(self) -> Iterator[Any]:
         raise SscrfTypeError(f"{self.path}: a CompiledCorpus is not a list of sentences; it "
-                             "is taken as fit's X (compiled with its labels) and "
-                             "X_unlabeled, by predict and predict_marginals (without "
-                             "allowed=), and by score (with its labels)")
+                             "is taken as fit's X (compiled with its labels), X_unlabeled "
+                             "and X_dev (with its labels), by predict and predict_marginals "
+                             "(without allowed=), and by score (with its labels)")
 
     def __repr__(self) -> str:
         return (f"<CompiledCorpus {self.path!r}: {self.n_sentences:,} sentences, "
@@ -157,14 +161,15 @@ class CompiledCorpus:
                         self.n_attributes if n_attributes is None else n_attributes)
 
     def check_vocabulary(self, attributes: Sequence[str], templates: Optional[Sequence[str]],
-                         what: str = "the model") -> None:
+                         what: str = "the model", remedy: str = REMEDY) -> None:
         """Refuse a vocabulary (and templates) this corpus was not compiled under.
 
         The corpus's vocabulary must be the first ``n_attributes`` strings of
         ``attributes`` (a model trained on it may add its labeled data's
         attributes after them), and its templates the same; a hashed corpus
         takes the same number of buckets (``attributes`` a
-        :class:`~sscrf.features.hashing.BucketNames`).
+        :class:`~sscrf.features.hashing.BucketNames`). ``what`` names the
+        vocabulary's owner and ``remedy`` ends each message.
 
         Raises
         ------
@@ -173,23 +178,24 @@ class CompiledCorpus:
         if (self.templates is None) != (templates is None) or (
                 templates is not None and list(templates) != list(self.templates or ())):
             raise SscrfError(f"{self.path}: compiled with other templates than {what}'s; "
-                             "compile it again with --vocabulary set to the model")
+                             f"{remedy}")
         hashing = len(attributes) if isinstance(attributes, BucketNames) else None
         if hashing != self.hash_features:
             raise SscrfError(f"{self.path}: compiled with {_mapping(self.hash_features)}, "
-                             f"{what} has {_mapping(hashing)}: compile it again with "
-                             "--vocabulary set to the model")
+                             f"{what} has {_mapping(hashing)}: {remedy}")
         if hashing is None and (len(attributes) < self.n_attributes or vocabulary_checksum(
                 attributes[:self.n_attributes]) != self.checksum):
             raise SscrfError(f"{self.path}: compiled under another vocabulary than {what}'s "
                              f"({self.n_attributes:,} attributes against {len(attributes):,}); "
-                             "compile it again with --vocabulary set to the model")
+                             f"{remedy}")
 
-    def features_for(self, extractor: FeatureExtractor) -> Features:
-        """:meth:`features` after :meth:`check_vocabulary` against a fitted extractor."""
+    def features_for(self, extractor: FeatureExtractor, what: str = "the model",
+                     remedy: str = REMEDY) -> Features:
+        """:meth:`features` after :meth:`check_vocabulary` (``what``, ``remedy``) against a
+        fitted extractor."""
         templates = None if extractor.templates is None else extractor.templates.lines
         attributes = extractor.attributes_ or []
-        self.check_vocabulary(attributes, templates)
+        self.check_vocabulary(attributes, templates, what, remedy)
         if self.hash_features is not None and extractor.hash_collisions != self.hash_collisions:
             raise SscrfError(f"{self.path}: hashed by an earlier sscrf, whose colliding "
                              "attributes added up; the model counts binary ones once: compile "
@@ -679,25 +685,35 @@ def refuse_vocabulary_cuts(where: str, min_freq: int, max_features: Optional[int
                          f"{options}) instead")
 
 
-def labeled_input(X: CompiledCorpus, y: Any, use: str = "to train on it as X"
-                  ) -> list[list[str]]:
-    """The labels a compiled corpus given as fit's (or score's) ``X`` stores, per sentence
-    (``y`` must be None); ``use`` ends the message when it has none.
+def check_labeled_corpus(X: CompiledCorpus, y: Any, use: str = "to train on it as X",
+                         names: tuple[str, str] = ("X", "y")) -> None:
+    """Refuse a compiled corpus given as fit's (or score's) ``X`` with a ``y``, or without
+    stored labels (``use`` ends that message); ``names`` are what the caller calls X and
+    y (``("X_dev", "y_dev")``)."""
+    if y is not None:
+        raise SscrfError(f"{X.path}: a compiled corpus as {names[0]} brings its labels; give "
+                         f"{names[1]}=None")
+    if X.labels is None or X.label_names is None:
+        raise SscrfError(f"{X.path}: no labels stored; compile it with has_labels=True "
+                         f"(sscrf compile --labeled) {use}")
+
+
+def labeled_input(X: CompiledCorpus, y: Any, use: str = "to train on it as X",
+                  names: tuple[str, str] = ("X", "y")) -> list[list[str]]:
+    """The labels a compiled corpus given as fit's (or score's) ``X`` stores, per sentence,
+    after :func:`check_labeled_corpus`.
 
     Raises
     ------
     SscrfError
         ``y`` given, no labels stored, or an empty sentence.
     """
-    if y is not None:
-        raise SscrfError(f"{X.path}: a compiled corpus as X brings its labels; give y=None")
-    if X.labels is None or X.label_names is None:
-        raise SscrfError(f"{X.path}: no labels stored; compile it with has_labels=True "
-                         f"(sscrf compile --labeled) {use}")
+    check_labeled_corpus(X, y, use, names)
     unlabeled_input(X)  # no empty sentences
-    names = np.array(X.label_names, dtype=object)
+    label_names = np.array(X.label_names, dtype=object)
+    labels = cast("NDArray[np.int32]", X.labels)  # checked above
     offsets = np.asarray(X.features().offsets)
-    return [names[np.asarray(X.labels[a:b])].tolist()
+    return [label_names[np.asarray(labels[a:b])].tolist()
             for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 

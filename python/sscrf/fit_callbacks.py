@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _core
 from .corpus import compile_corpus
+from .corpus_file import CompiledCorpus, check_labeled_corpus, labeled_input
 from .errors import SscrfError, SscrfTypeError
 from .inputs import check_integer, check_labeled
 from .metrics import EncodedChunkF1, chunk_scores, token_accuracy
@@ -67,9 +68,16 @@ def check_dev_scoring(scoring: Any) -> Any:
                          f"(y_true, y_pred) -> float, not {type(scoring).__name__}")
 
 
+#: How a message about a compiled X_dev without labels ends.
+DEV_USE = "to score on it as X_dev"
+
+
 def check_dev_pair(X_dev: Any, y_dev: Any) -> None:
-    """Refuse one of ``X_dev`` and ``y_dev`` without the other."""
-    if (X_dev is None) != (y_dev is None):
+    """Refuse one of ``X_dev`` and ``y_dev`` without the other (a compiled corpus as
+    ``X_dev`` brings its labels: ``y_dev`` must be None)."""
+    if isinstance(X_dev, CompiledCorpus):
+        check_labeled_corpus(X_dev, y_dev, DEV_USE, ("X_dev", "y_dev"))
+    elif (X_dev is None) != (y_dev is None):
         raise SscrfError("give X_dev and y_dev together (held-out sentences and their labels)")
 
 
@@ -129,7 +137,8 @@ class DevSet:
         The fit's frozen vocabulary.
     classes : list of str
     X_dev, y_dev : list of sentences, list of label sequences
-        Completely labeled.
+        Completely labeled; or a :class:`sscrf.CompiledCorpus` compiled with
+        its labels under the fit's vocabulary, and None.
     scoring : None, str or callable
         ``dev_scoring`` (:func:`scoring_function`).
     n_threads : int
@@ -137,8 +146,12 @@ class DevSet:
 
     def __init__(self, extractor: Any, classes: Sequence[str], X_dev: Any, y_dev: Any,
                  scoring: Any, n_threads: int) -> None:
-        X_dev, y_dev = check_labeled(X_dev, y_dev, allow_empty_sentences=True,
-                                     names=("X_dev", "y_dev"))
+        compiled = X_dev if isinstance(X_dev, CompiledCorpus) else None
+        if compiled is not None:
+            y_dev = labeled_input(compiled, y_dev, DEV_USE, ("X_dev", "y_dev"))
+        else:
+            X_dev, y_dev = check_labeled(X_dev, y_dev, allow_empty_sentences=True,
+                                         names=("X_dev", "y_dev"))
         if sum(map(len, y_dev)) == 0:
             raise SscrfError("X_dev has no token: give held-out sentences, or X_dev=None")
         self.y = [list(seq) for seq in y_dev]
@@ -153,7 +166,9 @@ class DevSet:
                           "so those tokens count as errors in every dev score", UserWarning,
                           stacklevel=2)
         self.name, self.function = scoring_function(scoring, self.y)
-        features = extractor.transform(X_dev)
+        features = (extractor.transform(X_dev) if compiled is None else compiled.features_for(
+            extractor, "the fit", "compile it with --vocabulary set to the training corpus "
+            "(or to the model it continues), or give X_dev as sentences"))
         self.corpus, self.offsets = compile_corpus(features), np.asarray(features.offsets)
         self.names = np.asarray(list(classes), dtype=object)
         self.n_threads = n_threads

@@ -385,6 +385,10 @@ class CRF(FittedModelView):
             the best score, not the last one (ties go to the later
             iterate); the curve is ``training_["dev"]``. In a fit of two
             stages the supervised warm start's iterates take part too.
+            ``X_dev`` may be a :class:`sscrf.CompiledCorpus` compiled with
+            its labels (``y_dev=None``) under the vocabulary of the
+            compiled training corpus (``sscrf compile DEV --labeled
+            --vocabulary TRAIN.corpus``).
 
         Returns
         -------

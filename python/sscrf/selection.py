@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import SscrfError, SscrfTypeError
+from .fit_callbacks import check_dev_pair
 from .model import CRF
 from .progress import Progress
 from .training import ZERO_WEIGHT_WARNING, shared_compilation
@@ -150,7 +151,8 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
         wins when the unlabeled data do not help.
     X, y : training sentences and labels, as for :meth:`CRF.fit`.
     X_dev, y_dev : held-out sentences and their labels
-        Each fit keeps its iterate of the best dev score
+        (or a :class:`sscrf.CompiledCorpus` compiled with its labels under
+        the compiled training corpus's vocabulary, and None). Each fit keeps its iterate of the best dev score
         (:meth:`CRF.fit`'s ``X_dev``; the estimator's ``dev_scoring`` and
         ``dev_period``), and the setting of the best such score wins. Ties
         go to the setting with more zero semi-supervised weights, then to
@@ -183,8 +185,9 @@ def select_hyperparameters(estimator: CRF, grid: Mapping[str, Sequence[Any]], X:
     above ``max_iterations`` only the last iterate is scored.
     """
     grid, added = _check_grid(estimator, grid, add_zero)
-    if X_dev is None or y_dev is None:
+    if X_dev is None:
         raise SscrfError("select_hyperparameters needs held-out sentences: X_dev and y_dev")
+    check_dev_pair(X_dev, y_dev)
     for name in ("X_dev", "y_dev", "init"):
         if name in fit_params:
             raise SscrfError(f"{name} is chosen by select_hyperparameters; do not pass it")

@@ -181,7 +181,8 @@ def add_train(commands: Any) -> None:
                           "as WordRepresentations.features; 0: cluster ids only)")
     sub.add_argument("--dev", metavar="DEV",
                      help="held-out, completely labeled sentences in TRAIN's format ('-': "
-                          "standard input): the "
+                          "standard input; with a compiled TRAIN, also a corpus compiled "
+                          "--labeled --vocabulary TRAIN): the "
                           "model keeps the iterate of the best DEV score (chunk F1 for B-/I- "
                           "labels, token accuracy otherwise), and of several values given to "
                           "--c1, --c2, --entropy-weight, --proportion-weight or --ge-weight, "

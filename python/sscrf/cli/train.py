@@ -265,11 +265,18 @@ def _search_grid(args: argparse.Namespace) -> dict[str, list[float]]:
 
 
 def _read_dev(args: argparse.Namespace, n_columns: Optional[int], words: bool, rep: Any
-              ) -> Optional[tuple[list[Any], list[Any]]]:
+              ) -> Optional[tuple[Any, Any]]:
     """(sentences, labels) of --dev, with the derived columns TRAIN has (the
-    words preset's, the representations' cluster ids); None without it."""
+    words preset's, the representations' cluster ids); (the corpus, None) for a
+    compiled DEV; None without it."""
     if args.dev is None:
         return None
+    if is_compiled_corpus(args.dev):
+        if not is_compiled_corpus(args.train):
+            raise SscrfError(f"{args.dev}: a compiled --dev goes with a compiled TRAIN, whose "
+                             f"vocabulary it is compiled under; with {args.train}, give DEV as "
+                             "a CoNLL file")
+        return CompiledCorpus.open(args.dev), None
     # DEV is completely labeled: A|B and * are labels of their own there
     corpus = read_labeled(args.dev, argparse.Namespace(**dict(vars(args), partial=False)))
     if not corpus.tokens:
