@@ -153,7 +153,7 @@ def test_score_takes_a_corpus_compiled_with_its_labels(corpora, tmp_path):
     bare = CompiledCorpus.build(T, tmp_path / "u.corpus", vocabulary=m)
     with pytest.raises(SscrfError, match=r"no labels stored; .* to score it"):
         m.score(bare)
-    with pytest.raises(sscrf.SscrfTypeError, match="by score"):
+    with pytest.raises(sscrf.SscrfTypeError, match="and score .with its labels."):
         list(bare)
 
 
@@ -701,3 +701,38 @@ def test_a_compiled_dev_set_scores_as_its_sentences_do(corpora, tmp_path):
                                              "training corpus"):
             CRF(**kwargs).fit(X_train, y_train, X_dev=own)
 
+
+
+def test_decoding_and_selection_read_a_compiled_pool_as_its_sentences(corpora, tmp_path):
+    X, y, U, _ = corpora
+    m = CRF(templates="default", max_iterations=6, n_threads=2, verbose=False).fit(X, y)
+    pool = U[:50] + [U[50][:1], U[51][:2]]  # sentences shorter than the span width too
+    compiled = CompiledCorpus.build(pool, tmp_path / "pool.corpus", vocabulary=m)
+    assert m.predict_nbest(compiled, 3) == m.predict_nbest(pool, 3)
+    assert (m.sequence_log_probability(compiled).tobytes()
+            == m.sequence_log_probability(pool).tobytes())
+    z = m.predict(pool)
+    z[0] = z[0][::-1]
+    assert (m.sequence_log_probability(compiled, z).tobytes()
+            == m.sequence_log_probability(pool, z).tobytes())
+    exclude = [np.arange(len(s)) % 3 == 0 for s in pool]
+    for strategy, options in (("random", {}), ("least_confidence", {}),
+                              ("sequence_entropy", {}), ("sequence_entropy", {"normalize": True}),
+                              ("token_entropy", {"aggregate": "mean"}),
+                              ("most_uncertain_span", {"width": 2}),
+                              ("most_uncertain_span", {"width": 3, "exclude": exclude})):
+        picked = [sscrf.active.select(m, p, strategy, 7, random_state=5, **options)
+                  for p in (pool, compiled)]
+        np.testing.assert_array_equal(picked[0][0], picked[1][0], err_msg=strategy)
+        assert picked[0][1].tobytes() == picked[1][1].tobytes(), strategy
+    log_q = np.linspace(-9.0, -1.0, len(pool))
+    np.testing.assert_array_equal(
+        sscrf.active.select(None, compiled, "quota_sampling", 4, log_q, random_state=1)[0],
+        sscrf.active.select(None, pool, "quota_sampling", 4, log_q, random_state=1)[0])
+    with pytest.raises(sscrf.SscrfTypeError, match="predict_nbest .without allowed="):
+        m.predict_nbest(compiled, 2, allowed=[None] * len(pool))
+    with pytest.raises(SscrfError, match="sentence 50: 1 tokens but 2 labels"):
+        m.sequence_log_probability(compiled, z[:50] + [z[51], z[51]])
+    with pytest.raises(SscrfError, match="another vocabulary"):
+        sscrf.active.select(CRF(templates="default", max_iterations=2, verbose=False).fit(
+            pool[:20], m.predict(pool[:20])), compiled, "sequence_entropy", 2)

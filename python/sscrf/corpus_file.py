@@ -4,8 +4,11 @@ A corpus is compiled once (:func:`compile_corpus_file`, or ``sscrf compile
 FILE -o FILE.corpus`` on the command line) and then opened with
 :meth:`CompiledCorpus.open`, which maps the file's arrays into memory
 (``np.memmap``) instead of reading them: a :class:`CompiledCorpus` is
-accepted as ``X_unlabeled`` by :meth:`sscrf.CRF.fit` and as ``X`` by
-``predict`` and ``predict_marginals``, and no Python object is made per token.
+accepted as ``X_unlabeled`` by :meth:`sscrf.CRF.fit` (and, compiled with its
+labels, as ``X`` and ``X_dev``), as ``X`` by ``predict``,
+``predict_marginals``, ``predict_nbest``, the entropies,
+``sequence_log_probability`` and ``score``, and as the pool of
+:func:`sscrf.active.select`; no Python object is made per token.
 
 Compiling reads the source twice, each time ``buffer_tokens`` tokens at a
 time: the first pass counts attributes (:meth:`FeatureExtractor.count
@@ -123,9 +126,11 @@ class CompiledCorpus:
 
     def __iter__(self) -> Iterator[Any]:
         raise SscrfTypeError(f"{self.path}: a CompiledCorpus is not a list of sentences; it "
-                             "is taken as fit's X (compiled with its labels), X_unlabeled "
-                             "and X_dev (with its labels), by predict and predict_marginals "
-                             "(without allowed=), and by score (with its labels)")
+                             "is taken whole as fit's X (compiled with its labels), "
+                             "X_unlabeled and X_dev (with its labels), by predict, "
+                             "predict_marginals and predict_nbest (without allowed=), the "
+                             "entropies, sequence_log_probability and score (with its "
+                             "labels), and as the pool of sscrf.active.select")
 
     def __repr__(self) -> str:
         return (f"<CompiledCorpus {self.path!r}: {self.n_sentences:,} sentences, "

@@ -88,14 +88,17 @@ class Decoder:
 
     # -- compiling ------------------------------------------------------------------
 
-    def compile(self, X: Any) -> tuple[Any, NDArray[np.int64]]:
-        """The corpus of sentences ``X`` (or a :class:`~sscrf.corpus_file.CompiledCorpus`
-        under this model's vocabulary) and its sentence offsets."""
+    def features(self, X: Any) -> Any:
+        """The Features of sentences ``X``, or of a
+        :class:`~sscrf.corpus_file.CompiledCorpus` under this model's vocabulary."""
         if isinstance(X, CompiledCorpus):
-            features = X.features_for(self.extractor)
-            return compile_corpus(features), np.asarray(features.offsets)
-        features = self.extractor.transform(check_sentences(X, "X"))
-        return compile_corpus(features), features.offsets
+            return X.features_for(self.extractor)
+        return self.extractor.transform(check_sentences(X, "X"))
+
+    def compile(self, X: Any) -> tuple[Any, NDArray[np.int64]]:
+        """The corpus of :meth:`features` ``X`` and its sentence offsets."""
+        features = self.features(X)
+        return compile_corpus(features), np.asarray(features.offsets)
 
     def _constrained(self, X: Sequence[Any], allowed: Optional[Sequence[Any]]
                      ) -> tuple[Any, NDArray[np.int64], Any, dict[int, Any]]:
@@ -198,6 +201,17 @@ class Decoder:
                         ) -> NDArray[np.float64]:
         """log p(y | x) per sentence (n_sentences,), of the Viterbi labelings when y is None."""
         core = self.layout.core
+        if isinstance(X, CompiledCorpus):
+            features = self.features(X)
+            if y is None:
+                labels, _ = _core.viterbi_corpus(compile_corpus(features), core, self.coef,
+                                                 self.n_threads)
+            else:
+                lengths = np.diff(np.asarray(features.offsets)).tolist()
+                _, y = check_labeled([range(n) for n in lengths], y, allow_empty_sentences=True)
+                labels = encode_labels(y, self.label_index)
+            return _core.log_probability_corpus(compile_corpus(features, labels=labels), core,
+                                                self.coef, self.n_threads)
         if y is None:
             out = []
             for features in self._chunks(check_sentences(X, "X")):
@@ -258,12 +272,11 @@ class Decoder:
         """Per sentence, up to k ``(labels, log p(labels | x))``, best first (see
         :meth:`sscrf.CRF.predict_nbest`); ``allowed`` restricts the labelings."""
         k = check_integer(k, "k", minimum=1)
-        X = check_sentences(X, "X")
         if allowed is not None:
             _, offsets, features, inexact = self._constrained(X, allowed)
             allowed = list(allowed)
         else:
-            features, inexact = self.extractor.transform(X), {}
+            features, inexact = self.features(X), {}
             offsets = features.offsets
         E = self.emissions(features)
         _, T, start, end = self.layout.split(np.asarray(self.coef, dtype=np.float64))

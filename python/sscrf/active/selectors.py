@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 import numpy as np
 
+from ..corpus_file import CompiledCorpus
 from ..errors import SscrfError, SscrfTypeError
 from ..inputs import check_integer, check_real, random_generator
 
@@ -103,7 +104,7 @@ def _sequence_entropy(model: Any, pool: Sequence[Any], m: int, log_q: Optional[F
     """Exact ``H(Y | x)``; divided by the sentence length when ``normalize``."""
     h = np.asarray(model.sequence_entropy(pool), dtype=np.float64)
     if normalize:
-        h = h / np.maximum([len(x) for x in pool], 1)
+        h = h / np.maximum(_lengths(pool), 1)
     return _top(h, m)
 
 
@@ -146,6 +147,13 @@ def _most_uncertain_span(model: Any, pool: Sequence[Any], m: int, log_q: Optiona
         return np.zeros((0, 3), dtype=np.int64), np.zeros(0)
     order, top_scores = _top(scores, m)
     return np.asarray(spans, dtype=np.int64)[order].reshape(-1, 3), top_scores
+
+
+def _lengths(pool: Sequence[Any]) -> Ints:
+    """Tokens per sentence of a pool."""
+    if isinstance(pool, CompiledCorpus):
+        return np.diff(np.asarray(pool.features().offsets))
+    return np.array([len(x) for x in pool], dtype=np.int64)
 
 
 def _token_and_transition_entropies(model: Any,
@@ -239,8 +247,10 @@ def select(model: Any, pool: Sequence[Any], strategy: str, m: int,
     model : sscrf.CRF or None
         A fitted model; None (or unfitted) is allowed for ``random`` and
         ``quota_sampling``.
-    pool : list of sentences
-        Candidates, in the model's input format.
+    pool : list of sentences, or sscrf.CompiledCorpus
+        Candidates, in the model's input format, or compiled under the
+        model's vocabulary (``sscrf compile POOL --vocabulary MODEL``):
+        a pool larger than memory is then read memory-mapped.
     strategy : str
         A name in :data:`SELECTORS`.
     m : int
@@ -266,7 +276,8 @@ def select(model: Any, pool: Sequence[Any], strategy: str, m: int,
     m = check_count(m)
     if isinstance(pool, (str, bytes, dict)) or not hasattr(pool, "__len__"):
         raise SscrfTypeError(f"pool must be a list of sentences, not {type(pool).__name__}")
-    pool = list(pool)
+    if not isinstance(pool, CompiledCorpus):  # read by the model whole, memory-mapped
+        pool = list(pool)
     selector = SELECTORS[strategy]
     log_q = check_log_q(log_q, len(pool))
     if not pool:
