@@ -38,9 +38,17 @@
     L-BFGS iterations with c2 = 1 and every label transition, write the
     model. Wall time from process start to exit; rounds alternate.
 
+``phases`` (child processes)
+    Where ``sscrf train``'s time goes (the same command as ``train``, run by
+    ``sscrf.cli.main`` in a child whose functions are wrapped in timers):
+    imports, reading TRAIN, the fit (of which the likelihood's core calls,
+    the rest of the optimiser, and what precedes it: extraction, layout),
+    writing the model. Medians over ``--train-repeats`` processes; the
+    likelihood's share bounds the end-to-end ratio from below.
+
 Usage::
 
-    python bench/probes/extraction.py [--part extraction,processes,train] [--data DIR]
+    python bench/probes/extraction.py [--part extraction,processes,train,phases] [--data DIR]
         [--repeats 5] [--processes 10] [--train-repeats 2] [--threads 2] [--json OUT]
 """
 
@@ -214,6 +222,69 @@ def processes(args):
     return {str(t): v for t, v in runs.items()}
 
 
+PHASES = """
+import json, sys, time
+started = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+from sscrf import _core, training
+from sscrf.cli import main, train
+from sscrf.model import CRF
+spent = {}
+def timed(owner, name, phase):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - t
+    setattr(owner, name, wrapper)
+for owner, name, phase in ((train, "read_labeled", "read"), (train, "_fit", "fit"),
+                           (training, "_optimise", "optimiser"),
+                           (_core, "likelihood", "likelihood"), (CRF, "save", "write")):
+    timed(owner, name, phase)
+imported = time.perf_counter()
+code = main(sys.argv[2:])
+spent.update(imports=imported - started, main=time.perf_counter() - imported, code=code)
+print(json.dumps(spent))
+"""
+
+
+def phases(args):
+    path = os.path.join(args.data, "train.txt")
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-c", PHASES, os.path.join(ROOT, "python"), "train", "-q",
+                   "-m", os.path.join(tmp, "m.sscrf"), "--max-iterations", str(args.iterations),
+                   "--threads", str(args.threads), path]
+        for _ in range(args.train_repeats):
+            result = run_child(command)
+            if result.returncode != 0:
+                raise SystemExit(f"sscrf train failed:\n{result.stderr}")
+            spent = json.loads(result.stdout.strip().splitlines()[-1])
+            spent["process"] = result.wall_s
+            runs.append(spent)
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k != "code"}
+    rows = [("process, start to exit", med["process"]),
+            ("interpreter start (process less imports and main)",
+             med["process"] - med["imports"] - med["main"]),
+            ("imports", med["imports"]), ("reading TRAIN", med["read"]), ("fit", med["fit"]),
+            ("  before the optimiser (extraction, layout, terms)", med["fit"] - med["optimiser"]),
+            ("  likelihood (the core's calls)", med["likelihood"]),
+            ("  the rest of the optimiser", med["optimiser"] - med["likelihood"]),
+            ("writing the model", med["write"]),
+            ("the rest of the command",
+             med["main"] - med["read"] - med["fit"] - med["write"])]
+    print(f"\n## Where sscrf train's time goes (CoNLL-2000 train, {args.iterations} iterations, "
+          f"--threads {args.threads})\n")
+    print(f"{args.train_repeats} child processes, medians.\n")
+    print("| phase | s | share |")
+    print("| --- | ---: | ---: |")
+    for name, seconds in rows:
+        print(f"| {name} | {seconds:.3f} | {seconds / med['process']:.0%} |")
+    return runs
+
+
 def train(args):
     path = os.path.join(args.data, "train.txt")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
@@ -267,6 +338,8 @@ def main():
         out["processes"] = processes(args)
     if "train" in parts:
         out["train"] = train(args)
+    if "phases" in parts:
+        out["phases"] = phases(args)
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w") as f:
