@@ -702,7 +702,6 @@ def test_a_compiled_dev_set_scores_as_its_sentences_do(corpora, tmp_path):
             CRF(**kwargs).fit(X_train, y_train, X_dev=own)
 
 
-
 def test_decoding_and_selection_read_a_compiled_pool_as_its_sentences(corpora, tmp_path):
     X, y, U, _ = corpora
     m = CRF(templates="default", max_iterations=6, n_threads=2, verbose=False).fit(X, y)
